@@ -1,0 +1,31 @@
+//! Pure Nostr protocol for buzz-relay: events, signatures, filters, client/relay messages, limits,
+//! host normalisation and the NIP-42 / NIP-98 checks. No I/O lives here.
+
+pub mod event;
+pub mod filter;
+pub mod host;
+pub mod keys;
+pub mod limits;
+pub mod message;
+pub mod nip42;
+pub mod nip98;
+
+pub use event::{Event, EventError, UnsignedEvent};
+pub use filter::{Filter, FilterError};
+pub use keys::Keys;
+pub use limits::Limits;
+pub use message::{ClientMessage, ParseError, RelayMessage};
+
+/// True when `s` is exactly `len` lowercase hex characters.
+#[must_use]
+pub fn is_lower_hex(s: &str, len: usize) -> bool {
+    s.len() == len && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Current unix time in seconds.
+#[must_use]
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
