@@ -1,6 +1,10 @@
 //! NIP-01 events: canonical serialisation, id and BIP-340 signature checks.
 
+use k256::schnorr::{Signature, VerifyingKey};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::is_lower_hex;
 
 /// A signed Nostr event exactly as it travels on the wire.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,31 +43,145 @@ pub enum EventError {
 impl Event {
     /// NIP-01 canonical form: `[0,pubkey,created_at,kind,tags,content]` compact JSON.
     #[must_use]
-    pub fn canonical_json(&self) -> String { todo!() }
+    pub fn canonical_json(&self) -> String {
+        canonical_string(
+            &self.pubkey,
+            self.created_at,
+            self.kind,
+            &self.tags,
+            &self.content,
+        )
+    }
     /// sha256 of the canonical form.
     #[must_use]
-    pub fn compute_id(&self) -> [u8; 32] { todo!() }
+    pub fn compute_id(&self) -> [u8; 32] {
+        canonical_hash(
+            &self.pubkey,
+            self.created_at,
+            self.kind,
+            &self.tags,
+            &self.content,
+        )
+    }
     /// Checks the shape of id/pubkey/sig (lowercase hex of 64/64/128), that id matches the content and
     /// that the signature verifies. Call it off the async runtime: it costs tens of microseconds.
-    pub fn verify(&self) -> Result<(), EventError> { todo!() }
+    pub fn verify(&self) -> Result<(), EventError> {
+        let id: [u8; 32] = decode_lower_hex(&self.id)
+            .ok_or_else(|| EventError::Malformed("event id must be 64 lowercase hex".into()))?;
+        let pubkey: [u8; 32] = decode_lower_hex(&self.pubkey)
+            .ok_or_else(|| EventError::Malformed("pubkey must be 64 lowercase hex".into()))?;
+        let sig: [u8; 64] = decode_lower_hex(&self.sig)
+            .ok_or_else(|| EventError::Malformed("sig must be 128 lowercase hex".into()))?;
+        if self.compute_id() != id {
+            return Err(EventError::IdMismatch);
+        }
+        if !verify_schnorr(&pubkey, &id, &sig) {
+            return Err(EventError::BadSignature);
+        }
+        Ok(())
+    }
     /// Compact JSON of the whole event (field order id, pubkey, created_at, kind, tags, content, sig).
     #[must_use]
-    pub fn to_json(&self) -> String { todo!() }
+    pub fn to_json(&self) -> String {
+        // Serialising strings, integers and string arrays cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
     /// First value of the first tag named `name`.
     #[must_use]
-    pub fn tag_value(&self, name: &str) -> Option<&str> { todo!() }
+    pub fn tag_value(&self, name: &str) -> Option<&str> {
+        let tag = self
+            .tags
+            .iter()
+            .find(|t| t.first().is_some_and(|n| n == name))?;
+        tag.get(1).map(String::as_str)
+    }
     /// All tags named `name` (whole tag slices).
     pub fn tags_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [String]> + 'a {
-        self.tags.iter().filter(move |t| t.first().map(String::as_str) == Some(name)).map(Vec::as_slice)
+        self.tags
+            .iter()
+            .filter(move |t| t.first().map(String::as_str) == Some(name))
+            .map(Vec::as_slice)
     }
 }
 
 impl UnsignedEvent {
+    /// sha256 of the NIP-01 canonical form; the id the signed event will carry.
     #[must_use]
-    pub fn compute_id(&self) -> [u8; 32] { todo!() }
+    pub fn compute_id(&self) -> [u8; 32] {
+        canonical_hash(
+            &self.pubkey,
+            self.created_at,
+            self.kind,
+            &self.tags,
+            &self.content,
+        )
+    }
 }
 
 /// The one BIP-340 verifier of the relay (k256 today; keep every call behind this function so the
 /// implementation can be swapped for libsecp256k1).
 #[must_use]
-pub fn verify_schnorr(pubkey_xonly: &[u8; 32], msg: &[u8; 32], sig: &[u8; 64]) -> bool { todo!() }
+pub fn verify_schnorr(pubkey_xonly: &[u8; 32], msg: &[u8; 32], sig: &[u8; 64]) -> bool {
+    let Ok(key) = VerifyingKey::from_bytes(pubkey_xonly) else {
+        return false;
+    };
+    let Ok(sig) = Signature::try_from(&sig[..]) else {
+        return false;
+    };
+    // BIP-340 signs the 32-byte message itself (no extra hashing).
+    key.verify_raw(msg, &sig).is_ok()
+}
+
+/// Decodes exactly `2 * N` lowercase hex characters.
+pub(crate) fn decode_lower_hex<const N: usize>(s: &str) -> Option<[u8; N]> {
+    if !is_lower_hex(s, 2 * N) {
+        return None;
+    }
+    let mut out = [0u8; N];
+    hex::decode_to_slice(s, &mut out).ok()?;
+    Some(out)
+}
+
+type CanonicalForm<'a> = (u8, &'a str, i64, u32, &'a [Vec<String>], &'a str);
+
+fn canonical_string(
+    pubkey: &str,
+    created_at: i64,
+    kind: u32,
+    tags: &[Vec<String>],
+    content: &str,
+) -> String {
+    let form: CanonicalForm<'_> = (0, pubkey, created_at, kind, tags, content);
+    // Serialising strings, integers and string arrays cannot fail.
+    serde_json::to_string(&form).unwrap_or_default()
+}
+
+fn canonical_hash(
+    pubkey: &str,
+    created_at: i64,
+    kind: u32,
+    tags: &[Vec<String>],
+    content: &str,
+) -> [u8; 32] {
+    let form: CanonicalForm<'_> = (0, pubkey, created_at, kind, tags, content);
+    let mut writer = HashWriter(Sha256::new());
+    // Writing into a hasher cannot fail, nor can serialising these types.
+    let _ = serde_json::to_writer(&mut writer, &form);
+    writer.0.finalize().into()
+}
+
+/// Streams serde_json output straight into sha256, avoiding an intermediate buffer.
+struct HashWriter(Sha256);
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

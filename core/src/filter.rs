@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::event::Event;
+use crate::is_lower_hex;
 use crate::limits::Limits;
 
 /// A REQ/COUNT filter. Tag conditions are keyed by tag name without the `#`.
@@ -38,25 +39,230 @@ impl Filter {
     /// hex each), `kinds` (u32 array), `#<name>` (string array, name 1..=64 bytes), `since`, `until`,
     /// `limit` (non-negative integers), `artifact` (string), `offset` (non-negative integer). Any other
     /// key is `Unsupported`; wrong types are `Invalid`. Never silently drops a predicate.
-    pub fn from_value(value: &serde_json::Value) -> Result<Self, FilterError> { todo!() }
+    /// A `limit` above `u32::MAX` saturates (it is clamped to `max_limit` anyway).
+    pub fn from_value(value: &serde_json::Value) -> Result<Self, FilterError> {
+        let obj = value
+            .as_object()
+            .ok_or_else(|| invalid("filter is not an object"))?;
+        let mut filter = Filter::default();
+        for (key, val) in obj {
+            match key.as_str() {
+                "ids" => filter.ids = Some(hex_array(val, "ids")?),
+                "authors" => filter.authors = Some(hex_array(val, "authors")?),
+                "kinds" => filter.kinds = Some(kind_array(val)?),
+                "since" => filter.since = Some(timestamp(val, "since")?),
+                "until" => filter.until = Some(timestamp(val, "until")?),
+                "limit" => {
+                    let n = val
+                        .as_u64()
+                        .ok_or_else(|| invalid("limit must be a non-negative integer"))?;
+                    filter.limit = Some(u32::try_from(n).unwrap_or(u32::MAX));
+                }
+                "offset" => {
+                    let n = val
+                        .as_u64()
+                        .ok_or_else(|| invalid("offset must be a non-negative integer"))?;
+                    filter.offset =
+                        Some(u32::try_from(n).map_err(|_| invalid("offset is too large"))?);
+                }
+                "artifact" => {
+                    let a = val
+                        .as_str()
+                        .ok_or_else(|| invalid("artifact must be a string"))?;
+                    filter.artifact = Some(a.to_owned());
+                }
+                k => match k.strip_prefix('#') {
+                    Some(name) => {
+                        if name.is_empty() || name.len() > MAX_TAG_NAME_BYTES {
+                            return Err(invalid("tag filter names must be 1 to 64 bytes"));
+                        }
+                        filter.tags.insert(name.to_owned(), string_array(val, k)?);
+                    }
+                    None => {
+                        return Err(FilterError::Unsupported(format!(
+                            "filter field {} is not supported",
+                            quoted(k)
+                        )))
+                    }
+                },
+            }
+        }
+        Ok(filter)
+    }
 
     /// Checks the filter against `limits`: at most `max_filter_values` values per field, tag values at
     /// most `max_tag_value_length` bytes. Multi-character tag names on a filter without `artifact` are
     /// `Unsupported("multi-character tag filters need an artifact query ...")`.
-    pub fn validate(&self, limits: &Limits) -> Result<(), FilterError> { todo!() }
+    pub fn validate(&self, limits: &Limits) -> Result<(), FilterError> {
+        let max = limits.max_filter_values;
+        let too_many = |field: &str| invalid(&format!("too many values in {field} (max {max})"));
+        if self.ids.as_ref().is_some_and(|v| v.len() > max) {
+            return Err(too_many("ids"));
+        }
+        if self.authors.as_ref().is_some_and(|v| v.len() > max) {
+            return Err(too_many("authors"));
+        }
+        if self.kinds.as_ref().is_some_and(|v| v.len() > max) {
+            return Err(too_many("kinds"));
+        }
+        for (name, values) in &self.tags {
+            if name.chars().count() > 1 && self.artifact.is_none() {
+                return Err(FilterError::Unsupported(
+                    "multi-character tag filters need an artifact query (\"artifact\":\"current\")"
+                        .into(),
+                ));
+            }
+            if values.len() > max {
+                return Err(too_many(&format!("#{name}")));
+            }
+            if values.iter().any(|v| v.len() > limits.max_tag_value_length) {
+                return Err(invalid(&format!(
+                    "#{name} value longer than {} bytes",
+                    limits.max_tag_value_length
+                )));
+            }
+        }
+        Ok(())
+    }
 
     /// The effective limit: `min(limit.unwrap_or(default_limit), max_limit)`.
     #[must_use]
-    pub fn effective_limit(&self, limits: &Limits) -> u32 { todo!() }
+    pub fn effective_limit(&self, limits: &Limits) -> u32 {
+        self.limit
+            .unwrap_or(limits.default_limit)
+            .min(limits.max_limit)
+    }
 
     /// NIP-01 match of one event (ids, authors, kinds, since/until inclusive, each `#x` condition
     /// against the first value of tags named x: AND across names, OR within a name). `limit` is ignored.
+    /// An empty `ids`/`authors`/`kinds`/tag value list matches nothing. `artifact` and `offset` are
+    /// ignored too (they shape stored queries, not live matching).
     #[must_use]
-    pub fn matches(&self, event: &Event) -> bool { todo!() }
+    pub fn matches(&self, event: &Event) -> bool {
+        if self.since.is_some_and(|s| event.created_at < s)
+            || self.until.is_some_and(|u| event.created_at > u)
+        {
+            return false;
+        }
+        if self
+            .kinds
+            .as_ref()
+            .is_some_and(|k| !k.contains(&event.kind))
+        {
+            return false;
+        }
+        if self
+            .ids
+            .as_ref()
+            .is_some_and(|ids| !ids.contains(&event.id))
+        {
+            return false;
+        }
+        if self
+            .authors
+            .as_ref()
+            .is_some_and(|a| !a.contains(&event.pubkey))
+        {
+            return false;
+        }
+        self.tags.iter().all(|(name, values)| {
+            event
+                .tags
+                .iter()
+                .filter(|t| t.first().is_some_and(|n| n == name))
+                .filter_map(|t| t.get(1))
+                .any(|v| values.iter().any(|want| want == v))
+        })
+    }
 
     /// The filter back as a JSON value in NIP-01 form.
     #[must_use]
-    pub fn to_value(&self) -> serde_json::Value { todo!() }
+    pub fn to_value(&self) -> serde_json::Value {
+        use serde_json::Value;
+        let mut map = serde_json::Map::new();
+        if let Some(ids) = &self.ids {
+            map.insert("ids".into(), Value::from(ids.clone()));
+        }
+        if let Some(authors) = &self.authors {
+            map.insert("authors".into(), Value::from(authors.clone()));
+        }
+        if let Some(kinds) = &self.kinds {
+            map.insert("kinds".into(), Value::from(kinds.clone()));
+        }
+        for (name, values) in &self.tags {
+            map.insert(format!("#{name}"), Value::from(values.clone()));
+        }
+        if let Some(since) = self.since {
+            map.insert("since".into(), Value::from(since));
+        }
+        if let Some(until) = self.until {
+            map.insert("until".into(), Value::from(until));
+        }
+        if let Some(limit) = self.limit {
+            map.insert("limit".into(), Value::from(limit));
+        }
+        if let Some(artifact) = &self.artifact {
+            map.insert("artifact".into(), Value::from(artifact.clone()));
+        }
+        if let Some(offset) = self.offset {
+            map.insert("offset".into(), Value::from(offset));
+        }
+        Value::Object(map)
+    }
+}
+
+/// Longest tag name accepted after `#` in a filter key.
+const MAX_TAG_NAME_BYTES: usize = 64;
+
+fn invalid(msg: &str) -> FilterError {
+    FilterError::Invalid(msg.to_owned())
+}
+
+/// `key` as a JSON string, cut to a readable length for error messages.
+fn quoted(key: &str) -> String {
+    let short: String = key.chars().take(64).collect();
+    serde_json::to_string(&short).unwrap_or_default()
+}
+
+fn string_array(val: &serde_json::Value, field: &str) -> Result<Vec<String>, FilterError> {
+    let err = || invalid(&format!("{} must be an array of strings", quoted(field)));
+    let arr = val.as_array().ok_or_else(err)?;
+    arr.iter()
+        .map(|v| v.as_str().map(str::to_owned).ok_or_else(err))
+        .collect()
+}
+
+fn hex_array(val: &serde_json::Value, field: &str) -> Result<Vec<String>, FilterError> {
+    let err = || {
+        invalid(&format!(
+            "{field} must be an array of 64 lowercase hex strings"
+        ))
+    };
+    let arr = val.as_array().ok_or_else(err)?;
+    arr.iter()
+        .map(|v| match v.as_str() {
+            Some(s) if is_lower_hex(s, 64) => Ok(s.to_owned()),
+            _ => Err(err()),
+        })
+        .collect()
+}
+
+fn kind_array(val: &serde_json::Value) -> Result<Vec<u32>, FilterError> {
+    let err = || invalid("kinds must be an array of integers from 0 to 4294967295");
+    let arr = val.as_array().ok_or_else(err)?;
+    arr.iter()
+        .map(|v| {
+            v.as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(err)
+        })
+        .collect()
+}
+
+fn timestamp(val: &serde_json::Value, field: &str) -> Result<i64, FilterError> {
+    val.as_i64()
+        .filter(|n| *n >= 0)
+        .ok_or_else(|| invalid(&format!("{field} must be a non-negative integer")))
 }
 
 impl Serialize for Filter {
@@ -71,3 +277,6 @@ impl<'de> serde::Deserialize<'de> for Filter {
         Filter::from_value(&v).map_err(serde::de::Error::custom)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,10 +1,155 @@
 //! `Host` header normalisation: lowercase, no trailing dot, no default port (80/443).
 
+use std::net::{Ipv4Addr, Ipv6Addr};
+
 /// Normalises a Host header value; `None` for empty or malformed hosts (whitespace, `/`, `@`, bad port).
+///
+/// Surrounding whitespace is trimmed, the name is lowercased, one trailing dot of the name is dropped,
+/// `:80` and `:443` are dropped and other ports kept. IPv6 literals must be bracketed (`[::1]:7777`)
+/// and come back in their canonical text form. Names may hold ASCII letters, digits, `-`, `.` and `_`.
 #[must_use]
-pub fn normalize_host(raw: &str) -> Option<String> { todo!() }
+pub fn normalize_host(raw: &str) -> Option<String> {
+    let s = raw.trim();
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_graphic()) {
+        return None;
+    }
+    let s = s.to_ascii_lowercase();
+    let (name, port) = split_host_port(&s)?;
+    let name = if let Some(inner) = name.strip_prefix('[') {
+        let addr: Ipv6Addr = inner.strip_suffix(']')?.parse().ok()?;
+        format!("[{addr}]")
+    } else {
+        let name = name.strip_suffix('.').unwrap_or(name);
+        let ok = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_');
+        if name.is_empty() || !name.bytes().all(ok) {
+            return None;
+        }
+        name.to_owned()
+    };
+    match port {
+        None | Some(80 | 443) => Some(name),
+        Some(port) => Some(format!("{name}:{port}")),
+    }
+}
+
+/// Splits `host[:port]` / `[v6][:port]`; `None` when the port part is present but not a valid port.
+fn split_host_port(s: &str) -> Option<(&str, Option<u16>)> {
+    let (name, port) = if s.starts_with('[') {
+        let end = s.find(']')?;
+        let (name, rest) = s.split_at(end + 1);
+        if rest.is_empty() {
+            (name, None)
+        } else {
+            (name, Some(rest.strip_prefix(':')?))
+        }
+    } else {
+        match s.split_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (s, None),
+        }
+    };
+    let port = match port {
+        None => None,
+        Some(p) => {
+            if p.is_empty() || p.len() > 5 || !p.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            Some(p.parse::<u16>().ok().filter(|n| *n != 0)?)
+        }
+    };
+    Some((name, port))
+}
 
 /// True for loopback dev hosts (`localhost`, `127.x.y.z`, `[::1]`, with or without port), where
 /// `http://` and `ws://` are accepted.
 #[must_use]
-pub fn is_loopback_host(host: &str) -> bool { todo!() }
+pub fn is_loopback_host(host: &str) -> bool {
+    let Some(host) = normalize_host(host) else {
+        return false;
+    };
+    let Some((name, _)) = split_host_port(&host) else {
+        return false;
+    };
+    if let Some(inner) = name.strip_prefix('[') {
+        return inner
+            .strip_suffix(']')
+            .and_then(|a| a.parse::<Ipv6Addr>().ok())
+            .is_some_and(|a| a.is_loopback());
+    }
+    name == "localhost" || name.parse::<Ipv4Addr>().is_ok_and(|a| a.octets()[0] == 127)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalizes() {
+        let cases = [
+            ("Relay.Example.COM", Some("relay.example.com")),
+            ("  relay.example.com  ", Some("relay.example.com")),
+            ("relay.example.com.", Some("relay.example.com")),
+            ("relay.example.com.:443", Some("relay.example.com")),
+            ("relay.example.com:80", Some("relay.example.com")),
+            ("relay.example.com:8080", Some("relay.example.com:8080")),
+            ("relay.example.com:0443", Some("relay.example.com")),
+            ("localhost:7777", Some("localhost:7777")),
+            ("127.0.0.1:7777", Some("127.0.0.1:7777")),
+            ("[::1]:7777", Some("[::1]:7777")),
+            ("[::1]", Some("[::1]")),
+            ("[0:0:0:0:0:0:0:1]:443", Some("[::1]")),
+            ("[2001:DB8::1]:8443", Some("[2001:db8::1]:8443")),
+            ("my_host", Some("my_host")),
+            ("", None),
+            ("   ", None),
+            (".", None),
+            (":443", None),
+            ("relay example.com", None),
+            ("relay.example.com/path", None),
+            ("user@relay.example.com", None),
+            ("relay.example.com?x", None),
+            ("relay.example.com#x", None),
+            ("relay.example.com:", None),
+            ("relay.example.com:abc", None),
+            ("relay.example.com:65536", None),
+            ("relay.example.com:0", None),
+            ("relay.example.com:-1", None),
+            ("relay.example.com:80:80", None),
+            ("::1", None),
+            ("[::1", None),
+            ("[::1]x", None),
+            ("[::1]:", None),
+            ("[zz]", None),
+            ("héllo.example", None),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(normalize_host(raw).as_deref(), want, "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn loopback() {
+        for h in [
+            "localhost",
+            "LOCALHOST:7777",
+            "127.0.0.1",
+            "127.1.2.3:8080",
+            "[::1]",
+            "[::1]:7777",
+            "localhost.",
+        ] {
+            assert!(is_loopback_host(h), "{h}");
+        }
+        for h in [
+            "example.com",
+            "128.0.0.1",
+            "[::2]",
+            "localhost.example.com",
+            "",
+            "10.0.0.1:80",
+            "127.0.0.1/x",
+        ] {
+            assert!(!is_loopback_host(h), "{h}");
+        }
+    }
+}

@@ -1,7 +1,11 @@
 //! NIP-01 client and relay messages.
 
+use serde::de::IgnoredAny;
+use serde_json::value::RawValue;
+
 use crate::event::Event;
 use crate::filter::Filter;
+use crate::is_lower_hex;
 use crate::limits::Limits;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -9,9 +13,15 @@ pub enum ClientMessage {
     /// `["EVENT", event]`; only shape and limits are checked here, not id/signature.
     Event(Box<Event>),
     /// `["REQ", sub_id, filter...]` (at least one filter).
-    Req { sub_id: String, filters: Vec<Filter> },
+    Req {
+        sub_id: String,
+        filters: Vec<Filter>,
+    },
     /// `["COUNT", sub_id, filter...]`.
-    Count { sub_id: String, filters: Vec<Filter> },
+    Count {
+        sub_id: String,
+        filters: Vec<Filter>,
+    },
     /// `["CLOSE", sub_id]`.
     Close(String),
     /// `["AUTH", event]`.
@@ -41,22 +51,227 @@ impl ClientMessage {
     /// - REQ/COUNT: sub id empty or over `max_subid_length` → Notice; more than `max_filters`
     ///   filters → Closed(`invalid: too many filters`); each filter through `Filter::from_value` and
     ///   `Filter::validate` → Closed with that error's text.
-    pub fn parse(text: &str, limits: &Limits) -> Result<Self, ParseError> { todo!() }
+    pub fn parse(text: &str, limits: &Limits) -> Result<Self, ParseError> {
+        let parts: Vec<&RawValue> = match serde_json::from_str(text) {
+            Ok(parts) => parts,
+            Err(_) if serde_json::from_str::<IgnoredAny>(text).is_ok() => {
+                return Err(notice("invalid: message must be a JSON array"));
+            }
+            Err(_) => return Err(notice("invalid: message is not valid JSON")),
+        };
+        let Some(first) = parts.first() else {
+            return Err(notice("invalid: empty message"));
+        };
+        let Ok(kind) = serde_json::from_str::<String>(first.get()) else {
+            return Err(notice("invalid: message type must be a string"));
+        };
+        match kind.as_str() {
+            "EVENT" => parse_event_message(&parts, "EVENT", limits).map(ClientMessage::Event),
+            "AUTH" => parse_event_message(&parts, "AUTH", limits).map(ClientMessage::Auth),
+            "REQ" => parse_req(&parts, "REQ", limits)
+                .map(|(sub_id, filters)| ClientMessage::Req { sub_id, filters }),
+            "COUNT" => parse_req(&parts, "COUNT", limits)
+                .map(|(sub_id, filters)| ClientMessage::Count { sub_id, filters }),
+            "CLOSE" => {
+                if parts.len() != 2 {
+                    return Err(notice("invalid: CLOSE needs exactly one subscription id"));
+                }
+                sub_id(parts[1], limits).map(ClientMessage::Close)
+            }
+            other => Err(notice(&format!(
+                "unsupported: unknown message type {}",
+                shorten(other, 32)
+            ))),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RelayMessage {
     /// `["EVENT", sub_id, <event_json>]`; `event_json` is already-serialised event JSON, inserted verbatim.
-    Event { sub_id: String, event_json: String },
-    Ok { id: String, accepted: bool, message: String },
+    Event {
+        sub_id: String,
+        event_json: String,
+    },
+    Ok {
+        id: String,
+        accepted: bool,
+        message: String,
+    },
     Eose(String),
-    Closed { sub_id: String, message: String },
+    Closed {
+        sub_id: String,
+        message: String,
+    },
     Notice(String),
     Auth(String),
-    Count { sub_id: String, count: u64 },
+    Count {
+        sub_id: String,
+        count: u64,
+    },
 }
 
 impl RelayMessage {
     #[must_use]
-    pub fn to_json(&self) -> String { todo!() }
+    pub fn to_json(&self) -> String {
+        match self {
+            RelayMessage::Event { sub_id, event_json } => {
+                format!("[\"EVENT\",{},{event_json}]", json_str(sub_id))
+            }
+            RelayMessage::Ok {
+                id,
+                accepted,
+                message,
+            } => {
+                format!("[\"OK\",{},{accepted},{}]", json_str(id), json_str(message))
+            }
+            RelayMessage::Eose(sub_id) => format!("[\"EOSE\",{}]", json_str(sub_id)),
+            RelayMessage::Closed { sub_id, message } => {
+                format!("[\"CLOSED\",{},{}]", json_str(sub_id), json_str(message))
+            }
+            RelayMessage::Notice(message) => format!("[\"NOTICE\",{}]", json_str(message)),
+            RelayMessage::Auth(challenge) => format!("[\"AUTH\",{}]", json_str(challenge)),
+            RelayMessage::Count { sub_id, count } => {
+                format!("[\"COUNT\",{},{{\"count\":{count}}}]", json_str(sub_id))
+            }
+        }
+    }
 }
+
+fn notice(text: &str) -> ParseError {
+    ParseError::Notice(text.to_owned())
+}
+
+/// A JSON string literal for `s` (serde_json escaping).
+fn json_str(s: &str) -> String {
+    // Serialising a string cannot fail.
+    serde_json::to_string(s).unwrap_or_default()
+}
+
+/// At most `max` characters of `s`, for echoing client input back in a reason.
+fn shorten(s: &str, max: usize) -> &str {
+    s.char_indices().nth(max).map_or(s, |(i, _)| &s[..i])
+}
+
+fn sub_id(raw: &RawValue, limits: &Limits) -> Result<String, ParseError> {
+    let Ok(id) = serde_json::from_str::<String>(raw.get()) else {
+        return Err(notice("invalid: subscription id must be a string"));
+    };
+    if id.is_empty() || id.chars().count() > limits.max_subid_length {
+        return Err(notice(&format!(
+            "invalid: subscription id must be 1 to {} characters",
+            limits.max_subid_length
+        )));
+    }
+    Ok(id)
+}
+
+fn parse_req(
+    parts: &[&RawValue],
+    kind: &str,
+    limits: &Limits,
+) -> Result<(String, Vec<Filter>), ParseError> {
+    let Some(raw_id) = parts.get(1) else {
+        return Err(notice(&format!("invalid: {kind} needs a subscription id")));
+    };
+    let sub_id = sub_id(raw_id, limits)?;
+    let raw_filters = &parts[2..];
+    let closed = |reason: String| ParseError::Closed {
+        sub_id: sub_id.clone(),
+        reason,
+    };
+    if raw_filters.is_empty() {
+        return Err(closed(format!("invalid: {kind} needs at least one filter")));
+    }
+    if raw_filters.len() > limits.max_filters {
+        return Err(closed("invalid: too many filters".into()));
+    }
+    let mut filters = Vec::with_capacity(raw_filters.len());
+    for raw in raw_filters {
+        let value: serde_json::Value = serde_json::from_str(raw.get())
+            .map_err(|_| closed("invalid: filter is not valid JSON".into()))?;
+        let filter = Filter::from_value(&value).map_err(|e| closed(e.to_string()))?;
+        filter.validate(limits).map_err(|e| closed(e.to_string()))?;
+        filters.push(filter);
+    }
+    Ok((sub_id, filters))
+}
+
+fn parse_event_message(
+    parts: &[&RawValue],
+    kind: &str,
+    limits: &Limits,
+) -> Result<Box<Event>, ParseError> {
+    if parts.len() != 2 {
+        return Err(notice(&format!("invalid: {kind} needs exactly one event")));
+    }
+    let raw = parts[1].get();
+    let event: Event = match serde_json::from_str(raw) {
+        Ok(event) => event,
+        Err(e) => return Err(malformed_event(raw, &e)),
+    };
+    if !is_lower_hex(&event.id, 64) {
+        return Err(notice("invalid: event id must be 64 lowercase hex"));
+    }
+    let reject = |reason: String| ParseError::Ok {
+        id: event.id.clone(),
+        reason,
+    };
+    if !is_lower_hex(&event.pubkey, 64) {
+        return Err(reject("invalid: pubkey must be 64 lowercase hex".into()));
+    }
+    if !is_lower_hex(&event.sig, 128) {
+        return Err(reject("invalid: sig must be 128 lowercase hex".into()));
+    }
+    if event.tags.len() > limits.max_event_tags {
+        return Err(reject(format!(
+            "invalid: too many tags (max {})",
+            limits.max_event_tags
+        )));
+    }
+    if event.content.len() > limits.max_content_length {
+        return Err(reject(format!(
+            "invalid: content longer than {} bytes",
+            limits.max_content_length
+        )));
+    }
+    if event.tags.iter().any(Vec::is_empty) {
+        return Err(reject("invalid: empty tag".into()));
+    }
+    if event
+        .tags
+        .iter()
+        .flatten()
+        .any(|el| el.len() > limits.max_tag_value_length)
+    {
+        return Err(reject(format!(
+            "invalid: tag element longer than {} bytes",
+            limits.max_tag_value_length
+        )));
+    }
+    Ok(Box::new(event))
+}
+
+/// The answer to an event that did not deserialise: `OK false` when a well-formed id can be read.
+fn malformed_event(raw: &str, err: &serde_json::Error) -> ParseError {
+    let value: Option<serde_json::Value> = serde_json::from_str(raw).ok();
+    let Some(obj) = value.as_ref().and_then(serde_json::Value::as_object) else {
+        return notice("invalid: event must be a JSON object");
+    };
+    // serde's messages carry a position suffix that means nothing to a client; keep the cause only.
+    let text = err.to_string();
+    let cause = text.split(" at line ").next().unwrap_or("malformed event");
+    let reason = format!("invalid: malformed event: {}", shorten(cause, 200));
+    match obj.get("id").and_then(serde_json::Value::as_str) {
+        Some(id) if is_lower_hex(id, 64) => ParseError::Ok {
+            id: id.to_owned(),
+            reason,
+        },
+        _ => ParseError::Notice(reason),
+    }
+}
+
+#[cfg(test)]
+mod reply_tests;
+#[cfg(test)]
+mod tests;

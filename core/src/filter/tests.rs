@@ -1,0 +1,203 @@
+use serde_json::json;
+
+use super::*;
+
+fn ev(id_byte: char, pubkey_byte: char, kind: u32, created_at: i64, tags: &[&[&str]]) -> Event {
+    Event {
+        id: id_byte.to_string().repeat(64),
+        pubkey: pubkey_byte.to_string().repeat(64),
+        created_at,
+        kind,
+        tags: tags
+            .iter()
+            .map(|t| t.iter().map(|s| (*s).to_owned()).collect())
+            .collect(),
+        content: String::new(),
+        sig: "0".repeat(128),
+    }
+}
+
+fn parse(v: serde_json::Value) -> Result<Filter, FilterError> {
+    Filter::from_value(&v)
+}
+
+#[test]
+fn parses_all_fields_and_round_trips() {
+    let v = json!({
+        "ids": ["a".repeat(64)], "authors": ["b".repeat(64)], "kinds": [1, 9, 4294967295u64],
+        "#e": ["x"], "#h": [], "since": 0, "until": 10, "limit": 0, "artifact": "current", "offset": 5,
+        "#title": ["y", "y"]
+    });
+    let f = parse(v.clone()).expect("valid");
+    assert_eq!(f.kinds, Some(vec![1, 9, u32::MAX]));
+    assert_eq!(f.limit, Some(0));
+    assert_eq!(
+        f.tags.get("title"),
+        Some(&vec!["y".to_owned(), "y".to_owned()])
+    );
+    assert_eq!(f.to_value(), v);
+    let back: Filter = serde_json::from_str(&serde_json::to_string(&f).expect("ser")).expect("de");
+    assert_eq!(back, f);
+    assert_eq!(Filter::default().to_value(), json!({}));
+}
+
+#[test]
+fn rejects_bad_fields() {
+    let invalid = [
+        json!([]),
+        json!("x"),
+        json!({"ids": "a"}),
+        json!({"ids": ["A".repeat(64)]}),
+        json!({"ids": ["abc"]}),
+        json!({"authors": [1]}),
+        json!({"kinds": [-1]}),
+        json!({"kinds": [4294967296u64]}),
+        json!({"kinds": [1.5]}),
+        json!({"kinds": ["1"]}),
+        json!({"since": -1}),
+        json!({"until": -5}),
+        json!({"since": "1"}),
+        json!({"limit": -1}),
+        json!({"limit": null}),
+        json!({"offset": 4294967296u64}),
+        json!({"artifact": 1}),
+        json!({"#e": "x"}),
+        json!({"#e": [1]}),
+        json!({"#": ["x"]}),
+        json!({ format!("#{}", "a".repeat(65)): ["x"] }),
+    ];
+    for v in invalid {
+        assert!(
+            matches!(parse(v.clone()), Err(FilterError::Invalid(_))),
+            "{v}"
+        );
+    }
+    assert_eq!(
+        parse(json!({"search": "x"})),
+        Err(FilterError::Unsupported(
+            "filter field \"search\" is not supported".into()
+        ))
+    );
+    assert!(parse(json!({ format!("#{}", "a".repeat(64)): ["x"] })).is_ok());
+    assert_eq!(
+        parse(json!({"limit": 1u64 << 40}))
+            .expect("saturates")
+            .limit,
+        Some(u32::MAX)
+    );
+}
+
+#[test]
+fn validate_limits() {
+    let limits = Limits {
+        max_filter_values: 2,
+        max_tag_value_length: 4,
+        ..Limits::default()
+    };
+    let ok = parse(json!({"kinds": [1, 2], "#t": ["abcd"]})).expect("parse");
+    assert_eq!(ok.validate(&limits), Ok(()));
+    for v in [
+        json!({"kinds": [1, 2, 3]}),
+        json!({"ids": ["a".repeat(64), "b".repeat(64), "c".repeat(64)]}),
+        json!({"authors": ["a".repeat(64), "b".repeat(64), "c".repeat(64)]}),
+        json!({"#t": ["a", "b", "c"]}),
+        json!({"#t": ["abcde"]}),
+    ] {
+        assert!(
+            matches!(
+                parse(v.clone()).expect("parse").validate(&limits),
+                Err(FilterError::Invalid(_))
+            ),
+            "{v}"
+        );
+    }
+    let multi = parse(json!({"#title": ["x"]})).expect("parse");
+    let err = multi.validate(&limits).expect_err("multi-char");
+    assert_eq!(
+        err,
+        FilterError::Unsupported(
+            "multi-character tag filters need an artifact query (\"artifact\":\"current\")".into()
+        )
+    );
+    assert!(err.to_string().starts_with("unsupported: "));
+    let with_artifact = parse(json!({"#title": ["x"], "artifact": "current"})).expect("parse");
+    assert_eq!(with_artifact.validate(&limits), Ok(()));
+}
+
+#[test]
+fn effective_limit() {
+    let limits = Limits::default();
+    assert_eq!(Filter::default().effective_limit(&limits), 100);
+    assert_eq!(
+        Filter {
+            limit: Some(0),
+            ..Filter::default()
+        }
+        .effective_limit(&limits),
+        0
+    );
+    assert_eq!(
+        Filter {
+            limit: Some(10_000),
+            ..Filter::default()
+        }
+        .effective_limit(&limits),
+        500
+    );
+}
+
+#[test]
+fn matching() {
+    let e = ev(
+        'a',
+        'b',
+        9,
+        100,
+        &[
+            &["h", "group"],
+            &["p", "c"],
+            &["t", "rust", "extra"],
+            &["t", "nostr"],
+            &["x"],
+        ],
+    );
+    let yes = [
+        json!({}),
+        json!({"ids": ["a".repeat(64), "f".repeat(64)]}),
+        json!({"authors": ["b".repeat(64)]}),
+        json!({"kinds": [1, 9]}),
+        json!({"since": 100, "until": 100}),
+        json!({"#h": ["group"], "#t": ["nostr"]}),
+        json!({"#t": ["go", "rust"]}),
+        json!({"kinds": [9], "#h": ["group"], "since": 50}),
+    ];
+    for v in yes {
+        assert!(parse(v.clone()).expect("parse").matches(&e), "{v}");
+    }
+    let no = [
+        json!({"ids": []}),
+        json!({"authors": []}),
+        json!({"kinds": []}),
+        json!({"#h": []}),
+        json!({"ids": ["f".repeat(64)]}),
+        json!({"authors": ["a".repeat(64)]}),
+        json!({"kinds": [1]}),
+        json!({"since": 101}),
+        json!({"until": 99}),
+        json!({"#h": ["group"], "#t": ["go"]}),
+        json!({"#t": ["extra"]}),
+        json!({"#x": ["x"]}),
+        json!({"#q": ["group"]}),
+    ];
+    for v in no {
+        assert!(!parse(v.clone()).expect("parse").matches(&e), "{v}");
+    }
+    assert!(
+        Filter {
+            limit: Some(0),
+            ..Filter::default()
+        }
+        .matches(&e),
+        "limit is ignored"
+    );
+}
