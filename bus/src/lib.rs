@@ -1,1 +1,13 @@
-//! placeholder
+//! The bus of buzz-relay: NATS subjects, versioned payloads, the error code enum and trace context
+//! carried in NATS headers.
+
+pub mod error;
+pub mod payload;
+pub mod rpc;
+pub mod serve;
+pub mod subjects;
+pub mod trace;
+
+pub use error::{BusError, ErrorCode};
+pub use payload::*;
+pub use subjects::Subjects;

@@ -1,0 +1,198 @@
+//! Versioned request and reply bodies. Every body is serde JSON; a breaking change gets a new
+//! subject version (`v2`), never a silent reinterpretation.
+
+use buzz_core::{Event, Filter};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::error::BusError;
+
+/// Token scopes (contract "Authentication").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Scope {
+    #[serde(rename = "messages:read")]
+    MessagesRead,
+    #[serde(rename = "messages:write")]
+    MessagesWrite,
+    #[serde(rename = "channels:write")]
+    ChannelsWrite,
+    #[serde(rename = "members:write")]
+    MembersWrite,
+}
+
+impl Scope {
+    pub const ALL: [Scope; 4] = [Self::MessagesRead, Self::MessagesWrite, Self::ChannelsWrite, Self::MembersWrite];
+}
+
+/// Who is acting: the authenticated pubkey and what its credential allows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Actor {
+    pub pubkey: String,
+    /// Scopes of the credential; NIP-42/NIP-98 sessions carry all of them.
+    pub scopes: Vec<Scope>,
+    /// A token's channel restriction; `None` means unrestricted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_ids: Option<Vec<Uuid>>,
+    /// The socket or request was admitted with valid federated-identity evidence.
+    #[serde(default)]
+    pub fi_admitted: bool,
+}
+
+impl Actor {
+    /// A NIP-42 or NIP-98 session: every scope.
+    #[must_use]
+    pub fn session(pubkey: String) -> Self {
+        Self { pubkey, scopes: Scope::ALL.to_vec(), channel_ids: None, fi_admitted: false }
+    }
+    #[must_use]
+    pub fn has_scope(&self, scope: Scope) -> bool {
+        self.scopes.contains(&scope)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Member,
+    Admin,
+    Owner,
+}
+
+impl Role {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Member => "member",
+            Self::Admin => "admin",
+            Self::Owner => "owner",
+        }
+    }
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "member" => Some(Self::Member),
+            "admin" => Some(Self::Admin),
+            "owner" => Some(Self::Owner),
+            _ => None,
+        }
+    }
+}
+
+/// `buzz.v1.write`: every state change goes through one of these.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum WriteRequest {
+    /// A verified event (id and signature already checked by the gateway).
+    Event { community_id: Uuid, actor: Actor, event: Event },
+    /// `POST /api/members`.
+    PutMember { community_id: Uuid, actor: Actor, pubkey: String, role: Role },
+    /// `DELETE /api/members/{pubkey}`.
+    RemoveMember { community_id: Uuid, actor: Actor, pubkey: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WriteOk {
+    /// The event was already stored; nothing was applied again.
+    pub duplicate: bool,
+    /// Text for the `OK` message (empty on a plain success).
+    pub message: String,
+}
+
+pub type WriteReply = Result<WriteOk, BusError>;
+
+/// `buzz.v1.query`: results stream to the reply inbox as numbered frames.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct QueryRequest {
+    pub community_id: Uuid,
+    pub reader: Actor,
+    pub filters: Vec<Filter>,
+    /// COUNT instead of REQ.
+    #[serde(default)]
+    pub count: bool,
+}
+
+/// One frame of a streamed query answer. `seq` starts at 0 and increases by one; the receiver
+/// treats a gap as an error (NATS core is at-most-once), never as a short result.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct QueryFrame {
+    pub seq: u32,
+    pub body: QueryFrameBody,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum QueryFrameBody {
+    /// Stored event JSON, in result order.
+    Events { events: Vec<String> },
+    /// The end: `total` events were sent in the frames before this one.
+    Done { total: u64 },
+    Count { count: u64 },
+    Error { error: BusError },
+}
+
+/// `buzz.v1.access`: what the gateway may not decide alone because it does not hold the data.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AccessRequest {
+    /// May this pubkey authenticate to the community, and with which role?
+    Member { community_id: Uuid, pubkey: String },
+    /// May this reader read the channel now?
+    CanRead { community_id: Uuid, reader: Actor, channel_id: Uuid },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccessReply {
+    pub role: Option<Role>,
+    pub can_read: bool,
+}
+
+/// `buzz.v1.policy.lease`: the host → community answer gateways cache for at most `lease_ms`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LeaseRequest {
+    pub host: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommunityLease {
+    pub community_id: Uuid,
+    pub host: String,
+    pub owner_pubkey: String,
+    pub requires_nip_fi: bool,
+    pub policy_generation: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaseReply {
+    pub community: Option<CommunityLease>,
+    pub lease_ms: u64,
+}
+
+/// Who may receive a live event, decided by the write-service from the stored channel at commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Audience {
+    /// An open channel: every authenticated community member (subject to token restrictions).
+    Community,
+    /// Private channel or DM: the gateway asks `buzz.v1.access` (cached per socket, dropped on
+    /// `buzz.v1.access.<community>`).
+    ChannelMembers,
+}
+
+/// `buzz.v1.live.<community>`: an accepted event, published after commit.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LiveEvent {
+    pub community_id: Uuid,
+    pub channel_id: Option<Uuid>,
+    pub audience: Audience,
+    pub event: Event,
+}
+
+/// `buzz.v1.access.<community>`: cached access answers for the community are stale.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AccessChanged {
+    /// Channel membership, visibility or archive state changed.
+    Channel { channel_id: Uuid },
+    /// A community member was removed: their sockets lose authentication.
+    MemberRemoved { pubkey: String },
+}

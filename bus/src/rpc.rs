@@ -1,0 +1,63 @@
+//! Request/reply over NATS with JSON bodies and trace context in headers.
+
+use std::time::Duration;
+
+use serde::{de::DeserializeOwned, Serialize};
+
+use crate::error::{BusError, ErrorCode};
+use crate::trace;
+
+/// Sends `body` to `subject` and decodes the JSON reply. Timeouts and missing responders become
+/// `Unavailable`/`Timeout` bus errors, never panics.
+pub async fn request<T: Serialize, R: DeserializeOwned>(
+    client: &async_nats::Client,
+    subject: String,
+    body: &T,
+    timeout: Duration,
+) -> Result<R, BusError> {
+    let payload = serde_json::to_vec(body).map_err(|_| BusError::internal())?;
+    let req = async_nats::Request::new()
+        .payload(payload.into())
+        .headers(trace::current_headers())
+        .timeout(Some(timeout));
+    match client.send_request(subject.clone(), req).await {
+        Ok(msg) => serde_json::from_slice(&msg.payload).map_err(|e| {
+            tracing::error!(%subject, error = %e, "undecodable bus reply");
+            BusError::internal()
+        }),
+        Err(e) => {
+            use async_nats::RequestErrorKind as K;
+            match e.kind() {
+                K::TimedOut => Err(BusError::new(ErrorCode::Timeout, "the service did not answer in time")),
+                K::NoResponders => Err(BusError::unavailable("no service is available")),
+                _ => {
+                    tracing::error!(%subject, error = %e, "bus request failed");
+                    Err(BusError::unavailable("the bus is unavailable"))
+                }
+            }
+        }
+    }
+}
+
+/// Publishes a JSON reply to `reply` (when the request had one). The body is serialised before
+/// the returned future runs, so it need not live across the await.
+pub fn reply<T: Serialize>(
+    client: &async_nats::Client,
+    reply: Option<&async_nats::Subject>,
+    body: &T,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
+    let bytes = serde_json::to_vec(body);
+    let client = client.clone();
+    let reply = reply.cloned();
+    async move {
+        let Some(reply) = reply else { return };
+        match bytes {
+            Ok(bytes) => {
+                if let Err(e) = client.publish(reply, bytes.into()).await {
+                    tracing::warn!(error = %e, "bus reply failed");
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "unserialisable bus reply"),
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! Subject names. A prefix (default `buzz`) isolates clusters that share one NATS server.
+
+use uuid::Uuid;
+
+/// Queue groups: any replica answers any request.
+pub const WRITE_GROUP: &str = "write";
+pub const QUERY_GROUP: &str = "query";
+pub const SNAPSHOT_GROUP: &str = "snapshot";
+pub const POLICY_GROUP: &str = "policy";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subjects {
+    prefix: String,
+}
+
+impl Subjects {
+    /// `prefix` must be a non-empty NATS token sequence without wildcards or spaces.
+    pub fn new(prefix: &str) -> Result<Self, String> {
+        let ok = !prefix.is_empty()
+            && prefix.split('.').all(|t| {
+                !t.is_empty() && t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            });
+        if ok {
+            Ok(Self { prefix: prefix.to_owned() })
+        } else {
+            Err(format!("invalid NATS subject prefix {prefix:?}: use dot-separated [A-Za-z0-9_-] tokens"))
+        }
+    }
+    #[must_use]
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+    #[must_use]
+    pub fn write(&self) -> String {
+        format!("{}.v1.write", self.prefix)
+    }
+    #[must_use]
+    pub fn query(&self) -> String {
+        format!("{}.v1.query", self.prefix)
+    }
+    /// Membership and channel-read answers the gateway needs (served by the query-service).
+    #[must_use]
+    pub fn access(&self) -> String {
+        format!("{}.v1.access", self.prefix)
+    }
+    #[must_use]
+    pub fn snapshot(&self) -> String {
+        format!("{}.v1.snapshot", self.prefix)
+    }
+    #[must_use]
+    pub fn policy_lease(&self) -> String {
+        format!("{}.v1.policy.lease", self.prefix)
+    }
+    #[must_use]
+    pub fn live(&self, community: Uuid) -> String {
+        format!("{}.v1.live.{community}", self.prefix)
+    }
+    #[must_use]
+    pub fn live_all(&self) -> String {
+        format!("{}.v1.live.*", self.prefix)
+    }
+    #[must_use]
+    pub fn access_changed(&self, community: Uuid) -> String {
+        format!("{}.v1.access.{community}", self.prefix)
+    }
+    #[must_use]
+    pub fn access_changed_all(&self) -> String {
+        format!("{}.v1.access.*", self.prefix)
+    }
+    #[must_use]
+    pub fn close(&self, community: Uuid) -> String {
+        format!("{}.v1.close.{community}", self.prefix)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prefix_with_wildcards_or_spaces_is_refused() {
+        assert!(Subjects::new("buzz").is_ok());
+        assert!(Subjects::new("t.abc-1").is_ok());
+        for bad in ["", "a.*", "a.>", "a b", "a..b", ".a"] {
+            assert!(Subjects::new(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn per_community_subjects_live_under_the_wildcard_subjects() {
+        let s = Subjects::new("p").unwrap();
+        let c = Uuid::nil();
+        assert_eq!(s.live(c), format!("p.v1.live.{c}"));
+        assert!(s.live_all().ends_with(".*"));
+        assert_eq!(s.access_changed(c), format!("p.v1.access.{c}"));
+        assert_ne!(s.access(), s.access_changed(c));
+    }
+}

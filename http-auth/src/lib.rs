@@ -1,0 +1,143 @@
+//! NIP-98 HTTP authentication for buzz-relay's HTTP surfaces, with the one-use-per-signature replay
+//! guard kept in Redis so that every replica sees every use.
+
+use axum::response::{IntoResponse, Response};
+use buzz_core::nip98::{self, Nip98Error};
+use fred::prelude::*;
+use fred::types::{Expiration, SetOptions};
+use http::{HeaderMap, StatusCode};
+
+/// How far `created_at` may be from now (contract: ±60 s).
+pub const WINDOW_SECS: i64 = 60;
+
+#[derive(Debug, thiserror::Error)]
+pub enum HttpAuthError {
+    #[error("{0}")]
+    Nip98(#[from] Nip98Error),
+    #[error("replay detected")]
+    Replay,
+    #[error("authorization unavailable")]
+    Unavailable,
+}
+
+impl HttpAuthError {
+    #[must_use]
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::Nip98(_) | Self::Replay => StatusCode::UNAUTHORIZED,
+            Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+    #[must_use]
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Nip98(Nip98Error::Missing) => "auth_required",
+            Self::Nip98(_) => "invalid_auth",
+            Self::Replay => "replay_detected",
+            Self::Unavailable => "authorization_unavailable",
+        }
+    }
+}
+
+impl IntoResponse for HttpAuthError {
+    fn into_response(self) -> Response {
+        let mut res = (
+            self.status(),
+            axum::Json(serde_json::json!({ "error": self.to_string(), "code": self.code() })),
+        )
+            .into_response();
+        if self.status() == StatusCode::UNAUTHORIZED {
+            res.headers_mut().insert(http::header::WWW_AUTHENTICATE, http::HeaderValue::from_static("Nostr"));
+        }
+        res
+    }
+}
+
+/// One use per signature, across replicas.
+#[derive(Clone)]
+pub struct ReplayGuard {
+    redis: Pool,
+    prefix: String,
+}
+
+impl ReplayGuard {
+    #[must_use]
+    pub fn new(redis: Pool, prefix: &str) -> Self {
+        Self { redis, prefix: format!("{prefix}nip98:") }
+    }
+
+    /// Records the use of `event_id`; false when it was used before.
+    pub async fn first_use(&self, event_id: &str) -> Result<bool, HttpAuthError> {
+        // Kept a little past the acceptance window so a replay can never fall out of the guard while
+        // its timestamp is still acceptable.
+        let ttl = WINDOW_SECS * 2 + 10;
+        let set: Option<String> = self
+            .redis
+            .set(
+                format!("{}{event_id}", self.prefix),
+                "1",
+                Some(Expiration::EX(ttl)),
+                Some(SetOptions::NX),
+                false,
+            )
+            .await
+            .map_err(|e| {
+                tracing::error!(error = %e, "replay guard unavailable");
+                HttpAuthError::Unavailable
+            })?;
+        Ok(set.is_some())
+    }
+}
+
+/// Authenticates a request: decodes `Authorization: Nostr ...`, checks it against `method`, one of
+/// `urls` (the caller lists the URL forms it accepts, e.g. https and, for loopback hosts, http),
+/// the body hash and the time window, then spends the signature. Returns the signer's pubkey.
+pub async fn authenticate(
+    headers: &HeaderMap,
+    method: &str,
+    urls: &[String],
+    body: &[u8],
+    guard: &ReplayGuard,
+) -> Result<String, HttpAuthError> {
+    let value = headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .ok_or(Nip98Error::Missing)?;
+    let event = nip98::decode_header(value)?;
+    let now = buzz_core::unix_now();
+    let mut last = Nip98Error::UrlMismatch;
+    let mut ok = false;
+    for url in urls {
+        match nip98::validate(&event, method, url, body, now, WINDOW_SECS) {
+            Ok(()) => {
+                ok = true;
+                break;
+            }
+            Err(Nip98Error::UrlMismatch) => {}
+            Err(e) => {
+                last = e;
+                break;
+            }
+        }
+    }
+    if !ok {
+        return Err(last.into());
+    }
+    if !guard.first_use(&event.id).await? {
+        return Err(HttpAuthError::Replay);
+    }
+    Ok(event.pubkey)
+}
+
+/// Connects a Redis pool from a `redis://` URL.
+pub async fn connect_redis(url: &str, size: usize) -> Result<Pool, fred::error::Error> {
+    let config = Config::from_url(url)?;
+    let pool = Builder::from_config(config)
+        .with_connection_config(|c| {
+            c.connection_timeout = std::time::Duration::from_secs(3);
+        })
+        .set_policy(ReconnectPolicy::new_exponential(0, 100, 2_000, 2))
+        .build_pool(size)?;
+    pool.init().await?;
+    Ok(pool)
+}

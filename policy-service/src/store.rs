@@ -1,0 +1,80 @@
+//! All SQL of the policy-service.
+
+use buzz_bus::CommunityLease;
+use serde::Serialize;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
+pub struct Community {
+    pub community_id: Uuid,
+    pub host: String,
+    pub owner_pubkey: String,
+    pub lifecycle: String,
+    pub requires_nip_fi: bool,
+    pub policy_generation: i64,
+    pub retention_days: Option<i32>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CreateError {
+    #[error("the community id is in use with other settings")]
+    CommunityConflict,
+    #[error("the host is bound to another community")]
+    HostConflict,
+    #[error(transparent)]
+    Sql(#[from] sqlx::Error),
+}
+
+const SELECT: &str = "SELECT id AS community_id, host, owner_pubkey, lifecycle, requires_nip_fi, \
+                      policy_generation, retention_days FROM communities";
+
+pub async fn get(pool: &PgPool, id: Uuid) -> Result<Option<Community>, sqlx::Error> {
+    sqlx::query_as(&format!("{SELECT} WHERE id = $1")).bind(id).fetch_optional(pool).await
+}
+
+/// Creates the community and its owner membership in one transaction. Re-creating an identical
+/// community is idempotent (`Ok((c, false))`).
+pub async fn create(pool: &PgPool, id: Uuid, host: &str, owner: &str) -> Result<(Community, bool), CreateError> {
+    let mut tx = pool.begin().await?;
+    let inserted = sqlx::query(
+        "INSERT INTO communities (id, host, owner_pubkey) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+    )
+    .bind(id)
+    .bind(host)
+    .bind(owner)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if inserted == 0 {
+        tx.rollback().await?;
+        return match get(pool, id).await? {
+            Some(c) if c.host == host && c.owner_pubkey == owner => Ok((c, false)),
+            Some(_) => Err(CreateError::CommunityConflict),
+            None => Err(CreateError::HostConflict),
+        };
+    }
+    sqlx::query("INSERT INTO community_members (community_id, pubkey, role) VALUES ($1, $2, 'owner')")
+        .bind(id)
+        .bind(owner)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    let c = get(pool, id).await?.ok_or(sqlx::Error::RowNotFound)?;
+    Ok((c, true))
+}
+
+/// The active community bound to `host`.
+pub async fn lease(pool: &PgPool, host: &str) -> Result<Option<CommunityLease>, sqlx::Error> {
+    let row: Option<Community> = sqlx::query_as(&format!("{SELECT} WHERE host = $1 AND lifecycle = 'active'"))
+        .bind(host)
+        .fetch_optional(pool)
+        .await?;
+    Ok(row.map(|c| CommunityLease {
+        community_id: c.community_id,
+        host: c.host,
+        owner_pubkey: c.owner_pubkey,
+        requires_nip_fi: c.requires_nip_fi,
+        policy_generation: c.policy_generation,
+    }))
+}

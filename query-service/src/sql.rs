@@ -1,0 +1,89 @@
+//! SQL built from NIP-01 filters. Values are always bound, never formatted into the text.
+
+use buzz_core::Filter;
+use sqlx::{Postgres, QueryBuilder};
+use uuid::Uuid;
+
+/// The reader a query runs for; bound as `$1` (community), `$2` (pubkey), `$3` (channel restriction).
+pub struct Reader<'a> {
+    pub community: Uuid,
+    pub pubkey: &'a str,
+    pub channel_ids: Option<&'a [Uuid]>,
+}
+
+/// Does the filter need the database at all? (An empty value list or `limit: 0` matches nothing.)
+#[must_use]
+pub fn can_match(filter: &Filter) -> bool {
+    let empty = |v: &Option<Vec<String>>| v.as_ref().is_some_and(Vec::is_empty);
+    !(empty(&filter.ids)
+        || empty(&filter.authors)
+        || filter.kinds.as_ref().is_some_and(Vec::is_empty)
+        || filter.tags.values().any(Vec::is_empty)
+        || filter.limit == Some(0))
+}
+
+fn start<'a>(select: &str, reader: &Reader<'a>) -> QueryBuilder<'a, Postgres> {
+    let mut qb = QueryBuilder::new("WITH reader AS (SELECT ");
+    qb.push_bind(reader.community)
+        .push("::uuid AS community, ")
+        .push_bind(reader.pubkey.to_owned())
+        .push("::text AS pubkey, ")
+        .push_bind(reader.channel_ids.map(<[Uuid]>::to_vec))
+        .push("::uuid[] AS restriction) ")
+        .push(select)
+        .push(" FROM events e WHERE e.community_id = $1 AND e.redacted_at IS NULL AND e.deleted_at IS NULL ")
+        .push("AND (e.expires_at IS NULL OR e.expires_at > now()) AND ")
+        .push(buzz_store::access::readable_channel_condition("e"));
+    qb
+}
+
+fn push_conditions(qb: &mut QueryBuilder<'_, Postgres>, f: &Filter) {
+    if let Some(ids) = &f.ids {
+        qb.push(" AND e.id = ANY(").push_bind(ids.clone()).push(")");
+    }
+    if let Some(authors) = &f.authors {
+        qb.push(" AND e.pubkey = ANY(").push_bind(authors.clone()).push(")");
+    }
+    if let Some(kinds) = &f.kinds {
+        let kinds: Vec<i64> = kinds.iter().map(|k| i64::from(*k)).collect();
+        qb.push(" AND e.kind = ANY(").push_bind(kinds).push(")");
+    }
+    if let Some(since) = f.since {
+        qb.push(" AND e.created_at >= ").push_bind(since);
+    }
+    if let Some(until) = f.until {
+        qb.push(" AND e.created_at <= ").push_bind(until);
+    }
+    for (name, values) in &f.tags {
+        let hashes: Vec<Vec<u8>> = values.iter().map(|v| buzz_store::tag_value_hash(v)).collect();
+        qb.push(" AND EXISTS (SELECT 1 FROM event_tags t WHERE t.community_id = e.community_id AND t.event_id = e.id AND t.name = ")
+            .push_bind(name.clone())
+            .push(" AND t.value_hash = ANY(")
+            .push_bind(hashes)
+            .push("))");
+    }
+}
+
+/// Newest first, as NIP-01 asks for the initial query.
+pub fn select_events<'a>(reader: &Reader<'a>, f: &Filter, limit: u32) -> QueryBuilder<'a, Postgres> {
+    let mut qb = start("SELECT e.id, e.raw", reader);
+    push_conditions(&mut qb, f);
+    qb.push(" ORDER BY e.created_at DESC, e.id LIMIT ").push_bind(i64::from(limit));
+    qb
+}
+
+/// COUNT over the union of the filters (an event matching two filters counts once).
+pub fn count_events<'a>(reader: &Reader<'a>, filters: &[&Filter]) -> QueryBuilder<'a, Postgres> {
+    let mut qb = start("SELECT count(*)", reader);
+    qb.push(" AND (");
+    for (i, f) in filters.iter().enumerate() {
+        if i > 0 {
+            qb.push(" OR ");
+        }
+        qb.push("(TRUE");
+        push_conditions(&mut qb, f);
+        qb.push(")");
+    }
+    qb.push(")");
+    qb
+}

@@ -1,0 +1,239 @@
+//! The one access module: who may read and who may write a channel. Every read and write path
+//! (REQ, COUNT, live delivery, HTTP, later artifacts and snapshots) decides through here, either by
+//! the pure functions below or by the SQL fragment that encodes the same read rule.
+
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+/// A stored channel, as access needs it.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Channel {
+    pub id: Uuid,
+    pub name: String,
+    pub visibility: String,
+    pub channel_type: String,
+    pub ttl_seconds: Option<i32>,
+    pub archived: bool,
+}
+
+impl Channel {
+    /// Open channels are readable by every community member (DMs never are).
+    #[must_use]
+    pub fn is_open(&self) -> bool {
+        self.visibility == "open" && self.channel_type != "dm"
+    }
+}
+
+/// The reader's standing, loaded once per decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Standing {
+    /// Member of the community (any role), or an agent admitted through a member.
+    pub community_member: bool,
+    /// Community owner or admin.
+    pub community_admin: bool,
+    /// Active (not removed) member of the channel.
+    pub channel_member: bool,
+    /// Owner or admin of the channel.
+    pub channel_admin: bool,
+}
+
+/// Credential limits: token scopes and channel restriction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Credential<'a> {
+    pub can_read_messages: bool,
+    pub can_write_messages: bool,
+    /// `None`: unrestricted.
+    pub channel_ids: Option<&'a [Uuid]>,
+}
+
+impl Credential<'_> {
+    fn allows_channel(&self, id: Uuid) -> bool {
+        self.channel_ids.is_none_or(|ids| ids.contains(&id))
+    }
+}
+
+/// Read rule (contract "Channels"): an open channel and a community member, or an active channel
+/// member (DMs: participants only), within the credential's scope and channel restriction.
+#[must_use]
+pub fn can_read(channel: &Channel, standing: Standing, cred: Credential<'_>) -> bool {
+    cred.can_read_messages
+        && cred.allows_channel(channel.id)
+        && standing.community_member
+        && (standing.channel_member || channel.is_open())
+}
+
+/// Why a write is refused. The texts name nothing the caller cannot read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteDenial {
+    /// The channel does not exist or the caller cannot read it: indistinguishable on purpose.
+    NotFound,
+    /// The credential lacks `messages:write` or is restricted to other channels.
+    Scope,
+    Archived,
+    NotMember,
+}
+
+impl WriteDenial {
+    /// `(nip01 prefix, message)`.
+    #[must_use]
+    pub fn reason(self) -> (&'static str, &'static str) {
+        match self {
+            Self::NotFound => ("restricted", "channel not found or not accessible"),
+            Self::Scope => ("restricted", "token does not allow writing to this channel"),
+            Self::Archived => ("blocked", "channel is archived"),
+            Self::NotMember => ("restricted", "not a member of this channel"),
+        }
+    }
+}
+
+/// Write rule = everything that admits a kind-9 post: readable, scope `messages:write` and channel
+/// restriction, not archived, and channel membership, except that community members may post in
+/// open channels they have not joined.
+pub fn can_write(channel: Option<&Channel>, standing: Standing, cred: Credential<'_>) -> Result<(), WriteDenial> {
+    // Existence is judged by the pubkey's standing; the credential only narrows what it may do.
+    let unrestricted = Credential { can_read_messages: true, can_write_messages: true, channel_ids: None };
+    let Some(channel) = channel.filter(|c| can_read(c, standing, unrestricted)) else {
+        return Err(WriteDenial::NotFound);
+    };
+    if !cred.can_write_messages || !cred.allows_channel(channel.id) {
+        return Err(WriteDenial::Scope);
+    }
+    if channel.archived {
+        return Err(WriteDenial::Archived);
+    }
+    if !(standing.channel_member || channel.is_open()) {
+        return Err(WriteDenial::NotMember);
+    }
+    Ok(())
+}
+
+/// Loads a live (not deleted) channel; `lock` takes a share lock so the channel cannot change
+/// under a write that depends on it.
+pub async fn load_channel(conn: &mut PgConnection, community: Uuid, id: Uuid, lock: bool) -> Result<Option<Channel>, sqlx::Error> {
+    let sql = if lock {
+        "SELECT id, name, visibility, channel_type, ttl_seconds, archived FROM channels \
+         WHERE community_id = $1 AND id = $2 AND deleted_at IS NULL FOR SHARE"
+    } else {
+        "SELECT id, name, visibility, channel_type, ttl_seconds, archived FROM channels \
+         WHERE community_id = $1 AND id = $2 AND deleted_at IS NULL"
+    };
+    sqlx::query_as(sql).bind(community).bind(id).fetch_optional(conn).await
+}
+
+/// The community role of `pubkey` (`owner`, `admin`, `member`), if a member.
+pub async fn community_role(conn: &mut PgConnection, community: Uuid, pubkey: &str) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query_scalar("SELECT role FROM community_members WHERE community_id = $1 AND pubkey = $2")
+        .bind(community)
+        .bind(pubkey)
+        .fetch_optional(conn)
+        .await
+}
+
+/// The standing of `pubkey` towards `channel`.
+pub async fn standing(conn: &mut PgConnection, community: Uuid, channel: Uuid, pubkey: &str) -> Result<Standing, sqlx::Error> {
+    let row: Option<(Option<String>, Option<String>)> = sqlx::query_as(
+        "SELECT cm.role, chm.role FROM community_members cm \
+         LEFT JOIN channel_members chm ON chm.community_id = cm.community_id AND chm.channel_id = $2 \
+              AND chm.pubkey = cm.pubkey AND chm.removed_at IS NULL \
+         WHERE cm.community_id = $1 AND cm.pubkey = $3",
+    )
+    .bind(community)
+    .bind(channel)
+    .bind(pubkey)
+    .fetch_optional(conn)
+    .await?;
+    Ok(match row {
+        None => Standing::default(),
+        Some((community_role, channel_role)) => Standing {
+            community_member: true,
+            community_admin: matches!(community_role.as_deref(), Some("owner" | "admin")),
+            channel_member: channel_role.is_some(),
+            channel_admin: matches!(channel_role.as_deref(), Some("owner" | "admin")),
+        },
+    })
+}
+
+/// SQL condition: channel `{alias}.channel_id` is readable by the reader. Binds: `$1` community,
+/// `$2` reader pubkey, `$3` the credential's channel restriction (`uuid[]`, NULL = unrestricted).
+/// The same rule as [`can_read`] (the credential's read scope is checked before querying).
+pub fn readable_channel_condition(alias: &str) -> String {
+    format!(
+        "{alias}.channel_id IN (\
+            SELECT c.id FROM channels c \
+            WHERE c.community_id = $1 AND c.deleted_at IS NULL \
+              AND ($3::uuid[] IS NULL OR c.id = ANY($3::uuid[])) \
+              AND EXISTS (SELECT 1 FROM community_members m WHERE m.community_id = $1 AND m.pubkey = $2) \
+              AND ((c.visibility = 'open' AND c.channel_type <> 'dm') \
+                   OR EXISTS (SELECT 1 FROM channel_members cm WHERE cm.community_id = $1 \
+                              AND cm.channel_id = c.id AND cm.pubkey = $2 AND cm.removed_at IS NULL)))"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn channel(visibility: &str, channel_type: &str, archived: bool) -> Channel {
+        Channel {
+            id: Uuid::from_u128(7),
+            name: "c".into(),
+            visibility: visibility.into(),
+            channel_type: channel_type.into(),
+            ttl_seconds: None,
+            archived,
+        }
+    }
+    const FULL: Credential<'static> = Credential { can_read_messages: true, can_write_messages: true, channel_ids: None };
+    const MEMBER: Standing = Standing { community_member: true, community_admin: false, channel_member: false, channel_admin: false };
+    const JOINED: Standing = Standing { channel_member: true, ..MEMBER };
+
+    #[test]
+    fn a_community_member_reads_and_posts_in_open_channels_without_joining() {
+        let c = channel("open", "stream", false);
+        assert!(can_read(&c, MEMBER, FULL));
+        assert_eq!(can_write(Some(&c), MEMBER, FULL), Ok(()));
+    }
+
+    #[test]
+    fn private_channels_and_dms_are_for_their_members_only() {
+        for c in [channel("private", "stream", false), channel("open", "dm", false)] {
+            assert!(!can_read(&c, MEMBER, FULL));
+            assert_eq!(can_write(Some(&c), MEMBER, FULL), Err(WriteDenial::NotFound));
+            assert!(can_read(&c, JOINED, FULL));
+            assert_eq!(can_write(Some(&c), JOINED, FULL), Ok(()));
+        }
+    }
+
+    #[test]
+    fn a_non_member_of_the_community_can_do_nothing() {
+        let c = channel("open", "stream", false);
+        let outsider = Standing { channel_member: true, ..Standing::default() };
+        assert!(!can_read(&c, outsider, FULL));
+        assert_eq!(can_write(Some(&c), outsider, FULL), Err(WriteDenial::NotFound));
+    }
+
+    #[test]
+    fn archived_channels_are_readable_but_not_writable() {
+        let c = channel("open", "stream", true);
+        assert!(can_read(&c, JOINED, FULL));
+        assert_eq!(can_write(Some(&c), JOINED, FULL), Err(WriteDenial::Archived));
+    }
+
+    #[test]
+    fn token_scope_and_channel_restriction_limit_reads_and_writes() {
+        let c = channel("open", "stream", false);
+        let read_only = Credential { can_write_messages: false, ..FULL };
+        assert!(can_read(&c, JOINED, read_only));
+        assert_eq!(can_write(Some(&c), JOINED, read_only), Err(WriteDenial::Scope));
+        let other = [Uuid::from_u128(8)];
+        let elsewhere = Credential { channel_ids: Some(&other), ..FULL };
+        assert!(!can_read(&c, JOINED, elsewhere));
+        assert_eq!(can_write(Some(&c), JOINED, elsewhere), Err(WriteDenial::Scope));
+    }
+
+    #[test]
+    fn a_missing_channel_and_an_unreadable_one_are_refused_alike() {
+        let hidden = channel("private", "stream", false);
+        assert_eq!(can_write(None, JOINED, FULL), can_write(Some(&hidden), MEMBER, FULL));
+    }
+}

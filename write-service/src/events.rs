@@ -1,0 +1,157 @@
+//! Event writes: admission, storage and what is published after commit.
+
+use buzz_bus::{Actor, Audience, BusError, ErrorCode, LiveEvent, Scope, WriteOk};
+use buzz_core::Event;
+use buzz_store::access::{self, Credential, WriteDenial};
+use sqlx::{PgConnection, PgPool};
+use uuid::Uuid;
+
+use crate::store::{self, NewChannel};
+
+pub const KIND_MESSAGE: u32 = 9;
+pub const KIND_CREATE_CHANNEL: u32 = 9007;
+
+/// The result of an accepted write: the reply, and what to publish once committed.
+pub struct Accepted {
+    pub ok: WriteOk,
+    pub live: Option<LiveEvent>,
+}
+
+fn denial(d: WriteDenial) -> BusError {
+    let (prefix, message) = d.reason();
+    let code = if prefix == "blocked" { ErrorCode::Blocked } else { ErrorCode::Restricted };
+    BusError::new(code, message)
+}
+
+fn credential(actor: &Actor) -> Credential<'_> {
+    Credential {
+        can_read_messages: actor.has_scope(Scope::MessagesRead),
+        can_write_messages: actor.has_scope(Scope::MessagesWrite),
+        channel_ids: actor.channel_ids.as_deref(),
+    }
+}
+
+/// `h` as a lowercase, hyphenated, non-nil UUID.
+pub fn channel_tag(event: &Event) -> Result<Uuid, BusError> {
+    let h = event.tag_value("h").ok_or_else(|| BusError::invalid("missing h tag"))?;
+    parse_uuid(h).ok_or_else(|| BusError::invalid("h must be a lowercase hyphenated non-nil UUID"))
+}
+
+#[must_use]
+pub fn parse_uuid(s: &str) -> Option<Uuid> {
+    let u = Uuid::parse_str(s).ok()?;
+    (!u.is_nil() && u.hyphenated().to_string() == s).then_some(u)
+}
+
+pub async fn write_event(pool: &PgPool, community: Uuid, actor: &Actor, event: Event) -> Result<Accepted, BusError> {
+    if event.pubkey != actor.pubkey {
+        return Err(BusError::restricted("event pubkey is not the authenticated pubkey"));
+    }
+    if !matches!(event.kind, KIND_MESSAGE | KIND_CREATE_CHANNEL) {
+        return Err(BusError::blocked(format!("kind {} is not accepted by this relay", event.kind)));
+    }
+    let mut tx = pool.begin().await.map_err(sql)?;
+    if store::event_exists(&mut tx, community, &event.id).await.map_err(sql)? {
+        return Ok(Accepted { ok: duplicate(), live: None });
+    }
+    if !store::community_active(&mut tx, community).await.map_err(sql)? {
+        return Err(BusError::restricted("community is not active"));
+    }
+    if access::community_role(&mut tx, community, &actor.pubkey).await.map_err(sql)?.is_none() {
+        return Err(BusError::restricted("not a member of this community"));
+    }
+    let accepted = match event.kind {
+        KIND_CREATE_CHANNEL => create_channel(&mut tx, community, actor, event).await?,
+        _ => post_message(&mut tx, community, actor, event).await?,
+    };
+    tx.commit().await.map_err(sql)?;
+    Ok(accepted)
+}
+
+fn duplicate() -> WriteOk {
+    WriteOk { duplicate: true, message: "duplicate: already have this event".into() }
+}
+
+async fn post_message(tx: &mut PgConnection, community: Uuid, actor: &Actor, event: Event) -> Result<Accepted, BusError> {
+    let channel_id = channel_tag(&event)?;
+    let channel = access::load_channel(tx, community, channel_id, true).await.map_err(sql)?;
+    let standing = access::standing(tx, community, channel_id, &actor.pubkey).await.map_err(sql)?;
+    access::can_write(channel.as_ref(), standing, credential(actor)).map_err(denial)?;
+    let channel = channel.ok_or_else(BusError::internal)?;
+    store_and_announce(tx, community, event, &channel).await
+}
+
+async fn store_and_announce(tx: &mut PgConnection, community: Uuid, event: Event, channel: &access::Channel) -> Result<Accepted, BusError> {
+    if !store::insert_event(tx, community, &event, Some(channel.id), channel.ttl_seconds).await.map_err(sql)? {
+        return Ok(Accepted { ok: duplicate(), live: None });
+    }
+    let audience = if channel.is_open() { Audience::Community } else { Audience::ChannelMembers };
+    Ok(Accepted {
+        ok: WriteOk { duplicate: false, message: String::new() },
+        live: Some(LiveEvent { community_id: community, channel_id: Some(channel.id), audience, event }),
+    })
+}
+
+/// Kind 9007: `h`, `name`, `visibility` (open/private, default open), `channel_type`
+/// (stream/forum/dm, default stream), optional `ttl` seconds; a DM lists its participants in `p`
+/// tags, is always private and all its participants are peers.
+async fn create_channel(tx: &mut PgConnection, community: Uuid, actor: &Actor, event: Event) -> Result<Accepted, BusError> {
+    if !actor.has_scope(Scope::ChannelsWrite) {
+        return Err(BusError::restricted("token does not allow creating channels"));
+    }
+    let id = channel_tag(&event)?;
+    let channel_type = event.tag_value("channel_type").unwrap_or("stream");
+    if !matches!(channel_type, "stream" | "forum" | "dm") {
+        return Err(BusError::invalid("channel_type must be stream, forum or dm"));
+    }
+    let dm = channel_type == "dm";
+    let visibility = match (event.tag_value("visibility"), dm) {
+        (None | Some("private"), true) => "private",
+        (Some(_), true) => return Err(BusError::invalid("a dm is always private")),
+        (None, false) => "open",
+        (Some(v @ ("open" | "private")), false) => v,
+        (Some(_), false) => return Err(BusError::invalid("visibility must be open or private")),
+    };
+    let name = event.tag_value("name").map(str::trim).unwrap_or_default();
+    if (name.is_empty() && !dm) || name.len() > 256 {
+        return Err(BusError::invalid("name must be 1 to 256 bytes"));
+    }
+    let ttl_seconds = match event.tag_value("ttl") {
+        None => None,
+        Some(t) => Some(t.parse::<i32>().ok().filter(|n| *n > 0).ok_or_else(|| BusError::invalid("ttl must be a positive number of seconds"))?),
+    };
+    let mut participants: Vec<String> = vec![actor.pubkey.clone()];
+    if dm {
+        for p in event.tags_named("p") {
+            let key = p.get(1).map(String::as_str).unwrap_or_default();
+            if !buzz_core::is_lower_hex(key, 64) {
+                return Err(BusError::invalid("p must be a 64-char lowercase hex pubkey"));
+            }
+            if access::community_role(tx, community, key).await.map_err(sql)?.is_none() {
+                return Err(BusError::invalid("every dm participant must be a community member"));
+            }
+            if !participants.iter().any(|k| k == key) {
+                participants.push(key.to_owned());
+            }
+        }
+        if participants.len() < 2 {
+            return Err(BusError::invalid("a dm needs at least one other participant"));
+        }
+    }
+    let new = NewChannel { id, name, visibility, channel_type, ttl_seconds, created_by: &actor.pubkey };
+    if !store::create_channel(tx, community, &new).await.map_err(sql)? {
+        return Err(BusError::blocked("channel id is not available"));
+    }
+    if dm {
+        store::add_channel_members(tx, community, id, &participants, "member").await.map_err(sql)?;
+    } else {
+        store::add_channel_members(tx, community, id, &participants, "owner").await.map_err(sql)?;
+    }
+    let channel = access::load_channel(tx, community, id, false).await.map_err(sql)?.ok_or_else(BusError::internal)?;
+    store_and_announce(tx, community, event, &channel).await
+}
+
+pub(crate) fn sql(e: sqlx::Error) -> BusError {
+    tracing::error!(error = %e, "write failed");
+    BusError::unavailable("storage unavailable")
+}

@@ -1,0 +1,88 @@
+//! Community membership changes requested over `POST/DELETE /api/members`.
+
+use buzz_bus::{Actor, BusError, Role, Scope, WriteOk};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::events::sql;
+use crate::store;
+
+/// Who may grant what: owners grant admin or member; admins grant member. Nobody grants owner
+/// (the owner is set when the operator provisions the community) and nobody changes the owner.
+fn may_grant(actor: Role, target_previous: Option<Role>, role: Role) -> bool {
+    match actor {
+        Role::Owner => role != Role::Owner && target_previous != Some(Role::Owner),
+        Role::Admin => role == Role::Member && target_previous.is_none_or(|r| r == Role::Member),
+        Role::Member => false,
+    }
+}
+
+fn actor_role(role: Option<String>) -> Result<Role, BusError> {
+    role.as_deref()
+        .and_then(Role::parse)
+        .filter(|r| *r >= Role::Admin)
+        .ok_or_else(|| BusError::restricted("only community owners and admins manage members"))
+}
+
+pub async fn put_member(pool: &PgPool, community: Uuid, actor: &Actor, pubkey: &str, role: Role) -> Result<WriteOk, BusError> {
+    if !actor.has_scope(Scope::MembersWrite) {
+        return Err(BusError::restricted("token does not allow managing members"));
+    }
+    if !buzz_core::is_lower_hex(pubkey, 64) {
+        return Err(BusError::invalid("pubkey must be 64 lowercase hex"));
+    }
+    let mut tx = pool.begin().await.map_err(sql)?;
+    let me = actor_role(buzz_store::access::community_role(&mut tx, community, &actor.pubkey).await.map_err(sql)?)?;
+    let previous = buzz_store::access::community_role(&mut tx, community, pubkey).await.map_err(sql)?;
+    let previous = previous.as_deref().and_then(Role::parse);
+    if !may_grant(me, previous, role) {
+        return Err(BusError::restricted("your role cannot grant that role"));
+    }
+    store::put_member(&mut tx, community, pubkey, role.as_str()).await.map_err(sql)?;
+    tx.commit().await.map_err(sql)?;
+    let unchanged = previous == Some(role);
+    Ok(WriteOk { duplicate: unchanged, message: String::new() })
+}
+
+pub async fn remove_member(pool: &PgPool, community: Uuid, actor: &Actor, pubkey: &str) -> Result<bool, BusError> {
+    if !actor.has_scope(Scope::MembersWrite) {
+        return Err(BusError::restricted("token does not allow managing members"));
+    }
+    if !buzz_core::is_lower_hex(pubkey, 64) {
+        return Err(BusError::invalid("pubkey must be 64 lowercase hex"));
+    }
+    let mut tx = pool.begin().await.map_err(sql)?;
+    let me = actor_role(buzz_store::access::community_role(&mut tx, community, &actor.pubkey).await.map_err(sql)?)?;
+    let target = buzz_store::access::community_role(&mut tx, community, pubkey).await.map_err(sql)?;
+    let Some(target) = target.as_deref().and_then(Role::parse) else {
+        return Err(BusError::new(buzz_bus::ErrorCode::NotFound, "not a member"));
+    };
+    let allowed = match me {
+        Role::Owner => target != Role::Owner,
+        Role::Admin => target == Role::Member,
+        Role::Member => false,
+    };
+    if !allowed {
+        return Err(BusError::restricted("your role cannot remove that member"));
+    }
+    let removed = store::remove_member(&mut tx, community, pubkey).await.map_err(sql)?;
+    tx.commit().await.map_err(sql)?;
+    Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owners_grant_admins_admins_grant_members_and_nobody_grants_owner() {
+        assert!(may_grant(Role::Owner, None, Role::Admin));
+        assert!(may_grant(Role::Owner, Some(Role::Admin), Role::Member));
+        assert!(!may_grant(Role::Owner, None, Role::Owner));
+        assert!(!may_grant(Role::Owner, Some(Role::Owner), Role::Member));
+        assert!(may_grant(Role::Admin, None, Role::Member));
+        assert!(!may_grant(Role::Admin, None, Role::Admin));
+        assert!(!may_grant(Role::Admin, Some(Role::Admin), Role::Member));
+        assert!(!may_grant(Role::Member, None, Role::Member));
+    }
+}

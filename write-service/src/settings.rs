@@ -1,0 +1,37 @@
+//! Write-service settings, from the environment.
+
+use std::net::SocketAddr;
+
+use buzz_telemetry::runtime::{env_or, env_required};
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub database_url: String,
+    pub nats_url: String,
+    pub nats_prefix: String,
+    /// `/healthz`, `/readyz`, `/metrics`.
+    pub admin_listen: SocketAddr,
+    pub max_db_connections: u32,
+    /// Handlers running at once in this replica.
+    pub concurrency: usize,
+    /// The relay's own key (hex), signing its events (39000/39002, 45011).
+    pub relay_secret_key: String,
+}
+
+impl Settings {
+    pub fn from_env() -> anyhow::Result<Self> {
+        let relay_secret_key = env_required("BUZZ_RELAY_SECRET_KEY")?;
+        if buzz_core::Keys::from_secret_hex(&relay_secret_key).is_none() {
+            anyhow::bail!("BUZZ_RELAY_SECRET_KEY is not a valid 64-char hex secret key");
+        }
+        Ok(Self {
+            database_url: env_required("DATABASE_URL")?,
+            nats_url: env_or("NATS_URL", "nats://127.0.0.1:4222".to_owned())?,
+            nats_prefix: env_or("BUZZ_NATS_PREFIX", "buzz".to_owned())?,
+            admin_listen: env_or("BUZZ_WRITE_ADMIN_ADDR", SocketAddr::from(([127, 0, 0, 1], 7081)))?,
+            max_db_connections: env_or("BUZZ_WRITE_DB_CONNECTIONS", 16)?,
+            concurrency: env_or("BUZZ_WRITE_CONCURRENCY", 64)?,
+            relay_secret_key,
+        })
+    }
+}

@@ -1,0 +1,161 @@
+//! SQL of the write-service that is not access: events, tags, channels, members.
+
+use buzz_core::Event;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+/// Is this exact event already stored in the community?
+pub async fn event_exists(conn: &mut PgConnection, community: Uuid, id: &str) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM events WHERE community_id = $1 AND id = $2)")
+        .bind(community)
+        .bind(id)
+        .fetch_one(conn)
+        .await
+}
+
+/// Stores the event and its tag index rows; false when it was already there (a concurrent
+/// duplicate), in which case nothing was written.
+pub async fn insert_event(
+    conn: &mut PgConnection,
+    community: Uuid,
+    event: &Event,
+    channel: Option<Uuid>,
+    ttl_seconds: Option<i32>,
+) -> Result<bool, sqlx::Error> {
+    let inserted = sqlx::query(
+        "INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw, expires_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $8::int IS NULL THEN NULL \
+                 ELSE now() + make_interval(secs => $8::int) END) \
+         ON CONFLICT (community_id, id) DO NOTHING",
+    )
+    .bind(community)
+    .bind(&event.id)
+    .bind(&event.pubkey)
+    .bind(i64::from(event.kind))
+    .bind(event.created_at)
+    .bind(channel)
+    .bind(event.to_json())
+    .bind(ttl_seconds)
+    .execute(&mut *conn)
+    .await?
+    .rows_affected();
+    if inserted == 0 {
+        return Ok(false);
+    }
+    let (names, hashes): (Vec<&str>, Vec<Vec<u8>>) = event
+        .tags
+        .iter()
+        .filter_map(|t| match t.as_slice() {
+            [name, value, ..] if !name.is_empty() && name.len() <= 64 => {
+                Some((name.as_str(), buzz_store::tag_value_hash(value)))
+            }
+            _ => None,
+        })
+        .unzip();
+    if !names.is_empty() {
+        sqlx::query(
+            "INSERT INTO event_tags (community_id, event_id, name, value_hash, created_at) \
+             SELECT $1, $2, n, h, $5 FROM UNNEST($3::text[], $4::bytea[]) AS t(n, h)",
+        )
+        .bind(community)
+        .bind(&event.id)
+        .bind(&names)
+        .bind(&hashes)
+        .bind(event.created_at)
+        .execute(conn)
+        .await?;
+    }
+    Ok(true)
+}
+
+pub struct NewChannel<'a> {
+    pub id: Uuid,
+    pub name: &'a str,
+    pub visibility: &'a str,
+    pub channel_type: &'a str,
+    pub ttl_seconds: Option<i32>,
+    pub created_by: &'a str,
+}
+
+/// Creates the channel; false when the id is taken in this community.
+pub async fn create_channel(conn: &mut PgConnection, community: Uuid, c: &NewChannel<'_>) -> Result<bool, sqlx::Error> {
+    let n = sqlx::query(
+        "INSERT INTO channels (community_id, id, name, visibility, channel_type, ttl_seconds, created_by) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+    )
+    .bind(community)
+    .bind(c.id)
+    .bind(c.name)
+    .bind(c.visibility)
+    .bind(c.channel_type)
+    .bind(c.ttl_seconds)
+    .bind(c.created_by)
+    .execute(conn)
+    .await?
+    .rows_affected();
+    Ok(n == 1)
+}
+
+pub async fn add_channel_members(conn: &mut PgConnection, community: Uuid, channel: Uuid, pubkeys: &[String], role: &str) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO channel_members (community_id, channel_id, pubkey, role) \
+         SELECT $1, $2, p, $4 FROM UNNEST($3::text[]) AS p \
+         ON CONFLICT (community_id, channel_id, pubkey) DO UPDATE SET role = EXCLUDED.role, removed_at = NULL",
+    )
+    .bind(community)
+    .bind(channel)
+    .bind(pubkeys)
+    .bind(role)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Inserts or changes a community member's role; returns the previous role.
+pub async fn put_member(conn: &mut PgConnection, community: Uuid, pubkey: &str, role: &str) -> Result<Option<String>, sqlx::Error> {
+    let previous: Option<String> = sqlx::query_scalar(
+        "SELECT role FROM community_members WHERE community_id = $1 AND pubkey = $2 FOR UPDATE",
+    )
+    .bind(community)
+    .bind(pubkey)
+    .fetch_optional(&mut *conn)
+    .await?;
+    sqlx::query(
+        "INSERT INTO community_members (community_id, pubkey, role) VALUES ($1, $2, $3) \
+         ON CONFLICT (community_id, pubkey) DO UPDATE SET role = EXCLUDED.role",
+    )
+    .bind(community)
+    .bind(pubkey)
+    .bind(role)
+    .execute(conn)
+    .await?;
+    Ok(previous)
+}
+
+/// Removes a community member and their channel memberships; false when not a member.
+pub async fn remove_member(conn: &mut PgConnection, community: Uuid, pubkey: &str) -> Result<bool, sqlx::Error> {
+    let n = sqlx::query("DELETE FROM community_members WHERE community_id = $1 AND pubkey = $2")
+        .bind(community)
+        .bind(pubkey)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected();
+    sqlx::query(
+        "UPDATE channel_members SET removed_at = now() WHERE community_id = $1 AND pubkey = $2 AND removed_at IS NULL",
+    )
+    .bind(community)
+    .bind(pubkey)
+    .execute(conn)
+    .await?;
+    Ok(n == 1)
+}
+
+/// Whether the community exists and is active.
+pub async fn community_active(conn: &mut PgConnection, community: Uuid) -> Result<bool, sqlx::Error> {
+    let lifecycle: Option<String> =
+        sqlx::query_scalar("SELECT lifecycle FROM communities WHERE id = $1")
+            .bind(community)
+            .fetch_optional(conn)
+            .await?;
+    Ok(lifecycle.as_deref() == Some("active"))
+}
