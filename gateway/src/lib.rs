@@ -1,1 +1,84 @@
-//! placeholder
+//! Gateway of buzz-relay: WebSockets and tenant HTTP. Binds each request to a community by Host,
+//! speaks NIP-01/11/42/98, checks ids and signatures off the async runtime, forwards writes and
+//! reads over NATS and fans live events out to the matching subscriptions of its sockets.
+
+pub mod hosts;
+pub mod http;
+pub mod live;
+pub mod settings;
+pub mod ws;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use buzz_bus::Subjects;
+use tokio_util::sync::CancellationToken;
+
+pub use settings::Settings;
+
+/// Shared by every request and socket of this gateway.
+pub struct AppState {
+    pub settings: Settings,
+    pub nats: async_nats::Client,
+    pub subjects: Subjects,
+    pub hosts: hosts::HostCache,
+    pub guard: buzz_http_auth::ReplayGuard,
+    pub registry: Arc<live::Registry>,
+    pub shutdown: CancellationToken,
+}
+
+pub struct Application {
+    state: Arc<AppState>,
+    listener: tokio::net::TcpListener,
+    addr: SocketAddr,
+}
+
+impl Application {
+    pub async fn build(settings: Settings, shutdown: CancellationToken) -> anyhow::Result<Self> {
+        let nats = buzz_bus::serve::connect(&settings.nats_url, "buzz-gateway").await?;
+        let redis = buzz_http_auth::connect_redis(&settings.redis_url, 2).await?;
+        let subjects = Subjects::new(&settings.nats_prefix).map_err(anyhow::Error::msg)?;
+        let listener = tokio::net::TcpListener::bind(settings.listen).await?;
+        let addr = listener.local_addr()?;
+        let state = Arc::new(AppState {
+            hosts: hosts::HostCache::new(nats.clone(), subjects.clone(), settings.bus_timeout),
+            guard: buzz_http_auth::ReplayGuard::new(redis, &settings.redis_prefix),
+            registry: Arc::new(live::Registry::default()),
+            nats,
+            subjects,
+            settings,
+            shutdown,
+        });
+        Ok(Self { state, listener, addr })
+    }
+
+    #[must_use]
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Serves until the shutdown token fires; then stops accepting, tells every socket to close
+    /// and waits for them up to the grace period.
+    pub async fn run(self) -> anyhow::Result<()> {
+        let state = self.state.clone();
+        let shutdown = state.shutdown.clone();
+        let live = tokio::spawn(live::run(
+            state.nats.clone(),
+            state.subjects.clone(),
+            state.registry.clone(),
+            shutdown.clone(),
+        ));
+        tracing::info!(addr = %self.addr, "gateway listening");
+        let app = http::router(state.clone());
+        axum::serve(self.listener, app.into_make_service_with_connect_info::<SocketAddr>())
+            .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+            .await?;
+        let deadline = tokio::time::Instant::now() + state.settings.shutdown_grace;
+        while state.registry.socket_count() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        live.abort();
+        state.nats.flush().await.ok();
+        Ok(())
+    }
+}

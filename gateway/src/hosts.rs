@@ -1,0 +1,44 @@
+//! Host → community binding, leased from the policy-service and cached for at most the lease.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use buzz_bus::{BusError, CommunityLease, LeaseReply, LeaseRequest, Subjects};
+
+pub struct HostCache {
+    nats: async_nats::Client,
+    subjects: Subjects,
+    timeout: Duration,
+    entries: Mutex<HashMap<String, (Option<CommunityLease>, Instant)>>,
+}
+
+/// Entries kept at most; beyond that the cache is cleared (hosts are few; this bounds abuse).
+const MAX_ENTRIES: usize = 10_000;
+
+impl HostCache {
+    #[must_use]
+    pub fn new(nats: async_nats::Client, subjects: Subjects, timeout: Duration) -> Self {
+        Self { nats, subjects, timeout, entries: Mutex::new(HashMap::new()) }
+    }
+
+    /// The community bound to an already-normalised host, or `None` for an unknown host.
+    pub async fn lookup(&self, host: &str) -> Result<Option<CommunityLease>, BusError> {
+        if let Some((lease, until)) = self.entries.lock().map_err(|_| BusError::internal())?.get(host) {
+            if *until > Instant::now() {
+                return Ok(lease.clone());
+            }
+        }
+        let req = LeaseRequest { host: host.to_owned() };
+        let reply: Result<LeaseReply, BusError> =
+            buzz_bus::rpc::request(&self.nats, self.subjects.policy_lease(), &req, self.timeout).await?;
+        let reply = reply?;
+        let until = Instant::now() + Duration::from_millis(reply.lease_ms.min(1000));
+        let mut entries = self.entries.lock().map_err(|_| BusError::internal())?;
+        if entries.len() >= MAX_ENTRIES {
+            entries.clear();
+        }
+        entries.insert(host.to_owned(), (reply.community.clone(), until));
+        Ok(reply.community)
+    }
+}

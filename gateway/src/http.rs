@@ -1,0 +1,170 @@
+//! Tenant HTTP: host binding, NIP-11, the WebSocket upgrade, the members API, probes.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
+use axum::extract::{Path, State, WebSocketUpgrade};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use buzz_bus::{Actor, BusError, CommunityLease, Role, WriteOk, WriteReply, WriteRequest};
+use serde::Deserialize;
+
+use crate::AppState;
+
+pub fn router(state: Arc<AppState>) -> Router {
+    let ready_nats = state.nats.clone();
+    Router::new()
+        .route("/", get(root))
+        .route("/api/members", post(put_member))
+        .route("/api/members/{pubkey}", delete(remove_member))
+        .with_state(state)
+        .merge(buzz_telemetry::admin_router(move || {
+            let nats = ready_nats.clone();
+            async move { nats.connection_state() == async_nats::connection::State::Connected }
+        }))
+}
+
+/// The one error type of the tenant HTTP surface: `{"error","code"}` with a safe message.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self { status, code, message: message.into() }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut res = (self.status, Json(serde_json::json!({ "error": self.message, "code": self.code }))).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            res.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Nostr"));
+        }
+        res
+    }
+}
+
+impl From<BusError> for ApiError {
+    fn from(e: BusError) -> Self {
+        let status = StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        Self { status, code: e.code.as_str(), message: e.message }
+    }
+}
+
+impl From<buzz_http_auth::HttpAuthError> for ApiError {
+    fn from(e: buzz_http_auth::HttpAuthError) -> Self {
+        Self { status: e.status(), code: e.code(), message: e.to_string() }
+    }
+}
+
+/// The community of this request's Host; unknown or empty hosts fail closed with 404.
+pub async fn community_for(state: &AppState, headers: &HeaderMap) -> Result<(String, CommunityLease), ApiError> {
+    let not_found = || ApiError::new(StatusCode::NOT_FOUND, "unknown_host", "no community is configured for this host");
+    let raw = headers.get(header::HOST).and_then(|v| v.to_str().ok()).ok_or_else(not_found)?;
+    let host = buzz_core::host::normalize_host(raw).ok_or_else(not_found)?;
+    match state.hosts.lookup(&host).await? {
+        Some(c) => Ok((host, c)),
+        None => Err(not_found()),
+    }
+}
+
+async fn root(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Result<Response, ApiError> {
+    let (host, community) = community_for(&state, &headers).await?;
+    if let Ok(ws) = upgrade {
+        let max = state.settings.limits.max_message_length;
+        // Frames up to 4x the limit still arrive, so an oversized message gets a NOTICE and the
+        // socket survives; beyond that the connection is dropped.
+        let hard_cap = max.saturating_mul(4).max(1 << 20);
+        return Ok(ws
+            .max_message_size(hard_cap)
+            .max_frame_size(hard_cap)
+            .on_upgrade(move |socket| crate::ws::run(socket, state, community, host)));
+    }
+    let wants_nip11 = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("application/nostr+json"));
+    if wants_nip11 {
+        let mut res = Json(nip11(&state)).into_response();
+        let h = res.headers_mut();
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/nostr+json"));
+        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+        return Ok(res);
+    }
+    Ok((StatusCode::OK, "buzz-relay: connect with a Nostr client over WebSocket\n").into_response())
+}
+
+/// NIP-11 relay information document.
+#[must_use]
+pub fn nip11(state: &AppState) -> serde_json::Value {
+    serde_json::json!({
+        "name": state.settings.relay_name,
+        "description": "buzz-relay: a Nostr relay for team communities",
+        "pubkey": state.settings.relay_pubkey,
+        "software": "buzz-relay",
+        "version": env!("CARGO_PKG_VERSION"),
+        "supported_nips": [1, 11, 29, 42, 45, 98],
+        "limitation": state.settings.limits,
+    })
+}
+
+/// The URL forms a NIP-98 `u` tag may take for this host and path: https always, http for
+/// loopback dev hosts.
+fn signed_urls(host: &str, path: &str) -> Vec<String> {
+    let mut urls = vec![format!("https://{host}{path}")];
+    if buzz_core::host::is_loopback_host(host) {
+        urls.push(format!("http://{host}{path}"));
+    }
+    urls
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PutMember {
+    pubkey: String,
+    #[serde(default)]
+    role: Option<String>,
+}
+
+async fn write(state: &AppState, req: WriteRequest) -> Result<WriteOk, ApiError> {
+    let reply: WriteReply =
+        buzz_bus::rpc::request(&state.nats, state.subjects.write(), &req, state.settings.bus_timeout).await?;
+    Ok(reply?)
+}
+
+async fn put_member(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Result<Response, ApiError> {
+    let (host, community) = community_for(&state, &headers).await?;
+    let signer = buzz_http_auth::authenticate(&headers, "POST", &signed_urls(&host, "/api/members"), &body, &state.guard).await?;
+    let req: PutMember = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", format!("invalid body: {e}")))?;
+    let role = match req.role.as_deref() {
+        None => Role::Member,
+        Some(r) => Role::parse(r).ok_or_else(|| ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", "role must be member or admin"))?,
+    };
+    let ok = write(
+        &state,
+        WriteRequest::PutMember { community_id: community.community_id, actor: Actor::session(signer), pubkey: req.pubkey.clone(), role },
+    )
+    .await?;
+    let status = if ok.duplicate { StatusCode::OK } else { StatusCode::CREATED };
+    Ok((status, Json(serde_json::json!({ "pubkey": req.pubkey, "role": role.as_str() }))).into_response())
+}
+
+async fn remove_member(State(state): State<Arc<AppState>>, headers: HeaderMap, Path(pubkey): Path<String>) -> Result<Response, ApiError> {
+    let (host, community) = community_for(&state, &headers).await?;
+    let path = format!("/api/members/{pubkey}");
+    let signer = buzz_http_auth::authenticate(&headers, "DELETE", &signed_urls(&host, &path), &[], &state.guard).await?;
+    write(&state, WriteRequest::RemoveMember { community_id: community.community_id, actor: Actor::session(signer), pubkey: pubkey.clone() }).await?;
+    Ok((StatusCode::OK, Json(serde_json::json!({ "pubkey": pubkey, "removed": true }))).into_response())
+}

@@ -1,0 +1,119 @@
+//! Live fan-out: one NATS subscription per gateway for every community, dispatched to the sockets
+//! of that community on this gateway. Each socket does its own filter and access matching.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use buzz_bus::{AccessChanged, LiveEvent};
+use futures::StreamExt;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+/// What the bus tells a socket.
+#[derive(Debug, Clone)]
+pub enum Push {
+    Event(Arc<LiveEvent>, Arc<str>),
+    Access(Arc<AccessChanged>),
+}
+
+/// Sockets by community.
+#[derive(Default)]
+pub struct Registry {
+    sockets: RwLock<HashMap<Uuid, HashMap<u64, (mpsc::Sender<Push>, CancellationToken)>>>,
+    next_id: AtomicU64,
+}
+
+/// Removes the socket from the registry when dropped.
+pub struct Registration {
+    registry: Arc<Registry>,
+    community: Uuid,
+    id: u64,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        if let Ok(mut map) = self.registry.sockets.write() {
+            if let Some(c) = map.get_mut(&self.community) {
+                c.remove(&self.id);
+                if c.is_empty() {
+                    map.remove(&self.community);
+                }
+            }
+        }
+    }
+}
+
+impl Registry {
+    /// `lagged` is cancelled when the socket falls behind live traffic.
+    pub fn register(self: &Arc<Self>, community: Uuid, tx: mpsc::Sender<Push>, lagged: CancellationToken) -> Registration {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut map) = self.sockets.write() {
+            map.entry(community).or_default().insert(id, (tx, lagged));
+        }
+        Registration { registry: self.clone(), community, id }
+    }
+
+    /// Hands `push` to every socket of `community`. A socket whose queue is full is told to close
+    /// (it is too slow to follow live traffic; it recovers by replaying after reconnecting).
+    pub fn dispatch(&self, community: Uuid, push: &Push) -> usize {
+        let Ok(map) = self.sockets.read() else { return 0 };
+        let Some(sockets) = map.get(&community) else { return 0 };
+        let mut delivered = 0;
+        for (tx, lagged) in sockets.values() {
+            match tx.try_send(push.clone()) {
+                Ok(()) => delivered += 1,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    metrics::counter!("buzz_live_overflow_total").increment(1);
+                    lagged.cancel();
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => {}
+            }
+        }
+        delivered
+    }
+
+    #[must_use]
+    pub fn socket_count(&self) -> usize {
+        self.sockets.read().map(|m| m.values().map(HashMap::len).sum()).unwrap_or(0)
+    }
+}
+
+/// Subscribes to live events and access changes for all communities and dispatches them.
+pub async fn run(
+    nats: async_nats::Client,
+    subjects: buzz_bus::Subjects,
+    registry: Arc<Registry>,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let mut live = nats.subscribe(subjects.live_all()).await?;
+    let mut access = nats.subscribe(subjects.access_changed_all()).await?;
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            m = live.next() => {
+                let Some(m) = m else { break };
+                match serde_json::from_slice::<LiveEvent>(&m.payload) {
+                    Ok(ev) => {
+                        let json: Arc<str> = ev.event.to_json().into();
+                        let community = ev.community_id;
+                        registry.dispatch(community, &Push::Event(Arc::new(ev), json));
+                    }
+                    Err(e) => tracing::warn!(error = %e, "undecodable live event"),
+                }
+            }
+            m = access.next() => {
+                let Some(m) = m else { break };
+                let community = m.subject.rsplit('.').next().and_then(|s| Uuid::parse_str(s).ok());
+                match (community, serde_json::from_slice::<AccessChanged>(&m.payload)) {
+                    (Some(c), Ok(change)) => {
+                        registry.dispatch(c, &Push::Access(Arc::new(change)));
+                    }
+                    _ => tracing::warn!(subject = %m.subject, "undecodable access change"),
+                }
+            }
+        }
+    }
+    Ok(())
+}

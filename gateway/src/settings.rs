@@ -1,0 +1,89 @@
+//! Gateway settings, from the environment.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use buzz_core::Limits;
+use buzz_telemetry::runtime::{env_or, env_required};
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub listen: SocketAddr,
+    pub nats_url: String,
+    pub redis_url: String,
+    pub nats_prefix: String,
+    pub redis_prefix: String,
+    /// Public key of the relay (derived from `BUZZ_RELAY_SECRET_KEY`), advertised in NIP-11.
+    pub relay_pubkey: String,
+    pub relay_name: String,
+    pub limits: Limits,
+    /// WebSocket ping period; a socket silent for `idle_timeout` is closed.
+    pub ping_interval: Duration,
+    pub idle_timeout: Duration,
+    /// How long a bus request may take before the client gets `error:`.
+    pub bus_timeout: Duration,
+    /// Time given to open sockets to close cleanly on shutdown.
+    pub shutdown_grace: Duration,
+    /// Events from one socket being written at once.
+    pub max_inflight_writes: usize,
+}
+
+impl Settings {
+    pub fn from_env() -> anyhow::Result<Self> {
+        let secret = env_required("BUZZ_RELAY_SECRET_KEY")?;
+        let keys = buzz_core::Keys::from_secret_hex(&secret)
+            .ok_or_else(|| anyhow::anyhow!("BUZZ_RELAY_SECRET_KEY is not a valid 64-char hex secret key"))?;
+        let d = Limits::default();
+        let limits = Limits {
+            max_message_length: env_or("BUZZ_MAX_MESSAGE_BYTES", d.max_message_length)?,
+            max_subscriptions: env_or("BUZZ_MAX_SUBSCRIPTIONS", d.max_subscriptions)?,
+            max_filters: env_or("BUZZ_MAX_FILTERS", d.max_filters)?,
+            max_limit: env_or("BUZZ_MAX_LIMIT", d.max_limit)?,
+            max_event_tags: env_or("BUZZ_MAX_EVENT_TAGS", d.max_event_tags)?,
+            max_content_length: env_or("BUZZ_MAX_CONTENT_BYTES", d.max_content_length)?,
+            ..d
+        };
+        let secs = |name: &str, default: u64| -> anyhow::Result<Duration> {
+            let v: u64 = env_or(name, default)?;
+            if v == 0 {
+                anyhow::bail!("{name} must be positive");
+            }
+            Ok(Duration::from_secs(v))
+        };
+        Ok(Self {
+            listen: env_or("BUZZ_GATEWAY_ADDR", SocketAddr::from(([127, 0, 0, 1], 7777)))?,
+            nats_url: env_or("NATS_URL", "nats://127.0.0.1:4222".to_owned())?,
+            redis_url: env_or("REDIS_URL", "redis://127.0.0.1:6379".to_owned())?,
+            nats_prefix: env_or("BUZZ_NATS_PREFIX", "buzz".to_owned())?,
+            redis_prefix: env_or("BUZZ_REDIS_PREFIX", "buzz:".to_owned())?,
+            relay_pubkey: keys.public_hex(),
+            relay_name: env_or("BUZZ_RELAY_NAME", "buzz-relay".to_owned())?,
+            limits,
+            ping_interval: secs("BUZZ_PING_INTERVAL_SECS", 30)?,
+            idle_timeout: secs("BUZZ_IDLE_TIMEOUT_SECS", 90)?,
+            bus_timeout: secs("BUZZ_BUS_TIMEOUT_SECS", 5)?,
+            shutdown_grace: secs("BUZZ_SHUTDOWN_GRACE_SECS", 10)?,
+            max_inflight_writes: env_or("BUZZ_MAX_INFLIGHT_WRITES", 32)?,
+        })
+    }
+
+    /// Settings for tests and embedding: loopback, port 0.
+    #[must_use]
+    pub fn local(nats_url: &str, redis_url: &str, nats_prefix: &str, redis_prefix: &str, relay_pubkey: String) -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            nats_url: nats_url.to_owned(),
+            redis_url: redis_url.to_owned(),
+            nats_prefix: nats_prefix.to_owned(),
+            redis_prefix: redis_prefix.to_owned(),
+            relay_pubkey,
+            relay_name: "buzz-relay".to_owned(),
+            limits: Limits::default(),
+            ping_interval: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(90),
+            bus_timeout: Duration::from_secs(5),
+            shutdown_grace: Duration::from_secs(5),
+            max_inflight_writes: 32,
+        }
+    }
+}

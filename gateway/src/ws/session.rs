@@ -1,0 +1,360 @@
+//! The socket loop and its handlers.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::ws::{CloseFrame, Message, WebSocket};
+use buzz_bus::{AccessChanged, AccessReply, AccessRequest, Actor, BusError, CommunityLease, QueryRequest, WriteReply, WriteRequest};
+use buzz_core::{ClientMessage, Event, Filter, ParseError, RelayMessage};
+use futures::{SinkExt, StreamExt};
+use tokio::sync::{mpsc, Semaphore};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::query::{self, QueryUpdate};
+use super::subs::{self, Pending, Subs};
+use crate::live::Push;
+use crate::AppState;
+
+/// Outbound messages queued per socket before the writer applies backpressure.
+const OUTBOUND_QUEUE: usize = 1024;
+/// Live pushes queued per socket; a socket that falls this far behind is closed.
+const LIVE_QUEUE: usize = 4096;
+
+struct Session {
+    state: Arc<AppState>,
+    community: CommunityLease,
+    host: String,
+    challenge: String,
+    actor: Option<Actor>,
+    subs: Subs,
+    read_cache: HashMap<Uuid, bool>,
+    out: mpsc::Sender<Message>,
+    queries: mpsc::Sender<QueryUpdate>,
+    writes: Arc<Semaphore>,
+}
+
+pub async fn run(socket: WebSocket, state: Arc<AppState>, community: CommunityLease, host: String) {
+    metrics::gauge!("buzz_gateway_sockets").increment(1);
+    let (mut sink, mut stream) = socket.split();
+    let (out_tx, mut out_rx) = mpsc::channel::<Message>(OUTBOUND_QUEUE);
+    let writer = tokio::spawn(async move {
+        while let Some(m) = out_rx.recv().await {
+            let close = matches!(m, Message::Close(_));
+            if sink.send(m).await.is_err() || close {
+                break;
+            }
+        }
+        let _ = sink.close().await;
+    });
+    let (push_tx, mut push_rx) = mpsc::channel(LIVE_QUEUE);
+    let lagged = CancellationToken::new();
+    let registration = state.registry.register(community.community_id, push_tx, lagged.clone());
+    let (q_tx, mut q_rx) = mpsc::channel(64);
+    let mut s = Session {
+        challenge: Uuid::new_v4().simple().to_string(),
+        writes: Arc::new(Semaphore::new(state.settings.max_inflight_writes)),
+        state: state.clone(),
+        community,
+        host,
+        actor: None,
+        subs: Subs::default(),
+        read_cache: HashMap::new(),
+        out: out_tx,
+        queries: q_tx,
+    };
+    s.send(RelayMessage::Auth(s.challenge.clone())).await;
+    let mut ping = tokio::time::interval(state.settings.ping_interval);
+    ping.tick().await;
+    let mut last_seen = Instant::now();
+    loop {
+        tokio::select! {
+            biased;
+            () = state.shutdown.cancelled() => {
+                s.close(1001, "relay shutting down").await;
+                break;
+            }
+            () = lagged.cancelled() => {
+                s.send(RelayMessage::Notice("error: too slow to follow live events; reconnect and replay".into())).await;
+                s.close(1008, "too slow").await;
+                break;
+            }
+            m = stream.next() => {
+                let Some(Ok(msg)) = m else { break };
+                last_seen = Instant::now();
+                match msg {
+                    Message::Text(text) => s.on_text(text.as_str()).await,
+                    Message::Binary(_) => s.send(RelayMessage::Notice("invalid: binary messages are not supported".into())).await,
+                    Message::Close(_) => break,
+                    Message::Ping(_) | Message::Pong(_) => {}
+                }
+            }
+            Some(update) = q_rx.recv() => s.on_query(update).await,
+            Some(push) = push_rx.recv() => s.on_push(push).await,
+            _ = ping.tick() => {
+                if last_seen.elapsed() > state.settings.idle_timeout {
+                    s.close(1000, "idle timeout").await;
+                    break;
+                }
+                let _ = s.out.send(Message::Ping(Vec::new().into())).await;
+            }
+        }
+    }
+    drop(registration);
+    drop(s);
+    let _ = tokio::time::timeout(state.settings.shutdown_grace, writer).await;
+    metrics::gauge!("buzz_gateway_sockets").decrement(1);
+}
+
+impl Session {
+    async fn send(&self, msg: RelayMessage) {
+        let _ = self.out.send(Message::Text(msg.to_json().into())).await;
+    }
+
+    async fn close(&self, code: u16, reason: &str) {
+        let frame = CloseFrame { code, reason: reason.to_owned().into() };
+        let _ = self.out.send(Message::Close(Some(frame))).await;
+    }
+
+    async fn on_text(&mut self, text: &str) {
+        let limits = &self.state.settings.limits;
+        if text.len() > limits.max_message_length {
+            let notice = format!("invalid: message too large ({} bytes, max {})", text.len(), limits.max_message_length);
+            return self.send(RelayMessage::Notice(notice)).await;
+        }
+        match ClientMessage::parse(text, limits) {
+            Ok(ClientMessage::Event(event)) => self.on_event(*event).await,
+            Ok(ClientMessage::Req { sub_id, filters }) => self.on_req(sub_id, filters, false).await,
+            Ok(ClientMessage::Count { sub_id, filters }) => self.on_req(sub_id, filters, true).await,
+            Ok(ClientMessage::Close(sub_id)) => {
+                self.subs.map.remove(&sub_id);
+            }
+            Ok(ClientMessage::Auth(event)) => self.on_auth(*event).await,
+            Err(ParseError::Notice(text)) => self.send(RelayMessage::Notice(text)).await,
+            Err(ParseError::Ok { id, reason }) => self.send(RelayMessage::Ok { id, accepted: false, message: reason }).await,
+            Err(ParseError::Closed { sub_id, reason }) => self.send(RelayMessage::Closed { sub_id, message: reason }).await,
+        }
+    }
+
+    async fn on_auth(&mut self, event: Event) {
+        let id = event.id.clone();
+        let reply = |accepted: bool, message: String| RelayMessage::Ok { id: id.clone(), accepted, message };
+        let event = match verify(event).await {
+            Ok(e) => e,
+            Err(reason) => return self.send(reply(false, reason)).await,
+        };
+        if let Err(reason) = buzz_core::nip42::validate_auth_event(&event, &self.challenge, &self.host, buzz_core::unix_now()) {
+            return self.send(reply(false, format!("invalid: {reason}"))).await;
+        }
+        let req = AccessRequest::Member { community_id: self.community.community_id, pubkey: event.pubkey.clone() };
+        let answer: Result<Result<AccessReply, BusError>, BusError> =
+            buzz_bus::rpc::request(&self.state.nats, self.state.subjects.access(), &req, self.state.settings.bus_timeout).await;
+        match answer.and_then(|r| r) {
+            Ok(AccessReply { role: Some(_), .. }) => {
+                self.actor = Some(Actor::session(event.pubkey));
+                self.read_cache.clear();
+                self.send(reply(true, String::new())).await;
+            }
+            Ok(_) => self.send(reply(false, "restricted: not a member of this community".into())).await,
+            Err(e) => self.send(reply(false, e.nip01())).await,
+        }
+    }
+
+    async fn on_event(&mut self, event: Event) {
+        let Some(actor) = self.actor.clone() else {
+            let message = "auth-required: authenticate to publish".to_owned();
+            return self.send(RelayMessage::Ok { id: event.id, accepted: false, message }).await;
+        };
+        if event.pubkey != actor.pubkey {
+            let message = "restricted: event pubkey is not the authenticated pubkey".to_owned();
+            return self.send(RelayMessage::Ok { id: event.id, accepted: false, message }).await;
+        }
+        let Ok(permit) = self.writes.clone().acquire_owned().await else { return };
+        let state = self.state.clone();
+        let out = self.out.clone();
+        let community_id = self.community.community_id;
+        tokio::spawn(async move {
+            let _permit = permit;
+            let id = event.id.clone();
+            let (accepted, message) = match verify(event).await {
+                Err(reason) => (false, reason),
+                Ok(event) => {
+                    let req = WriteRequest::Event { community_id, actor, event };
+                    let reply: Result<WriteReply, BusError> =
+                        buzz_bus::rpc::request(&state.nats, state.subjects.write(), &req, state.settings.bus_timeout).await;
+                    match reply.and_then(|r| r) {
+                        Ok(ok) => (true, ok.message),
+                        Err(e) => (false, e.nip01()),
+                    }
+                }
+            };
+            metrics::counter!("buzz_gateway_events_total", "accepted" => if accepted { "true" } else { "false" }).increment(1);
+            let msg = RelayMessage::Ok { id, accepted, message };
+            let _ = out.send(Message::Text(msg.to_json().into())).await;
+        });
+    }
+
+    async fn on_req(&mut self, sub_id: String, filters: Vec<Filter>, count: bool) {
+        let Some(actor) = self.actor.clone() else {
+            let message = "auth-required: authenticate to read".to_owned();
+            return self.send(RelayMessage::Closed { sub_id, message }).await;
+        };
+        let generation = if count {
+            0
+        } else {
+            match self.subs.open(&sub_id, filters.clone(), self.state.settings.limits.max_subscriptions) {
+                Some(g) => g,
+                None => {
+                    let message = format!("invalid: too many subscriptions (max {})", self.state.settings.limits.max_subscriptions);
+                    return self.send(RelayMessage::Closed { sub_id, message }).await;
+                }
+            }
+        };
+        let req = QueryRequest { community_id: self.community.community_id, reader: actor, filters, count };
+        tokio::spawn(query::run(
+            self.state.nats.clone(),
+            self.state.subjects.query(),
+            req,
+            sub_id,
+            generation,
+            self.state.settings.bus_timeout,
+            self.queries.clone(),
+        ));
+    }
+
+    async fn on_query(&mut self, update: QueryUpdate) {
+        match update {
+            QueryUpdate::Events { sub_id, generation, events } => {
+                let Some(sub) = self.subs.current(&sub_id, generation) else { return };
+                if let Some(p) = &mut sub.pending {
+                    p.sent.extend(events.iter().filter_map(|raw| event_id(raw)));
+                }
+                for event_json in events {
+                    self.send(RelayMessage::Event { sub_id: sub_id.clone(), event_json }).await;
+                }
+            }
+            QueryUpdate::Done { sub_id, generation: 0, result } => match result {
+                Ok(Some(count)) => self.send(RelayMessage::Count { sub_id, count }).await,
+                Ok(None) => self.send(RelayMessage::Count { sub_id, count: 0 }).await,
+                Err(e) => self.send(RelayMessage::Closed { sub_id, message: e.nip01() }).await,
+            },
+            QueryUpdate::Done { sub_id, generation, result } => {
+                let Some(sub) = self.subs.current(&sub_id, generation) else { return };
+                match result {
+                    Ok(_) => {
+                        let pending = sub.pending.take();
+                        self.send(RelayMessage::Eose(sub_id.clone())).await;
+                        if let Some(Pending { buffer, sent }) = pending {
+                            for (ev, json) in buffer {
+                                if !sent.contains(&ev.event.id) {
+                                    self.send(RelayMessage::Event { sub_id: sub_id.clone(), event_json: json.to_string() }).await;
+                                }
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        self.subs.map.remove(&sub_id);
+                        self.send(RelayMessage::Closed { sub_id, message: e.nip01() }).await;
+                    }
+                }
+            }
+        }
+    }
+
+    async fn on_push(&mut self, push: Push) {
+        match push {
+            Push::Event(ev, json) => {
+                let Some(actor) = &self.actor else { return };
+                if self.subs.map.is_empty() {
+                    return;
+                }
+                let readable = match subs::live_access(actor, ev.audience, ev.channel_id) {
+                    Some(b) => b,
+                    None => self.can_read_channel(ev.channel_id).await,
+                };
+                if readable {
+                    self.deliver(&ev, &json).await;
+                }
+            }
+            Push::Access(change) => match change.as_ref() {
+                AccessChanged::MemberRemoved { pubkey } => {
+                    if self.actor.as_ref().is_some_and(|a| &a.pubkey == pubkey) {
+                        self.actor = None;
+                        self.read_cache.clear();
+                        let ids: Vec<String> = self.subs.map.drain().map(|(id, _)| id).collect();
+                        for sub_id in ids {
+                            let message = "restricted: no longer a member of this community".to_owned();
+                            self.send(RelayMessage::Closed { sub_id, message }).await;
+                        }
+                    }
+                }
+                AccessChanged::Channel { channel_id } => {
+                    self.read_cache.remove(channel_id);
+                }
+            },
+        }
+    }
+
+    async fn deliver(&mut self, ev: &Arc<buzz_bus::LiveEvent>, json: &Arc<str>) {
+        let mut overflowed = Vec::new();
+        let mut ready = Vec::new();
+        for (sub_id, sub) in &mut self.subs.map {
+            if !sub.filters.iter().any(|f| f.matches(&ev.event)) {
+                continue;
+            }
+            match &mut sub.pending {
+                Some(p) if p.buffer.len() >= subs::MAX_PENDING => overflowed.push(sub_id.clone()),
+                Some(p) => p.buffer.push((ev.clone(), json.clone())),
+                None => ready.push(sub_id.clone()),
+            }
+        }
+        for sub_id in ready {
+            self.send(RelayMessage::Event { sub_id, event_json: json.to_string() }).await;
+        }
+        for sub_id in overflowed {
+            self.subs.map.remove(&sub_id);
+            let message = "error: too many live events before the stored answer completed".to_owned();
+            self.send(RelayMessage::Closed { sub_id, message }).await;
+        }
+    }
+
+    /// Private channels and DMs: ask the query-service once, cache until an access change.
+    /// Fails closed: no answer means no delivery.
+    async fn can_read_channel(&mut self, channel: Option<Uuid>) -> bool {
+        let (Some(channel_id), Some(actor)) = (channel, &self.actor) else { return false };
+        if let Some(b) = self.read_cache.get(&channel_id) {
+            return *b;
+        }
+        let req = AccessRequest::CanRead { community_id: self.community.community_id, reader: actor.clone(), channel_id };
+        let answer: Result<Result<AccessReply, BusError>, BusError> =
+            buzz_bus::rpc::request(&self.state.nats, self.state.subjects.access(), &req, self.state.settings.bus_timeout).await;
+        match answer.and_then(|r| r) {
+            Ok(r) => {
+                self.read_cache.insert(channel_id, r.can_read);
+                r.can_read
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "live access check failed");
+                false
+            }
+        }
+    }
+}
+
+/// Id and signature check on the blocking pool; `Err` is the NIP-01 reason.
+async fn verify(event: Event) -> Result<Event, String> {
+    match tokio::task::spawn_blocking(move || event.verify().map(|()| event)).await {
+        Ok(Ok(e)) => Ok(e),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("error: verification failed".into()),
+    }
+}
+
+fn event_id(raw: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct IdOnly {
+        id: String,
+    }
+    serde_json::from_str::<IdOnly>(raw).ok().map(|e| e.id)
+}

@@ -1,0 +1,100 @@
+//! Subscriptions of one socket and the pure rules of live delivery.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use buzz_bus::{Actor, Audience, LiveEvent, Scope};
+use buzz_core::Filter;
+use uuid::Uuid;
+
+/// Live events that arrive while stored events are still being sent are held back until `EOSE`
+/// and then sent unless they were already part of the stored answer.
+pub struct Pending {
+    pub buffer: Vec<(Arc<LiveEvent>, Arc<str>)>,
+    pub sent: HashSet<String>,
+}
+
+pub struct Sub {
+    pub filters: Vec<Filter>,
+    /// Distinguishes this REQ from an earlier one with the same id.
+    pub generation: u64,
+    pub pending: Option<Pending>,
+}
+
+/// Most live events held for one subscription before `EOSE`; beyond that the subscription is
+/// closed (the client re-subscribes and replays).
+pub const MAX_PENDING: usize = 10_000;
+
+#[derive(Default)]
+pub struct Subs {
+    pub map: HashMap<String, Sub>,
+    next_generation: u64,
+}
+
+impl Subs {
+    /// Adds or replaces `id` (NIP-01: a REQ with an existing id replaces it). Returns the
+    /// generation, or `None` when the socket already has `max` other subscriptions.
+    pub fn open(&mut self, id: &str, filters: Vec<Filter>, max: usize) -> Option<u64> {
+        if !self.map.contains_key(id) && self.map.len() >= max {
+            return None;
+        }
+        self.next_generation += 1;
+        let generation = self.next_generation;
+        let pending = Some(Pending { buffer: Vec::new(), sent: HashSet::new() });
+        self.map.insert(id.to_owned(), Sub { filters, generation, pending });
+        Some(generation)
+    }
+
+    /// The subscription `id` if it is still the REQ of `generation`.
+    pub fn current(&mut self, id: &str, generation: u64) -> Option<&mut Sub> {
+        self.map.get_mut(id).filter(|s| s.generation == generation)
+    }
+}
+
+/// Whether an authenticated actor may receive a live event, before any per-channel lookup.
+/// `Some(answer)` when decided here, `None` when the channel's member list must be consulted.
+#[must_use]
+pub fn live_access(actor: &Actor, audience: Audience, channel: Option<Uuid>) -> Option<bool> {
+    if !actor.has_scope(Scope::MessagesRead) {
+        return Some(false);
+    }
+    let Some(channel) = channel else { return Some(false) };
+    if let Some(ids) = &actor.channel_ids {
+        if !ids.contains(&channel) {
+            return Some(false);
+        }
+    }
+    match audience {
+        Audience::Community => Some(true),
+        Audience::ChannelMembers => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_req_with_an_existing_id_replaces_it_and_the_limit_counts_other_ids() {
+        let mut subs = Subs::default();
+        let g1 = subs.open("a", vec![], 1).unwrap();
+        let g2 = subs.open("a", vec![], 1).unwrap();
+        assert_ne!(g1, g2);
+        assert!(subs.current("a", g1).is_none());
+        assert!(subs.current("a", g2).is_some());
+        assert!(subs.open("b", vec![], 1).is_none());
+    }
+
+    #[test]
+    fn live_access_follows_scope_restriction_and_audience() {
+        let c = Uuid::from_u128(1);
+        let actor = Actor::session("a".repeat(64));
+        assert_eq!(live_access(&actor, Audience::Community, Some(c)), Some(true));
+        assert_eq!(live_access(&actor, Audience::ChannelMembers, Some(c)), None);
+        assert_eq!(live_access(&actor, Audience::Community, None), Some(false));
+        let restricted = Actor { channel_ids: Some(vec![Uuid::from_u128(2)]), ..actor.clone() };
+        assert_eq!(live_access(&restricted, Audience::Community, Some(c)), Some(false));
+        let write_only = Actor { scopes: vec![Scope::MessagesWrite], ..actor };
+        assert_eq!(live_access(&write_only, Audience::Community, Some(c)), Some(false));
+    }
+}
