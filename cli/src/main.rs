@@ -1,1 +1,68 @@
-fn main() {}
+//! `buzz`: the operator tool of buzz-relay. Migrate the database, run the whole relay locally,
+//! provision communities and members.
+
+mod dev;
+mod http;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "buzz", version, about = "buzz-relay operator tool")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Apply pending database migrations.
+    Migrate {
+        #[arg(long, env = "DATABASE_URL")]
+        database_url: String,
+    },
+    /// Run all five services in one process on loopback (local development).
+    Dev(dev::DevArgs),
+    /// Print a new secret key and its public key.
+    Keygen,
+    /// Operator API calls (NIP-98 signed with an operator key).
+    #[command(subcommand)]
+    Operator(http::OperatorCommand),
+    /// Community member management (NIP-98 signed by the owner or an admin).
+    #[command(subcommand)]
+    Members(http::MembersCommand),
+}
+
+/// Exit codes: 0 success, 1 usage or local error, 5 request, transport or response error.
+#[tokio::main]
+async fn main() {
+    let cli = Cli::parse();
+    let code = match cli.command {
+        Command::Migrate { database_url } => report(migrate(&database_url).await, 1),
+        Command::Dev(args) => report(dev::run(args).await, 1),
+        Command::Keygen => {
+            let keys = buzz_core::Keys::generate();
+            println!("{{\"secret_key\":\"{}\",\"pubkey\":\"{}\"}}", keys.secret_hex(), keys.public_hex());
+            0
+        }
+        Command::Operator(cmd) => http::operator(cmd).await,
+        Command::Members(cmd) => http::members(cmd).await,
+    };
+    std::process::exit(code);
+}
+
+fn report(r: anyhow::Result<()>, code: i32) -> i32 {
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            code
+        }
+    }
+}
+
+async fn migrate(url: &str) -> anyhow::Result<()> {
+    let pool = buzz_store::connect(url, 2).await?;
+    buzz_store::migrate(&pool).await?;
+    println!("migrations applied (schema version {})", buzz_store::SCHEMA_VERSION);
+    Ok(())
+}

@@ -29,6 +29,20 @@ pub enum Nip98Error {
     Stale,
 }
 
+/// Builds an `Authorization` header value (`Nostr <base64>`) for a request: kind 27235 with `u`,
+/// `method` and, for a non-empty body, `payload` = sha256 hex of the body. For clients and tests.
+#[must_use]
+pub fn authorization_header(keys: &crate::Keys, method: &str, url: &str, body: &[u8]) -> String {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let mut tags = vec![vec!["u".to_owned(), url.to_owned()], vec!["method".to_owned(), method.to_owned()]];
+    if !body.is_empty() {
+        tags.push(vec!["payload".to_owned(), hex::encode(sha2::Sha256::digest(body))]);
+    }
+    let event = keys.sign_new(HTTP_AUTH_KIND, tags, "");
+    format!("Nostr {}", base64::engine::general_purpose::STANDARD.encode(event.to_json()))
+}
+
 /// Decodes `Nostr <base64 of event JSON>` into an event and verifies its id and signature.
 /// The scheme word is matched case-insensitively and must be followed by one space; the base64 is the
 /// standard alphabet, with or without padding.

@@ -1,1 +1,64 @@
-//! placeholder
+//! Snapshot-service of buzz-relay: the stable manifest transport (NIP-AR "Stable manifest
+//! transport") over shared Redis. This first part connects to Redis and NATS and serves health
+//! and metrics; the transport itself lands with its own issue.
+
+use std::net::SocketAddr;
+
+use buzz_telemetry::runtime::env_or;
+use fred::interfaces::ClientLike;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub nats_url: String,
+    pub redis_url: String,
+    pub admin_listen: SocketAddr,
+}
+
+impl Settings {
+    pub fn from_env() -> anyhow::Result<Self> {
+        Ok(Self {
+            nats_url: env_or("NATS_URL", "nats://127.0.0.1:4222".to_owned())?,
+            redis_url: env_or("REDIS_URL", "redis://127.0.0.1:6379".to_owned())?,
+            admin_listen: env_or("BUZZ_SNAPSHOT_ADMIN_ADDR", SocketAddr::from(([127, 0, 0, 1], 7083)))?,
+        })
+    }
+}
+
+pub struct Application {
+    nats: async_nats::Client,
+    redis: fred::clients::Pool,
+    admin: tokio::net::TcpListener,
+    admin_addr: SocketAddr,
+}
+
+impl Application {
+    pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        let redis = buzz_http_auth::connect_redis(&settings.redis_url, 2).await?;
+        let nats = buzz_bus::serve::connect(&settings.nats_url, "buzz-snapshot").await?;
+        let admin = tokio::net::TcpListener::bind(settings.admin_listen).await?;
+        let admin_addr = admin.local_addr()?;
+        Ok(Self { nats, redis, admin, admin_addr })
+    }
+
+    #[must_use]
+    pub fn admin_addr(&self) -> SocketAddr {
+        self.admin_addr
+    }
+
+    pub async fn run(self, shutdown: CancellationToken) -> anyhow::Result<()> {
+        let redis = self.redis.clone();
+        let nats = self.nats.clone();
+        let router = buzz_telemetry::admin_router(move || {
+            let redis = redis.clone();
+            let nats = nats.clone();
+            async move {
+                nats.connection_state() == async_nats::connection::State::Connected
+                    && redis.ping::<String>(None).await.is_ok()
+            }
+        });
+        tracing::info!(admin = %self.admin_addr, "snapshot-service running");
+        axum::serve(self.admin, router).with_graceful_shutdown(shutdown.cancelled_owned()).await?;
+        Ok(())
+    }
+}

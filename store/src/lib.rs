@@ -71,3 +71,26 @@ pub fn tag_value_hash(value: &str) -> Vec<u8> {
     use sha2::Digest;
     sha2::Sha256::digest(value.as_bytes()).to_vec()
 }
+
+/// Creates the database named in `url` when it does not exist (local development and tests),
+/// connecting to the `postgres` maintenance database of the same server.
+pub async fn ensure_database(url: &str) -> Result<(), StoreError> {
+    use sqlx::ConnectOptions as _;
+    let options: PgConnectOptions = url.parse().map_err(StoreError::Connect)?;
+    let Some(name) = options.get_database().map(str::to_owned) else { return Ok(()) };
+    let mut conn = options.database("postgres").connect().await.map_err(StoreError::Connect)?;
+    let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+        .bind(&name)
+        .fetch_one(&mut conn)
+        .await?;
+    if !exists {
+        let quoted = format!("\"{}\"", name.replace('"', "\"\""));
+        match sqlx::query(&format!("CREATE DATABASE {quoted}")).execute(&mut conn).await {
+            Ok(_) => {}
+            // Another process created it first.
+            Err(e) if matches!(&e, sqlx::Error::Database(db) if db.code().as_deref() == Some("42P04")) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}

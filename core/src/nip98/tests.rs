@@ -203,3 +203,13 @@ fn validates_binding() {
         Err(Nip98Error::Stale)
     );
 }
+
+#[test]
+fn a_built_authorization_header_decodes_and_binds_the_body() {
+    let keys = crate::Keys::generate();
+    let h = super::authorization_header(&keys, "POST", "https://x.test/api", b"{}");
+    let ev = super::decode_header(&h).unwrap();
+    let now = crate::unix_now();
+    assert_eq!(super::validate(&ev, "POST", "https://x.test/api", b"{}", now, 60), Ok(()));
+    assert_eq!(super::validate(&ev, "POST", "https://x.test/api", b"{ }", now, 60), Err(super::Nip98Error::PayloadMismatch));
+}
