@@ -1,1 +1,11 @@
-//! placeholder
+//! Test harness for buzz-relay: a whole cluster (policy, N write, N query, snapshot and N gateway
+//! replicas) in-process against the real PostgreSQL, Redis and NATS, isolated per test by a fresh
+//! database, a NATS subject prefix and a Redis key prefix; plus a small NIP-01 WebSocket client.
+
+#![allow(clippy::unwrap_used)]
+
+pub mod client;
+pub mod cluster;
+
+pub use client::WsClient;
+pub use cluster::{Cluster, ClusterOptions, Community};

@@ -1,0 +1,267 @@
+//! An in-process cluster on real dependencies.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use buzz_core::Keys;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+#[derive(Debug, Clone, Copy)]
+pub struct ClusterOptions {
+    pub gateways: usize,
+    pub writers: usize,
+    pub queriers: usize,
+    pub statement_timeout_ms: u64,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        Self { gateways: 2, writers: 2, queriers: 2, statement_timeout_ms: 2000 }
+    }
+}
+
+pub struct Cluster {
+    pub database_url: String,
+    pub database_name: String,
+    pub pool: sqlx::PgPool,
+    pub nats_prefix: String,
+    pub redis_prefix: String,
+    pub gateways: Vec<SocketAddr>,
+    pub policy: SocketAddr,
+    pub operator: Keys,
+    pub relay: Keys,
+    pub shutdown: CancellationToken,
+    /// Cancels only the gateways (graceful shutdown tests).
+    pub gateway_shutdown: CancellationToken,
+    tasks: Vec<JoinHandle<anyhow::Result<()>>>,
+}
+
+/// A provisioned community and its owner.
+#[derive(Debug, Clone)]
+pub struct Community {
+    pub id: Uuid,
+    pub host: String,
+    pub owner: Keys,
+}
+
+fn env(name: &str, default: &str) -> String {
+    std::env::var(name).ok().filter(|v| !v.is_empty()).unwrap_or_else(|| default.to_owned())
+}
+
+/// `url` with its database name replaced.
+fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
+    let scheme_end = base.find("://").map_or(0, |i| i + 3);
+    let root = match base[scheme_end..].find('/') {
+        Some(i) => &base[..scheme_end + i],
+        None => base,
+    };
+    match query {
+        Some(q) => format!("{root}/{name}?{q}"),
+        None => format!("{root}/{name}"),
+    }
+}
+
+impl Cluster {
+    pub async fn start() -> Self {
+        Self::start_with(ClusterOptions::default()).await
+    }
+
+    pub async fn start_with(opts: ClusterOptions) -> Self {
+        let tag = Uuid::new_v4().simple().to_string();
+        let base = env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres");
+        let nats_url = env("NATS_URL", "nats://127.0.0.1:4222");
+        let redis_url = env("REDIS_URL", "redis://127.0.0.1:6379");
+        let database_name = format!("buzz_test_{tag}");
+        let database_url = with_database(&base, &database_name);
+        buzz_store::ensure_database(&database_url).await.expect("create test database");
+        let pool = buzz_store::connect(&database_url, 4).await.expect("connect test database");
+        buzz_store::migrate(&pool).await.expect("migrate");
+        let nats_prefix = format!("t{}", &tag[..12]);
+        let redis_prefix = format!("test:{tag}:");
+        let operator = Keys::generate();
+        let relay = Keys::generate();
+        let shutdown = CancellationToken::new();
+        let gateway_shutdown = shutdown.child_token();
+        let loopback0 = SocketAddr::from(([127, 0, 0, 1], 0));
+        let mut tasks = Vec::new();
+
+        // The operator origin must be known before binding; bind first, then tell the settings.
+        let probe = std::net::TcpListener::bind(loopback0).unwrap();
+        let policy_addr = probe.local_addr().unwrap();
+        drop(probe);
+        let policy = buzz_policy::Application::build(buzz_policy::Settings {
+            database_url: database_url.clone(),
+            nats_url: nats_url.clone(),
+            redis_url: redis_url.clone(),
+            nats_prefix: nats_prefix.clone(),
+            redis_prefix: redis_prefix.clone(),
+            listen: policy_addr,
+            operator_pubkeys: vec![operator.public_hex()],
+            operator_origin: format!("http://{policy_addr}"),
+            lease_ms: 1000,
+        })
+        .await
+        .expect("policy-service");
+        tasks.push(tokio::spawn(policy.run(shutdown.clone())));
+        for _ in 0..opts.writers {
+            let app = buzz_write::Application::build(buzz_write::Settings {
+                database_url: database_url.clone(),
+                nats_url: nats_url.clone(),
+                nats_prefix: nats_prefix.clone(),
+                admin_listen: loopback0,
+                max_db_connections: 8,
+                concurrency: 64,
+                relay_secret_key: relay.secret_hex(),
+            })
+            .await
+            .expect("write-service");
+            tasks.push(tokio::spawn(app.run(shutdown.clone())));
+        }
+        for _ in 0..opts.queriers {
+            let app = buzz_query::Application::build(buzz_query::Settings {
+                database_url: database_url.clone(),
+                nats_url: nats_url.clone(),
+                nats_prefix: nats_prefix.clone(),
+                admin_listen: loopback0,
+                max_db_connections: 8,
+                concurrency: 64,
+                statement_timeout_ms: opts.statement_timeout_ms,
+            })
+            .await
+            .expect("query-service");
+            tasks.push(tokio::spawn(app.run(shutdown.clone())));
+        }
+        let snapshot = buzz_snapshot::Application::build(buzz_snapshot::Settings {
+            nats_url: nats_url.clone(),
+            redis_url: redis_url.clone(),
+            admin_listen: loopback0,
+        })
+        .await
+        .expect("snapshot-service");
+        tasks.push(tokio::spawn(snapshot.run(shutdown.clone())));
+        let mut gateways = Vec::new();
+        for _ in 0..opts.gateways {
+            let mut settings = buzz_gateway::Settings::local(&nats_url, &redis_url, &nats_prefix, &redis_prefix, relay.public_hex());
+            settings.shutdown_grace = Duration::from_secs(2);
+            let app = buzz_gateway::Application::build(settings, gateway_shutdown.clone()).await.expect("gateway");
+            gateways.push(app.addr());
+            tasks.push(tokio::spawn(app.run()));
+        }
+        let cluster = Self {
+            database_url,
+            database_name,
+            pool,
+            nats_prefix,
+            redis_prefix,
+            gateways,
+            policy: policy_addr,
+            operator,
+            relay,
+            shutdown,
+            gateway_shutdown,
+            tasks,
+        };
+        cluster.wait_ready().await;
+        cluster
+    }
+
+    /// Polls the gateways' and policy-service's `/readyz` until they answer 200 (no fixed sleeps).
+    async fn wait_ready(&self) {
+        let client = reqwest::Client::new();
+        let mut urls: Vec<String> = self.gateways.iter().map(|a| format!("http://{a}/readyz")).collect();
+        urls.push(format!("http://{}/readyz", self.policy));
+        for url in urls {
+            eventually(Duration::from_secs(10), || {
+                let client = client.clone();
+                let url = url.clone();
+                async move { client.get(&url).send().await.is_ok_and(|r| r.status().is_success()) }
+            })
+            .await;
+        }
+    }
+
+    /// `POST /operator/communities`, signed by the operator key.
+    pub async fn operator_request(&self, method: reqwest::Method, path_and_query: &str, body: Option<&serde_json::Value>, signer: &Keys) -> reqwest::Response {
+        let url = format!("http://{}{path_and_query}", self.policy);
+        let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
+        let auth = buzz_core::nip98::authorization_header(signer, method.as_str(), &url, &bytes);
+        let mut req = reqwest::Client::new().request(method, &url).header("authorization", auth);
+        if !bytes.is_empty() {
+            req = req.header("content-type", "application/json").body(bytes);
+        }
+        req.send().await.unwrap()
+    }
+
+    /// Provisions a community bound to `host` with a fresh owner key.
+    pub async fn community(&self, host: &str) -> Community {
+        let owner = Keys::generate();
+        let id = Uuid::new_v4();
+        let body = serde_json::json!({ "community_id": id, "host": host, "owner_pubkey": owner.public_hex() });
+        let res = self.operator_request(reqwest::Method::POST, "/operator/communities", Some(&body), &self.operator).await;
+        assert_eq!(res.status(), 201, "{}", res.text().await.unwrap_or_default());
+        Community { id, host: host.to_owned(), owner }
+    }
+
+    /// A signed tenant HTTP request to gateway `g` for `community` (NIP-98 `u` = https://host/path).
+    pub async fn tenant_request(&self, g: usize, community: &Community, method: reqwest::Method, path: &str, body: Option<&serde_json::Value>, signer: &Keys) -> reqwest::Response {
+        let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
+        let signed_url = format!("https://{}{path}", community.host);
+        let auth = buzz_core::nip98::authorization_header(signer, method.as_str(), &signed_url, &bytes);
+        let mut req = reqwest::Client::new()
+            .request(method, format!("http://{}{path}", self.gateways[g]))
+            .header("host", &community.host)
+            .header("authorization", auth);
+        if !bytes.is_empty() {
+            req = req.header("content-type", "application/json").body(bytes);
+        }
+        req.send().await.unwrap()
+    }
+
+    /// Adds `keys` to the community as `role`, signed by the owner.
+    pub async fn add_member(&self, community: &Community, keys: &Keys, role: &str) {
+        let body = serde_json::json!({ "pubkey": keys.public_hex(), "role": role });
+        let res = self.tenant_request(0, community, reqwest::Method::POST, "/api/members", Some(&body), &community.owner).await;
+        assert!(res.status().is_success(), "add member: {} {}", res.status(), res.text().await.unwrap_or_default());
+    }
+
+    /// A member key, already added.
+    pub async fn member(&self, community: &Community) -> Keys {
+        let keys = Keys::generate();
+        self.add_member(community, &keys, "member").await;
+        keys
+    }
+
+    /// Stops every service and drops the test database.
+    pub async fn stop(self) {
+        self.shutdown.cancel();
+        for t in self.tasks {
+            let _ = tokio::time::timeout(Duration::from_secs(10), t).await;
+        }
+        self.pool.close().await;
+        let admin = with_database(&self.database_url, "postgres");
+        if let Ok(pool) = buzz_store::connect(&admin, 1).await {
+            let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)", self.database_name))
+                .execute(&pool)
+                .await;
+        }
+    }
+}
+
+/// Polls `check` until it is true or `within` passes (then panics).
+pub async fn eventually<F, Fut>(within: Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        if check().await {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "condition not met within {within:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
