@@ -30,7 +30,8 @@ pub enum Nip98Error {
 }
 
 /// Builds an `Authorization` header value (`Nostr <base64>`) for a request: kind 27235 with `u`,
-/// `method` and, for a non-empty body, `payload` = sha256 hex of the body. For clients and tests.
+/// `method`, for a non-empty body `payload` = sha256 hex of the body, and a random `nonce`.
+/// For clients and tests.
 #[must_use]
 pub fn authorization_header(keys: &crate::Keys, method: &str, url: &str, body: &[u8]) -> String {
     use base64::Engine as _;
@@ -39,6 +40,9 @@ pub fn authorization_header(keys: &crate::Keys, method: &str, url: &str, body: &
     if !body.is_empty() {
         tags.push(vec!["payload".to_owned(), hex::encode(sha2::Sha256::digest(body))]);
     }
+    // Every attempt gets a fresh signature: two identical requests in the same second would
+    // otherwise share an event id and the second would be refused as a replay.
+    tags.push(vec!["nonce".to_owned(), hex::encode(rand::random::<[u8; 16]>())]);
     let event = keys.sign_new(HTTP_AUTH_KIND, tags, "");
     format!("Nostr {}", base64::engine::general_purpose::STANDARD.encode(event.to_json()))
 }
