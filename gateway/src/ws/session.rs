@@ -10,6 +10,7 @@ use buzz_core::{ClientMessage, Event, Filter, ParseError, RelayMessage};
 use futures::{SinkExt, StreamExt};
 use tokio::sync::{mpsc, Semaphore};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 use uuid::Uuid;
 
 use super::query::{self, QueryUpdate};
@@ -174,6 +175,7 @@ impl Session {
         let state = self.state.clone();
         let out = self.out.clone();
         let community_id = self.community.community_id;
+        let span = tracing::info_span!("gateway.event", event_id = %event.id, kind = event.kind);
         tokio::spawn(async move {
             let _permit = permit;
             let id = event.id.clone();
@@ -192,7 +194,7 @@ impl Session {
             metrics::counter!("buzz_gateway_events_total", "accepted" => if accepted { "true" } else { "false" }).increment(1);
             let msg = RelayMessage::Ok { id, accepted, message };
             let _ = out.send(Message::Text(msg.to_json().into())).await;
-        });
+        }.instrument(span));
     }
 
     async fn on_req(&mut self, sub_id: String, filters: Vec<Filter>, count: bool) {
@@ -212,6 +214,7 @@ impl Session {
             }
         };
         let req = QueryRequest { community_id: self.community.community_id, reader: actor, filters, count };
+        let span = tracing::info_span!("gateway.req", sub_id = %sub_id, count);
         tokio::spawn(query::run(
             self.state.nats.clone(),
             self.state.subjects.query(),
@@ -220,7 +223,7 @@ impl Session {
             generation,
             self.state.settings.bus_timeout,
             self.queries.clone(),
-        ));
+        ).instrument(span));
     }
 
     async fn on_query(&mut self, update: QueryUpdate) {
