@@ -21,7 +21,8 @@ pub enum Scope {
 }
 
 impl Scope {
-    pub const ALL: [Scope; 4] = [Self::MessagesRead, Self::MessagesWrite, Self::ChannelsWrite, Self::MembersWrite];
+    pub const ALL: [Scope; 4] =
+        [Self::MessagesRead, Self::MessagesWrite, Self::ChannelsWrite, Self::MembersWrite];
 }
 
 /// Who is acting: the authenticated pubkey and what its credential allows.
@@ -123,11 +124,19 @@ pub struct QueryFrame {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum QueryFrameBody {
     /// Stored event JSON, in result order.
-    Events { events: Vec<String> },
+    Events {
+        events: Vec<String>,
+    },
     /// The end: `total` events were sent in the frames before this one.
-    Done { total: u64 },
-    Count { count: u64 },
-    Error { error: BusError },
+    Done {
+        total: u64,
+    },
+    Count {
+        count: u64,
+    },
+    Error {
+        error: BusError,
+    },
 }
 
 /// `buzz.v1.access`: what the gateway may not decide alone because it does not hold the data.

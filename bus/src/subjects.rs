@@ -74,6 +74,7 @@ impl Subjects {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -88,7 +88,13 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     })
     .await?;
     let shutdown = CancellationToken::new();
-    let mut gw = buzz_gateway::Settings::local(&args.nats_url, &args.redis_url, &prefix, &redis_prefix, relay.public_hex());
+    let mut gw = buzz_gateway::Settings::local(
+        &args.nats_url,
+        &args.redis_url,
+        &prefix,
+        &redis_prefix,
+        relay.public_hex(),
+    );
     gw.listen = args.gateway_addr;
     let gateway = buzz_gateway::Application::build(gw, shutdown.clone()).await?;
 
@@ -97,7 +103,11 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     println!("buzz-relay is running (Ctrl-C stops it)");
     println!("  WebSocket URL:  ws://{host}   (a community is bound to the host \"{host}\")");
     println!("  Operator API:   {origin}");
-    println!("  Operator key:   {}  (secret in {})", operator.public_hex(), args.dir.join("operator.key").display());
+    println!(
+        "  Operator key:   {}  (secret in {})",
+        operator.public_hex(),
+        args.dir.join("operator.key").display()
+    );
     println!("  Probes:         http://{}/healthz  /readyz  /metrics", gateway.addr());
     println!();
     println!("Provision a first community (prints a new owner key):");

@@ -62,7 +62,12 @@ fn keys(secret: &str) -> Result<buzz_core::Keys, i32> {
 }
 
 /// Sends a signed request and prints the JSON answer; exit 0 on 2xx, 5 otherwise.
-async fn signed(keys: &buzz_core::Keys, method: reqwest::Method, url: &str, body: Option<serde_json::Value>) -> i32 {
+async fn signed(
+    keys: &buzz_core::Keys,
+    method: reqwest::Method,
+    url: &str,
+    body: Option<serde_json::Value>,
+) -> i32 {
     let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
     let auth = buzz_core::nip98::authorization_header(keys, method.as_str(), url, &bytes);
     let client = reqwest::Client::new();
@@ -95,7 +100,11 @@ pub async fn operator(cmd: OperatorCommand) -> i32 {
             let Ok(keys) = keys(&secret_key) else { return 1 };
             let owner = owner_pubkey.unwrap_or_else(|| {
                 let owner = buzz_core::Keys::generate();
-                eprintln!("generated owner key (keep the secret): secret_key={} pubkey={}", owner.secret_hex(), owner.public_hex());
+                eprintln!(
+                    "generated owner key (keep the secret): secret_key={} pubkey={}",
+                    owner.secret_hex(),
+                    owner.public_hex()
+                );
                 owner.public_hex()
             });
             let body = serde_json::json!({
@@ -103,11 +112,18 @@ pub async fn operator(cmd: OperatorCommand) -> i32 {
                 "host": host,
                 "owner_pubkey": owner,
             });
-            signed(&keys, reqwest::Method::POST, &format!("{}/operator/communities", url.trim_end_matches('/')), Some(body)).await
+            signed(
+                &keys,
+                reqwest::Method::POST,
+                &format!("{}/operator/communities", url.trim_end_matches('/')),
+                Some(body),
+            )
+            .await
         }
         OperatorCommand::GetCommunity { url, secret_key, community_id } => {
             let Ok(keys) = keys(&secret_key) else { return 1 };
-            let url = format!("{}/operator/communities?community_id={community_id}", url.trim_end_matches('/'));
+            let url =
+                format!("{}/operator/communities?community_id={community_id}", url.trim_end_matches('/'));
             signed(&keys, reqwest::Method::GET, &url, None).await
         }
     }
@@ -118,11 +134,23 @@ pub async fn members(cmd: MembersCommand) -> i32 {
         MembersCommand::Add { url, secret_key, pubkey, role } => {
             let Ok(keys) = keys(&secret_key) else { return 1 };
             let body = serde_json::json!({ "pubkey": pubkey, "role": role });
-            signed(&keys, reqwest::Method::POST, &format!("{}/api/members", url.trim_end_matches('/')), Some(body)).await
+            signed(
+                &keys,
+                reqwest::Method::POST,
+                &format!("{}/api/members", url.trim_end_matches('/')),
+                Some(body),
+            )
+            .await
         }
         MembersCommand::Remove { url, secret_key, pubkey } => {
             let Ok(keys) = keys(&secret_key) else { return 1 };
-            signed(&keys, reqwest::Method::DELETE, &format!("{}/api/members/{pubkey}", url.trim_end_matches('/')), None).await
+            signed(
+                &keys,
+                reqwest::Method::DELETE,
+                &format!("{}/api/members/{pubkey}", url.trim_end_matches('/')),
+                None,
+            )
+            .await
         }
     }
 }

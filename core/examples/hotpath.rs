@@ -44,10 +44,7 @@ fn typical_event(keys: &Keys) -> Event {
                    writes go through the bus, queries fan out to read replicas. Please test it on staging and report back!";
     let tags = vec![
         vec!["h".to_owned(), "buzz-dev".to_owned()],
-        vec![
-            "p".to_owned(),
-            "3bf0c63fcb93463407af97a5e5ee64fa883d107ef9e558472c4eb9aaaefa459d".to_owned(),
-        ],
+        vec!["p".to_owned(), "3bf0c63fcb93463407af97a5e5ee64fa883d107ef9e558472c4eb9aaaefa459d".to_owned()],
         vec!["t".to_owned(), "release".to_owned()],
     ];
     keys.sign_new(9, tags, content)

@@ -44,24 +44,12 @@ impl Event {
     /// NIP-01 canonical form: `[0,pubkey,created_at,kind,tags,content]` compact JSON.
     #[must_use]
     pub fn canonical_json(&self) -> String {
-        canonical_string(
-            &self.pubkey,
-            self.created_at,
-            self.kind,
-            &self.tags,
-            &self.content,
-        )
+        canonical_string(&self.pubkey, self.created_at, self.kind, &self.tags, &self.content)
     }
     /// sha256 of the canonical form.
     #[must_use]
     pub fn compute_id(&self) -> [u8; 32] {
-        canonical_hash(
-            &self.pubkey,
-            self.created_at,
-            self.kind,
-            &self.tags,
-            &self.content,
-        )
+        canonical_hash(&self.pubkey, self.created_at, self.kind, &self.tags, &self.content)
     }
     /// Checks the shape of id/pubkey/sig (lowercase hex of 64/64/128), that id matches the content and
     /// that the signature verifies. Call it off the async runtime: it costs tens of microseconds.
@@ -89,18 +77,12 @@ impl Event {
     /// First value of the first tag named `name`.
     #[must_use]
     pub fn tag_value(&self, name: &str) -> Option<&str> {
-        let tag = self
-            .tags
-            .iter()
-            .find(|t| t.first().is_some_and(|n| n == name))?;
+        let tag = self.tags.iter().find(|t| t.first().is_some_and(|n| n == name))?;
         tag.get(1).map(String::as_str)
     }
     /// All tags named `name` (whole tag slices).
     pub fn tags_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [String]> + 'a {
-        self.tags
-            .iter()
-            .filter(move |t| t.first().map(String::as_str) == Some(name))
-            .map(Vec::as_slice)
+        self.tags.iter().filter(move |t| t.first().map(String::as_str) == Some(name)).map(Vec::as_slice)
     }
 }
 
@@ -108,13 +90,7 @@ impl UnsignedEvent {
     /// sha256 of the NIP-01 canonical form; the id the signed event will carry.
     #[must_use]
     pub fn compute_id(&self) -> [u8; 32] {
-        canonical_hash(
-            &self.pubkey,
-            self.created_at,
-            self.kind,
-            &self.tags,
-            &self.content,
-        )
+        canonical_hash(&self.pubkey, self.created_at, self.kind, &self.tags, &self.content)
     }
 }
 
@@ -144,25 +120,13 @@ pub(crate) fn decode_lower_hex<const N: usize>(s: &str) -> Option<[u8; N]> {
 
 type CanonicalForm<'a> = (u8, &'a str, i64, u32, &'a [Vec<String>], &'a str);
 
-fn canonical_string(
-    pubkey: &str,
-    created_at: i64,
-    kind: u32,
-    tags: &[Vec<String>],
-    content: &str,
-) -> String {
+fn canonical_string(pubkey: &str, created_at: i64, kind: u32, tags: &[Vec<String>], content: &str) -> String {
     let form: CanonicalForm<'_> = (0, pubkey, created_at, kind, tags, content);
     // Serialising strings, integers and string arrays cannot fail.
     serde_json::to_string(&form).unwrap_or_default()
 }
 
-fn canonical_hash(
-    pubkey: &str,
-    created_at: i64,
-    kind: u32,
-    tags: &[Vec<String>],
-    content: &str,
-) -> [u8; 32] {
+fn canonical_hash(pubkey: &str, created_at: i64, kind: u32, tags: &[Vec<String>], content: &str) -> [u8; 32] {
     let form: CanonicalForm<'_> = (0, pubkey, created_at, kind, tags, content);
     let mut writer = HashWriter(Sha256::new());
     // Writing into a hasher cannot fail, nor can serialising these types.

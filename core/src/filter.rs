@@ -41,9 +41,7 @@ impl Filter {
     /// key is `Unsupported`; wrong types are `Invalid`. Never silently drops a predicate.
     /// A `limit` above `u32::MAX` saturates (it is clamped to `max_limit` anyway).
     pub fn from_value(value: &serde_json::Value) -> Result<Self, FilterError> {
-        let obj = value
-            .as_object()
-            .ok_or_else(|| invalid("filter is not an object"))?;
+        let obj = value.as_object().ok_or_else(|| invalid("filter is not an object"))?;
         let mut filter = Filter::default();
         for (key, val) in obj {
             match key.as_str() {
@@ -53,22 +51,15 @@ impl Filter {
                 "since" => filter.since = Some(timestamp(val, "since")?),
                 "until" => filter.until = Some(timestamp(val, "until")?),
                 "limit" => {
-                    let n = val
-                        .as_u64()
-                        .ok_or_else(|| invalid("limit must be a non-negative integer"))?;
+                    let n = val.as_u64().ok_or_else(|| invalid("limit must be a non-negative integer"))?;
                     filter.limit = Some(u32::try_from(n).unwrap_or(u32::MAX));
                 }
                 "offset" => {
-                    let n = val
-                        .as_u64()
-                        .ok_or_else(|| invalid("offset must be a non-negative integer"))?;
-                    filter.offset =
-                        Some(u32::try_from(n).map_err(|_| invalid("offset is too large"))?);
+                    let n = val.as_u64().ok_or_else(|| invalid("offset must be a non-negative integer"))?;
+                    filter.offset = Some(u32::try_from(n).map_err(|_| invalid("offset is too large"))?);
                 }
                 "artifact" => {
-                    let a = val
-                        .as_str()
-                        .ok_or_else(|| invalid("artifact must be a string"))?;
+                    let a = val.as_str().ok_or_else(|| invalid("artifact must be a string"))?;
                     filter.artifact = Some(a.to_owned());
                 }
                 k => match k.strip_prefix('#') {
@@ -108,8 +99,7 @@ impl Filter {
         for (name, values) in &self.tags {
             if name.chars().count() > 1 && self.artifact.is_none() {
                 return Err(FilterError::Unsupported(
-                    "multi-character tag filters need an artifact query (\"artifact\":\"current\")"
-                        .into(),
+                    "multi-character tag filters need an artifact query (\"artifact\":\"current\")".into(),
                 ));
             }
             if values.len() > max {
@@ -128,9 +118,7 @@ impl Filter {
     /// The effective limit: `min(limit.unwrap_or(default_limit), max_limit)`.
     #[must_use]
     pub fn effective_limit(&self, limits: &Limits) -> u32 {
-        self.limit
-            .unwrap_or(limits.default_limit)
-            .min(limits.max_limit)
+        self.limit.unwrap_or(limits.default_limit).min(limits.max_limit)
     }
 
     /// NIP-01 match of one event (ids, authors, kinds, since/until inclusive, each `#x` condition
@@ -144,25 +132,13 @@ impl Filter {
         {
             return false;
         }
-        if self
-            .kinds
-            .as_ref()
-            .is_some_and(|k| !k.contains(&event.kind))
-        {
+        if self.kinds.as_ref().is_some_and(|k| !k.contains(&event.kind)) {
             return false;
         }
-        if self
-            .ids
-            .as_ref()
-            .is_some_and(|ids| !ids.contains(&event.id))
-        {
+        if self.ids.as_ref().is_some_and(|ids| !ids.contains(&event.id)) {
             return false;
         }
-        if self
-            .authors
-            .as_ref()
-            .is_some_and(|a| !a.contains(&event.pubkey))
-        {
+        if self.authors.as_ref().is_some_and(|a| !a.contains(&event.pubkey)) {
             return false;
         }
         self.tags.iter().all(|(name, values)| {
@@ -227,17 +203,11 @@ fn quoted(key: &str) -> String {
 fn string_array(val: &serde_json::Value, field: &str) -> Result<Vec<String>, FilterError> {
     let err = || invalid(&format!("{} must be an array of strings", quoted(field)));
     let arr = val.as_array().ok_or_else(err)?;
-    arr.iter()
-        .map(|v| v.as_str().map(str::to_owned).ok_or_else(err))
-        .collect()
+    arr.iter().map(|v| v.as_str().map(str::to_owned).ok_or_else(err)).collect()
 }
 
 fn hex_array(val: &serde_json::Value, field: &str) -> Result<Vec<String>, FilterError> {
-    let err = || {
-        invalid(&format!(
-            "{field} must be an array of 64 lowercase hex strings"
-        ))
-    };
+    let err = || invalid(&format!("{field} must be an array of 64 lowercase hex strings"));
     let arr = val.as_array().ok_or_else(err)?;
     arr.iter()
         .map(|v| match v.as_str() {
@@ -250,13 +220,7 @@ fn hex_array(val: &serde_json::Value, field: &str) -> Result<Vec<String>, Filter
 fn kind_array(val: &serde_json::Value) -> Result<Vec<u32>, FilterError> {
     let err = || invalid("kinds must be an array of integers from 0 to 4294967295");
     let arr = val.as_array().ok_or_else(err)?;
-    arr.iter()
-        .map(|v| {
-            v.as_u64()
-                .and_then(|n| u32::try_from(n).ok())
-                .ok_or_else(err)
-        })
-        .collect()
+    arr.iter().map(|v| v.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(err)).collect()
 }
 
 fn timestamp(val: &serde_json::Value, field: &str) -> Result<i64, FilterError> {

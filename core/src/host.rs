@@ -140,15 +140,9 @@ mod tests {
         ] {
             assert!(is_loopback_host(h), "{h}");
         }
-        for h in [
-            "example.com",
-            "128.0.0.1",
-            "[::2]",
-            "localhost.example.com",
-            "",
-            "10.0.0.1:80",
-            "127.0.0.1/x",
-        ] {
+        for h in
+            ["example.com", "128.0.0.1", "[::2]", "localhost.example.com", "", "10.0.0.1:80", "127.0.0.1/x"]
+        {
             assert!(!is_loopback_host(h), "{h}");
         }
     }

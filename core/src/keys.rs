@@ -15,9 +15,7 @@ pub struct Keys {
 impl Keys {
     #[must_use]
     pub fn generate() -> Self {
-        Self {
-            secret: SigningKey::random(&mut OsRng),
-        }
+        Self { secret: SigningKey::random(&mut OsRng) }
     }
     /// From 64 hex chars of secret key; None when invalid.
     #[must_use]
@@ -27,9 +25,7 @@ impl Keys {
         }
         let mut bytes = [0u8; 32];
         hex::decode_to_slice(hex, &mut bytes).ok()?;
-        SigningKey::from_bytes(&bytes)
-            .ok()
-            .map(|secret| Self { secret })
+        SigningKey::from_bytes(&bytes).ok().map(|secret| Self { secret })
     }
     #[must_use]
     pub fn secret_hex(&self) -> String {
@@ -45,10 +41,7 @@ impl Keys {
     /// `unsigned.pubkey` empty or wrong.
     #[must_use]
     pub fn sign(&self, unsigned: UnsignedEvent) -> Event {
-        let unsigned = UnsignedEvent {
-            pubkey: self.public_hex(),
-            ..unsigned
-        };
+        let unsigned = UnsignedEvent { pubkey: self.public_hex(), ..unsigned };
         let id = unsigned.compute_id();
         let sig = self.sign32(&id);
         Event {
@@ -92,18 +85,13 @@ impl Keys {
 
     /// BIP-340 signature with the given auxiliary randomness (deterministic; used by test vectors).
     fn sign32_with_aux(&self, msg: &[u8; 32], aux: &[u8; 32]) -> Option<[u8; 64]> {
-        self.secret
-            .sign_raw(msg, aux)
-            .ok()
-            .map(|sig| sig.to_bytes())
+        self.secret.sign_raw(msg, aux).ok().map(|sig| sig.to_bytes())
     }
 }
 
 impl std::fmt::Debug for Keys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Keys")
-            .field("public", &self.public_hex())
-            .finish_non_exhaustive()
+        f.debug_struct("Keys").field("public", &self.public_hex()).finish_non_exhaustive()
     }
 }
 
@@ -155,9 +143,7 @@ mod tests {
         for [sk, pk, aux, msg, sig] in VECTORS {
             let keys = Keys::from_secret_hex(sk).expect("valid secret");
             assert_eq!(keys.public_hex(), pk.to_ascii_lowercase());
-            let got = keys
-                .sign32_with_aux(&bytes(msg), &bytes(aux))
-                .expect("signs");
+            let got = keys.sign32_with_aux(&bytes(msg), &bytes(aux)).expect("signs");
             assert_eq!(hex::encode(got), sig.to_ascii_lowercase());
         }
     }
@@ -175,10 +161,7 @@ mod tests {
     fn invalid_secrets_rejected() {
         assert!(Keys::from_secret_hex("").is_none());
         assert!(Keys::from_secret_hex(&"0".repeat(64)).is_none());
-        assert!(
-            Keys::from_secret_hex(&"f".repeat(64)).is_none(),
-            "above the curve order"
-        );
+        assert!(Keys::from_secret_hex(&"f".repeat(64)).is_none(), "above the curve order");
         assert!(Keys::from_secret_hex(&"zz".repeat(32)).is_none());
         assert!(Keys::from_secret_hex(&"01".repeat(31)).is_none());
     }

@@ -13,15 +13,9 @@ pub enum ClientMessage {
     /// `["EVENT", event]`; only shape and limits are checked here, not id/signature.
     Event(Box<Event>),
     /// `["REQ", sub_id, filter...]` (at least one filter).
-    Req {
-        sub_id: String,
-        filters: Vec<Filter>,
-    },
+    Req { sub_id: String, filters: Vec<Filter> },
     /// `["COUNT", sub_id, filter...]`.
-    Count {
-        sub_id: String,
-        filters: Vec<Filter>,
-    },
+    Count { sub_id: String, filters: Vec<Filter> },
     /// `["CLOSE", sub_id]`.
     Close(String),
     /// `["AUTH", event]`.
@@ -78,10 +72,7 @@ impl ClientMessage {
                 }
                 sub_id(parts[1], limits).map(ClientMessage::Close)
             }
-            other => Err(notice(&format!(
-                "unsupported: unknown message type {}",
-                shorten(other, 32)
-            ))),
+            other => Err(notice(&format!("unsupported: unknown message type {}", shorten(other, 32)))),
         }
     }
 }
@@ -118,11 +109,7 @@ impl RelayMessage {
             RelayMessage::Event { sub_id, event_json } => {
                 format!("[\"EVENT\",{},{event_json}]", json_str(sub_id))
             }
-            RelayMessage::Ok {
-                id,
-                accepted,
-                message,
-            } => {
+            RelayMessage::Ok { id, accepted, message } => {
                 format!("[\"OK\",{},{accepted},{}]", json_str(id), json_str(message))
             }
             RelayMessage::Eose(sub_id) => format!("[\"EOSE\",{}]", json_str(sub_id)),
@@ -166,20 +153,13 @@ fn sub_id(raw: &RawValue, limits: &Limits) -> Result<String, ParseError> {
     Ok(id)
 }
 
-fn parse_req(
-    parts: &[&RawValue],
-    kind: &str,
-    limits: &Limits,
-) -> Result<(String, Vec<Filter>), ParseError> {
+fn parse_req(parts: &[&RawValue], kind: &str, limits: &Limits) -> Result<(String, Vec<Filter>), ParseError> {
     let Some(raw_id) = parts.get(1) else {
         return Err(notice(&format!("invalid: {kind} needs a subscription id")));
     };
     let sub_id = sub_id(raw_id, limits)?;
     let raw_filters = &parts[2..];
-    let closed = |reason: String| ParseError::Closed {
-        sub_id: sub_id.clone(),
-        reason,
-    };
+    let closed = |reason: String| ParseError::Closed { sub_id: sub_id.clone(), reason };
     if raw_filters.is_empty() {
         return Err(closed(format!("invalid: {kind} needs at least one filter")));
     }
@@ -197,11 +177,7 @@ fn parse_req(
     Ok((sub_id, filters))
 }
 
-fn parse_event_message(
-    parts: &[&RawValue],
-    kind: &str,
-    limits: &Limits,
-) -> Result<Box<Event>, ParseError> {
+fn parse_event_message(parts: &[&RawValue], kind: &str, limits: &Limits) -> Result<Box<Event>, ParseError> {
     if parts.len() != 2 {
         return Err(notice(&format!("invalid: {kind} needs exactly one event")));
     }
@@ -213,10 +189,7 @@ fn parse_event_message(
     if !is_lower_hex(&event.id, 64) {
         return Err(notice("invalid: event id must be 64 lowercase hex"));
     }
-    let reject = |reason: String| ParseError::Ok {
-        id: event.id.clone(),
-        reason,
-    };
+    let reject = |reason: String| ParseError::Ok { id: event.id.clone(), reason };
     if !is_lower_hex(&event.pubkey, 64) {
         return Err(reject("invalid: pubkey must be 64 lowercase hex".into()));
     }
@@ -224,26 +197,15 @@ fn parse_event_message(
         return Err(reject("invalid: sig must be 128 lowercase hex".into()));
     }
     if event.tags.len() > limits.max_event_tags {
-        return Err(reject(format!(
-            "invalid: too many tags (max {})",
-            limits.max_event_tags
-        )));
+        return Err(reject(format!("invalid: too many tags (max {})", limits.max_event_tags)));
     }
     if event.content.len() > limits.max_content_length {
-        return Err(reject(format!(
-            "invalid: content longer than {} bytes",
-            limits.max_content_length
-        )));
+        return Err(reject(format!("invalid: content longer than {} bytes", limits.max_content_length)));
     }
     if event.tags.iter().any(Vec::is_empty) {
         return Err(reject("invalid: empty tag".into()));
     }
-    if event
-        .tags
-        .iter()
-        .flatten()
-        .any(|el| el.len() > limits.max_tag_value_length)
-    {
+    if event.tags.iter().flatten().any(|el| el.len() > limits.max_tag_value_length) {
         return Err(reject(format!(
             "invalid: tag element longer than {} bytes",
             limits.max_tag_value_length
@@ -263,10 +225,7 @@ fn malformed_event(raw: &str, err: &serde_json::Error) -> ParseError {
     let cause = text.split(" at line ").next().unwrap_or("malformed event");
     let reason = format!("invalid: malformed event: {}", shorten(cause, 200));
     match obj.get("id").and_then(serde_json::Value::as_str) {
-        Some(id) if is_lower_hex(id, 64) => ParseError::Ok {
-            id: id.to_owned(),
-            reason,
-        },
+        Some(id) if is_lower_hex(id, 64) => ParseError::Ok { id: id.to_owned(), reason },
         _ => ParseError::Notice(reason),
     }
 }

@@ -12,12 +12,7 @@ pub const AUTH_WINDOW_SECS: u64 = 600;
 /// `wss://<host>` (a trailing `/` allowed; `host` is already normalised, compare the tag's host part
 /// normalised too), and `created_at` within 600 s of `now`. Does NOT check id/signature (the caller
 /// already did). Errors are the text after the `invalid: ` / `auth-required: ` prefix chosen by the caller.
-pub fn validate_auth_event(
-    event: &Event,
-    challenge: &str,
-    host: &str,
-    now: i64,
-) -> Result<(), String> {
+pub fn validate_auth_event(event: &Event, challenge: &str, host: &str, now: i64) -> Result<(), String> {
     if event.kind != AUTH_KIND {
         return Err(format!("auth event must be kind {AUTH_KIND}"));
     }
@@ -63,10 +58,7 @@ mod tests {
             pubkey: String::new(),
             created_at,
             kind,
-            tags: tags
-                .iter()
-                .map(|(k, v)| vec![(*k).to_owned(), (*v).to_owned()])
-                .collect(),
+            tags: tags.iter().map(|(k, v)| vec![(*k).to_owned(), (*v).to_owned()]).collect(),
             content: String::new(),
             sig: String::new(),
         }
@@ -101,21 +93,13 @@ mod tests {
             "relay.example.com",
             "",
         ] {
-            assert_eq!(
-                check(bad),
-                Err("relay tag does not match this relay".into()),
-                "{bad}"
-            );
+            assert_eq!(check(bad), Err("relay tag does not match this relay".into()), "{bad}");
         }
     }
 
     #[test]
     fn port_hosts() {
-        let ev = auth_event(
-            &[("relay", "ws://localhost:7777/"), ("challenge", "c")],
-            AUTH_KIND,
-            NOW,
-        );
+        let ev = auth_event(&[("relay", "ws://localhost:7777/"), ("challenge", "c")], AUTH_KIND, NOW);
         assert_eq!(validate_auth_event(&ev, "c", "localhost:7777", NOW), Ok(()));
         assert!(validate_auth_event(&ev, "c", "localhost", NOW).is_err());
     }
@@ -125,38 +109,18 @@ mod tests {
         let tags = [("relay", "wss://relay.example.com"), ("challenge", "abc")];
         let host = "relay.example.com";
         let ev = auth_event(&tags, 1, NOW);
-        assert_eq!(
-            validate_auth_event(&ev, "abc", host, NOW),
-            Err("auth event must be kind 22242".into())
-        );
+        assert_eq!(validate_auth_event(&ev, "abc", host, NOW), Err("auth event must be kind 22242".into()));
         let ev = auth_event(&tags[..1], AUTH_KIND, NOW);
-        assert_eq!(
-            validate_auth_event(&ev, "abc", host, NOW),
-            Err("challenge tag missing".into())
-        );
+        assert_eq!(validate_auth_event(&ev, "abc", host, NOW), Err("challenge tag missing".into()));
         let ev = auth_event(&tags[1..], AUTH_KIND, NOW);
-        assert_eq!(
-            validate_auth_event(&ev, "abc", host, NOW),
-            Err("relay tag missing".into())
-        );
+        assert_eq!(validate_auth_event(&ev, "abc", host, NOW), Err("relay tag missing".into()));
         let ev = auth_event(&tags, AUTH_KIND, NOW);
-        assert_eq!(
-            validate_auth_event(&ev, "xyz", host, NOW),
-            Err("challenge does not match".into())
-        );
-        for (created_at, ok) in [
-            (NOW - 600, true),
-            (NOW + 600, true),
-            (NOW - 601, false),
-            (NOW + 601, false),
-            (i64::MIN, false),
-        ] {
+        assert_eq!(validate_auth_event(&ev, "xyz", host, NOW), Err("challenge does not match".into()));
+        for (created_at, ok) in
+            [(NOW - 600, true), (NOW + 600, true), (NOW - 601, false), (NOW + 601, false), (i64::MIN, false)]
+        {
             let ev = auth_event(&tags, AUTH_KIND, created_at);
-            assert_eq!(
-                validate_auth_event(&ev, "abc", host, NOW).is_ok(),
-                ok,
-                "{created_at}"
-            );
+            assert_eq!(validate_auth_event(&ev, "abc", host, NOW).is_ok(), ok, "{created_at}");
         }
     }
 }

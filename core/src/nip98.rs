@@ -55,18 +55,14 @@ pub fn decode_header(value: &str) -> Result<Event, Nip98Error> {
     if value.is_empty() {
         return Err(Nip98Error::Missing);
     }
-    let (scheme, encoded) = value
-        .split_once(' ')
-        .ok_or_else(|| malformed("expected \"Nostr <base64>\""))?;
+    let (scheme, encoded) = value.split_once(' ').ok_or_else(|| malformed("expected \"Nostr <base64>\""))?;
     if !scheme.eq_ignore_ascii_case("nostr") {
         return Err(malformed("scheme is not Nostr"));
     }
     if encoded.len() > MAX_ENCODED_LEN {
         return Err(malformed("header too long"));
     }
-    let json = BASE64
-        .decode(encoded)
-        .map_err(|_| malformed("not standard base64"))?;
+    let json = BASE64.decode(encoded).map_err(|_| malformed("not standard base64"))?;
     let event: Event = serde_json::from_slice(&json).map_err(|_| malformed("not a valid event"))?;
     match event.verify() {
         Ok(()) => Ok(event),
@@ -95,10 +91,7 @@ pub fn validate(
     if event.tag_value("u") != Some(expected_url) {
         return Err(Nip98Error::UrlMismatch);
     }
-    if !event
-        .tag_value("method")
-        .is_some_and(|m| m.eq_ignore_ascii_case(method))
-    {
+    if !event.tag_value("method").is_some_and(|m| m.eq_ignore_ascii_case(method)) {
         return Err(Nip98Error::MethodMismatch);
     }
     if now.abs_diff(event.created_at) > window_secs.max(0).unsigned_abs() {

@@ -43,7 +43,8 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut res = (self.status, Json(serde_json::json!({ "error": self.message, "code": self.code }))).into_response();
+        let mut res = (self.status, Json(serde_json::json!({ "error": self.message, "code": self.code })))
+            .into_response();
         if self.status == StatusCode::UNAUTHORIZED {
             res.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Nostr"));
         }
@@ -65,8 +66,12 @@ impl From<buzz_http_auth::HttpAuthError> for ApiError {
 }
 
 /// The community of this request's Host; unknown or empty hosts fail closed with 404.
-pub async fn community_for(state: &AppState, headers: &HeaderMap) -> Result<(String, CommunityLease), ApiError> {
-    let not_found = || ApiError::new(StatusCode::NOT_FOUND, "unknown_host", "no community is configured for this host");
+pub async fn community_for(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<(String, CommunityLease), ApiError> {
+    let not_found =
+        || ApiError::new(StatusCode::NOT_FOUND, "unknown_host", "no community is configured for this host");
     let raw = headers.get(header::HOST).and_then(|v| v.to_str().ok()).ok_or_else(not_found)?;
     let host = buzz_core::host::normalize_host(raw).ok_or_else(not_found)?;
     match state.hosts.lookup(&host).await? {
@@ -143,28 +148,61 @@ async fn write(state: &AppState, req: WriteRequest) -> Result<WriteOk, ApiError>
     Ok(reply?)
 }
 
-async fn put_member(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Result<Response, ApiError> {
+async fn put_member(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let (host, community) = community_for(&state, &headers).await?;
-    let signer = buzz_http_auth::authenticate(&headers, "POST", &signed_urls(&host, "/api/members"), &body, &state.guard).await?;
-    let req: PutMember = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", format!("invalid body: {e}")))?;
+    let signer = buzz_http_auth::authenticate(
+        &headers,
+        "POST",
+        &signed_urls(&host, "/api/members"),
+        &body,
+        &state.guard,
+    )
+    .await?;
+    let req: PutMember = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", format!("invalid body: {e}"))
+    })?;
     let role = match req.role.as_deref() {
         None => Role::Member,
-        Some(r) => Role::parse(r).ok_or_else(|| ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", "role must be member or admin"))?,
+        Some(r) => Role::parse(r).ok_or_else(|| {
+            ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", "role must be member or admin")
+        })?,
     };
     let ok = write(
         &state,
-        WriteRequest::PutMember { community_id: community.community_id, actor: Actor::session(signer), pubkey: req.pubkey.clone(), role },
+        WriteRequest::PutMember {
+            community_id: community.community_id,
+            actor: Actor::session(signer),
+            pubkey: req.pubkey.clone(),
+            role,
+        },
     )
     .await?;
     let status = if ok.duplicate { StatusCode::OK } else { StatusCode::CREATED };
     Ok((status, Json(serde_json::json!({ "pubkey": req.pubkey, "role": role.as_str() }))).into_response())
 }
 
-async fn remove_member(State(state): State<Arc<AppState>>, headers: HeaderMap, Path(pubkey): Path<String>) -> Result<Response, ApiError> {
+async fn remove_member(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    Path(pubkey): Path<String>,
+) -> Result<Response, ApiError> {
     let (host, community) = community_for(&state, &headers).await?;
     let path = format!("/api/members/{pubkey}");
-    let signer = buzz_http_auth::authenticate(&headers, "DELETE", &signed_urls(&host, &path), &[], &state.guard).await?;
-    write(&state, WriteRequest::RemoveMember { community_id: community.community_id, actor: Actor::session(signer), pubkey: pubkey.clone() }).await?;
+    let signer =
+        buzz_http_auth::authenticate(&headers, "DELETE", &signed_urls(&host, &path), &[], &state.guard)
+            .await?;
+    write(
+        &state,
+        WriteRequest::RemoveMember {
+            community_id: community.community_id,
+            actor: Actor::session(signer),
+            pubkey: pubkey.clone(),
+        },
+    )
+    .await?;
     Ok((StatusCode::OK, Json(serde_json::json!({ "pubkey": pubkey, "removed": true }))).into_response())
 }

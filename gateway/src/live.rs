@@ -18,10 +18,13 @@ pub enum Push {
     Access(Arc<AccessChanged>),
 }
 
+/// A socket's live queue and the token cancelled when it falls behind.
+type Socket = (mpsc::Sender<Push>, CancellationToken);
+
 /// Sockets by community.
 #[derive(Default)]
 pub struct Registry {
-    sockets: RwLock<HashMap<Uuid, HashMap<u64, (mpsc::Sender<Push>, CancellationToken)>>>,
+    sockets: RwLock<HashMap<Uuid, HashMap<u64, Socket>>>,
     next_id: AtomicU64,
 }
 
@@ -47,7 +50,12 @@ impl Drop for Registration {
 
 impl Registry {
     /// `lagged` is cancelled when the socket falls behind live traffic.
-    pub fn register(self: &Arc<Self>, community: Uuid, tx: mpsc::Sender<Push>, lagged: CancellationToken) -> Registration {
+    pub fn register(
+        self: &Arc<Self>,
+        community: Uuid,
+        tx: mpsc::Sender<Push>,
+        lagged: CancellationToken,
+    ) -> Registration {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut map) = self.sockets.write() {
             map.entry(community).or_default().insert(id, (tx, lagged));

@@ -69,7 +69,13 @@ impl Settings {
 
     /// Settings for tests and embedding: loopback, port 0.
     #[must_use]
-    pub fn local(nats_url: &str, redis_url: &str, nats_prefix: &str, redis_prefix: &str, relay_pubkey: String) -> Self {
+    pub fn local(
+        nats_url: &str,
+        redis_url: &str,
+        nats_prefix: &str,
+        redis_prefix: &str,
+        relay_pubkey: String,
+    ) -> Self {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             nats_url: nats_url.to_owned(),

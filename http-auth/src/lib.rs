@@ -99,10 +99,8 @@ pub async fn authenticate(
     body: &[u8],
     guard: &ReplayGuard,
 ) -> Result<String, HttpAuthError> {
-    let value = headers
-        .get(http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .ok_or(Nip98Error::Missing)?;
+    let value =
+        headers.get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).ok_or(Nip98Error::Missing)?;
     let event = nip98::decode_header(value)?;
     let now = buzz_core::unix_now();
     let mut last = Nip98Error::UrlMismatch;

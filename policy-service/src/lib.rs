@@ -73,7 +73,8 @@ impl Application {
                 async move { Some(handle_lease(&pool, lease_ms, &m.body).await) }
             },
         );
-        let http = axum::serve(self.listener, self.router).with_graceful_shutdown(shutdown.clone().cancelled_owned());
+        let http = axum::serve(self.listener, self.router)
+            .with_graceful_shutdown(shutdown.clone().cancelled_owned());
         tracing::info!(addr = %self.addr, "policy-service listening");
         let (a, b) = tokio::join!(lease, http);
         a?;
@@ -84,7 +85,11 @@ impl Application {
 }
 
 /// host → community, for gateways. Unknown hosts answer `community: None`.
-pub async fn handle_lease(pool: &sqlx::PgPool, lease_ms: u64, req: &LeaseRequest) -> Result<LeaseReply, buzz_bus::BusError> {
+pub async fn handle_lease(
+    pool: &sqlx::PgPool,
+    lease_ms: u64,
+    req: &LeaseRequest,
+) -> Result<LeaseReply, buzz_bus::BusError> {
     let Some(host) = buzz_core::host::normalize_host(&req.host) else {
         return Ok(LeaseReply { community: None, lease_ms });
     };

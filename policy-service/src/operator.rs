@@ -50,7 +50,11 @@ impl ApiError {
     }
     fn internal(e: &dyn std::error::Error) -> Self {
         tracing::error!(error = %e, "operator request failed");
-        Self::new(StatusCode::SERVICE_UNAVAILABLE, "authorization_unavailable", "authoritative store unavailable")
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "authorization_unavailable",
+            "authoritative store unavailable",
+        )
     }
 }
 
@@ -68,7 +72,13 @@ impl From<HttpAuthError> for ApiError {
 }
 
 /// Verifies the operator signature over method, full URL (with query) and body.
-async fn authorize(state: &OperatorState, method: &Method, uri: &OriginalUri, headers: &HeaderMap, body: &[u8]) -> Result<String, ApiError> {
+async fn authorize(
+    state: &OperatorState,
+    method: &Method,
+    uri: &OriginalUri,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<String, ApiError> {
     let path_and_query = uri.0.path_and_query().map_or("/", |pq| pq.as_str());
     let url = format!("{}{path_and_query}", state.origin);
     let pubkey = buzz_http_auth::authenticate(headers, method.as_str(), &[url], body, &state.guard).await?;
@@ -99,7 +109,8 @@ async fn create_community(
     if req.community_id.is_nil() {
         return Err(ApiError::invalid("community_id must be a non-nil UUID"));
     }
-    let host = buzz_core::host::normalize_host(&req.host).ok_or_else(|| ApiError::invalid("host is not a valid host"))?;
+    let host = buzz_core::host::normalize_host(&req.host)
+        .ok_or_else(|| ApiError::invalid("host is not a valid host"))?;
     if !buzz_core::is_lower_hex(&req.owner_pubkey, 64) {
         return Err(ApiError::invalid("owner_pubkey must be 64 lowercase hex"));
     }

@@ -42,7 +42,8 @@ impl Settings {
 
 /// Comma-separated 64-char lowercase hex keys; at least one.
 pub fn parse_pubkeys(raw: &str) -> anyhow::Result<Vec<String>> {
-    let keys: Vec<String> = raw.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
+    let keys: Vec<String> =
+        raw.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
     if keys.is_empty() {
         anyhow::bail!("RELAY_OPERATOR_PUBKEYS must name at least one key");
     }
@@ -66,6 +67,7 @@ pub fn parse_origin(raw: &str) -> anyhow::Result<String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

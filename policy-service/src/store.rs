@@ -35,7 +35,12 @@ pub async fn get(pool: &PgPool, id: Uuid) -> Result<Option<Community>, sqlx::Err
 
 /// Creates the community and its owner membership in one transaction. Re-creating an identical
 /// community is idempotent (`Ok((c, false))`).
-pub async fn create(pool: &PgPool, id: Uuid, host: &str, owner: &str) -> Result<(Community, bool), CreateError> {
+pub async fn create(
+    pool: &PgPool,
+    id: Uuid,
+    host: &str,
+    owner: &str,
+) -> Result<(Community, bool), CreateError> {
     let mut tx = pool.begin().await?;
     let inserted = sqlx::query(
         "INSERT INTO communities (id, host, owner_pubkey) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
@@ -66,10 +71,11 @@ pub async fn create(pool: &PgPool, id: Uuid, host: &str, owner: &str) -> Result<
 
 /// The active community bound to `host`.
 pub async fn lease(pool: &PgPool, host: &str) -> Result<Option<CommunityLease>, sqlx::Error> {
-    let row: Option<Community> = sqlx::query_as(&format!("{SELECT} WHERE host = $1 AND lifecycle = 'active'"))
-        .bind(host)
-        .fetch_optional(pool)
-        .await?;
+    let row: Option<Community> =
+        sqlx::query_as(&format!("{SELECT} WHERE host = $1 AND lifecycle = 'active'"))
+            .bind(host)
+            .fetch_optional(pool)
+            .await?;
     Ok(row.map(|c| CommunityLease {
         community_id: c.community_id,
         host: c.host,

@@ -57,7 +57,10 @@ impl Querier {
         }
         for f in &req.filters {
             if f.artifact.is_some() {
-                return Err(BusError::new(ErrorCode::Unsupported, "artifact queries are not supported by this relay version"));
+                return Err(BusError::new(
+                    ErrorCode::Unsupported,
+                    "artifact queries are not supported by this relay version",
+                ));
             }
             f.validate(&self.limits).map_err(|e| BusError::invalid(e.to_string()))?;
         }
@@ -125,9 +128,10 @@ impl Querier {
                 let channel = buzz_store::access::load_channel(&mut conn, community_id, channel_id, false)
                     .await
                     .map_err(|e| sql_error(&e))?;
-                let standing = buzz_store::access::standing(&mut conn, community_id, channel_id, &reader.pubkey)
-                    .await
-                    .map_err(|e| sql_error(&e))?;
+                let standing =
+                    buzz_store::access::standing(&mut conn, community_id, channel_id, &reader.pubkey)
+                        .await
+                        .map_err(|e| sql_error(&e))?;
                 let cred = buzz_store::access::Credential {
                     can_read_messages: reader.has_scope(Scope::MessagesRead),
                     can_write_messages: reader.has_scope(Scope::MessagesWrite),

@@ -58,7 +58,7 @@ impl Application {
                 let q = q.clone();
                 let nats = nats.clone();
                 async move {
-                    let Some(reply) = m.reply else { return None::<()> };
+                    let reply = m.reply?;
                     let mut seq = 0u32;
                     q.run(m.body, |body| {
                         let frame = QueryFrame { seq, body };
@@ -77,7 +77,7 @@ impl Application {
                         }
                     })
                     .await;
-                    None
+                    None::<()>
                 }
             },
         );

@@ -89,7 +89,11 @@ impl WriteDenial {
 /// Write rule = everything that admits a kind-9 post: readable, scope `messages:write` and channel
 /// restriction, not archived, and channel membership, except that community members may post in
 /// open channels they have not joined.
-pub fn can_write(channel: Option<&Channel>, standing: Standing, cred: Credential<'_>) -> Result<(), WriteDenial> {
+pub fn can_write(
+    channel: Option<&Channel>,
+    standing: Standing,
+    cred: Credential<'_>,
+) -> Result<(), WriteDenial> {
     // Existence is judged by the pubkey's standing; the credential only narrows what it may do.
     let unrestricted = Credential { can_read_messages: true, can_write_messages: true, channel_ids: None };
     let Some(channel) = channel.filter(|c| can_read(c, standing, unrestricted)) else {
@@ -109,7 +113,12 @@ pub fn can_write(channel: Option<&Channel>, standing: Standing, cred: Credential
 
 /// Loads a live (not deleted) channel; `lock` takes a share lock so the channel cannot change
 /// under a write that depends on it.
-pub async fn load_channel(conn: &mut PgConnection, community: Uuid, id: Uuid, lock: bool) -> Result<Option<Channel>, sqlx::Error> {
+pub async fn load_channel(
+    conn: &mut PgConnection,
+    community: Uuid,
+    id: Uuid,
+    lock: bool,
+) -> Result<Option<Channel>, sqlx::Error> {
     let sql = if lock {
         "SELECT id, name, visibility, channel_type, ttl_seconds, archived FROM channels \
          WHERE community_id = $1 AND id = $2 AND deleted_at IS NULL FOR SHARE"
@@ -121,7 +130,11 @@ pub async fn load_channel(conn: &mut PgConnection, community: Uuid, id: Uuid, lo
 }
 
 /// The community role of `pubkey` (`owner`, `admin`, `member`), if a member.
-pub async fn community_role(conn: &mut PgConnection, community: Uuid, pubkey: &str) -> Result<Option<String>, sqlx::Error> {
+pub async fn community_role(
+    conn: &mut PgConnection,
+    community: Uuid,
+    pubkey: &str,
+) -> Result<Option<String>, sqlx::Error> {
     sqlx::query_scalar("SELECT role FROM community_members WHERE community_id = $1 AND pubkey = $2")
         .bind(community)
         .bind(pubkey)
@@ -130,7 +143,12 @@ pub async fn community_role(conn: &mut PgConnection, community: Uuid, pubkey: &s
 }
 
 /// The standing of `pubkey` towards `channel`.
-pub async fn standing(conn: &mut PgConnection, community: Uuid, channel: Uuid, pubkey: &str) -> Result<Standing, sqlx::Error> {
+pub async fn standing(
+    conn: &mut PgConnection,
+    community: Uuid,
+    channel: Uuid,
+    pubkey: &str,
+) -> Result<Standing, sqlx::Error> {
     let row: Option<(Option<String>, Option<String>)> = sqlx::query_as(
         "SELECT cm.role, chm.role FROM community_members cm \
          LEFT JOIN channel_members chm ON chm.community_id = cm.community_id AND chm.channel_id = $2 \
@@ -183,8 +201,14 @@ mod tests {
             archived,
         }
     }
-    const FULL: Credential<'static> = Credential { can_read_messages: true, can_write_messages: true, channel_ids: None };
-    const MEMBER: Standing = Standing { community_member: true, community_admin: false, channel_member: false, channel_admin: false };
+    const FULL: Credential<'static> =
+        Credential { can_read_messages: true, can_write_messages: true, channel_ids: None };
+    const MEMBER: Standing = Standing {
+        community_member: true,
+        community_admin: false,
+        channel_member: false,
+        channel_admin: false,
+    };
     const JOINED: Standing = Standing { channel_member: true, ..MEMBER };
 
     #[test]

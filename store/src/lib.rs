@@ -43,15 +43,13 @@ pub async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
 
 /// Fails unless the database has at least [`SCHEMA_VERSION`] applied.
 pub async fn check_schema(pool: &PgPool) -> Result<(), StoreError> {
-    let found: Option<i64> = sqlx::query_scalar(
-        "SELECT max(version) FROM _sqlx_migrations WHERE success",
-    )
-    .fetch_one(pool)
-    .await
-    .or_else(|e| match &e {
-        sqlx::Error::Database(db) if db.code().as_deref() == Some("42P01") => Ok(None),
-        _ => Err(e),
-    })?;
+    let found: Option<i64> = sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations WHERE success")
+        .fetch_one(pool)
+        .await
+        .or_else(|e| match &e {
+            sqlx::Error::Database(db) if db.code().as_deref() == Some("42P01") => Ok(None),
+            _ => Err(e),
+        })?;
     let found = found.unwrap_or(0);
     if found < SCHEMA_VERSION {
         return Err(StoreError::SchemaTooOld { found, needed: SCHEMA_VERSION });

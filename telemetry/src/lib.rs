@@ -34,16 +34,16 @@ impl Drop for TelemetryGuard {
 /// Installs logging and tracing for `service`. Call once, first thing in `main`.
 /// `RUST_LOG` filters (default `info`); `BUZZ_LOG_FORMAT=text` switches JSON logs to text.
 pub fn init(service: &'static str) -> anyhow::Result<TelemetryGuard> {
-    opentelemetry::global::set_text_map_propagator(opentelemetry_sdk::propagation::TraceContextPropagator::new());
+    opentelemetry::global::set_text_map_propagator(
+        opentelemetry_sdk::propagation::TraceContextPropagator::new(),
+    );
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let text = std::env::var("BUZZ_LOG_FORMAT").is_ok_and(|v| v == "text");
     let fmt_json = (!text).then(|| tracing_subscriber::fmt::layer().json().with_current_span(true));
     let fmt_text = text.then(tracing_subscriber::fmt::layer);
 
     let provider = otlp_provider(service)?;
-    let otel = provider
-        .as_ref()
-        .map(|p| tracing_opentelemetry::layer().with_tracer(p.tracer(service)));
+    let otel = provider.as_ref().map(|p| tracing_opentelemetry::layer().with_tracer(p.tracer(service)));
     tracing_subscriber::registry()
         .with(filter)
         .with(fmt_json)
@@ -79,12 +79,7 @@ fn otlp_provider(service: &'static str) -> anyhow::Result<Option<SdkTracerProvid
         .with_service_name(service)
         .with_attribute(opentelemetry::KeyValue::new("service.version", env!("CARGO_PKG_VERSION")))
         .build();
-    Ok(Some(
-        SdkTracerProvider::builder()
-            .with_batch_exporter(exporter)
-            .with_resource(resource)
-            .build(),
-    ))
+    Ok(Some(SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource).build()))
 }
 
 /// The process-wide Prometheus recorder (installed on first use).

@@ -9,10 +9,9 @@ where
     T::Err: std::fmt::Display,
 {
     match std::env::var(name) {
-        Ok(v) if !v.trim().is_empty() => v
-            .trim()
-            .parse()
-            .map_err(|e| anyhow::anyhow!("invalid value for {name}: {v:?}: {e}")),
+        Ok(v) if !v.trim().is_empty() => {
+            v.trim().parse().map_err(|e| anyhow::anyhow!("invalid value for {name}: {v:?}: {e}"))
+        }
         _ => Ok(default),
     }
 }
@@ -49,6 +48,7 @@ pub async fn shutdown_signal() {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -116,10 +116,8 @@ impl WsClient {
     }
 
     pub async fn ok_for(&mut self, id: &str) -> (bool, String) {
-        let v = self
-            .wait_for(|v| v[0] == "OK" && v[1] == id)
-            .await
-            .unwrap_or_else(|| panic!("no OK for {id}"));
+        let v =
+            self.wait_for(|v| v[0] == "OK" && v[1] == id).await.unwrap_or_else(|| panic!("no OK for {id}"));
         (v[2].as_bool().unwrap_or(false), v[3].as_str().unwrap_or_default().to_owned())
     }
 

@@ -144,9 +144,16 @@ impl Cluster {
         tasks.push(tokio::spawn(snapshot.run(shutdown.clone())));
         let mut gateways = Vec::new();
         for _ in 0..opts.gateways {
-            let mut settings = buzz_gateway::Settings::local(&nats_url, &redis_url, &nats_prefix, &redis_prefix, relay.public_hex());
+            let mut settings = buzz_gateway::Settings::local(
+                &nats_url,
+                &redis_url,
+                &nats_prefix,
+                &redis_prefix,
+                relay.public_hex(),
+            );
             settings.shutdown_grace = Duration::from_secs(2);
-            let app = buzz_gateway::Application::build(settings, gateway_shutdown.clone()).await.expect("gateway");
+            let app =
+                buzz_gateway::Application::build(settings, gateway_shutdown.clone()).await.expect("gateway");
             gateways.push(app.addr());
             tasks.push(tokio::spawn(app.run()));
         }
@@ -184,7 +191,13 @@ impl Cluster {
     }
 
     /// `POST /operator/communities`, signed by the operator key.
-    pub async fn operator_request(&self, method: reqwest::Method, path_and_query: &str, body: Option<&serde_json::Value>, signer: &Keys) -> reqwest::Response {
+    pub async fn operator_request(
+        &self,
+        method: reqwest::Method,
+        path_and_query: &str,
+        body: Option<&serde_json::Value>,
+        signer: &Keys,
+    ) -> reqwest::Response {
         let url = format!("http://{}{path_and_query}", self.policy);
         let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
         let auth = buzz_core::nip98::authorization_header(signer, method.as_str(), &url, &bytes);
@@ -199,14 +212,25 @@ impl Cluster {
     pub async fn community(&self, host: &str) -> Community {
         let owner = Keys::generate();
         let id = Uuid::new_v4();
-        let body = serde_json::json!({ "community_id": id, "host": host, "owner_pubkey": owner.public_hex() });
-        let res = self.operator_request(reqwest::Method::POST, "/operator/communities", Some(&body), &self.operator).await;
+        let body =
+            serde_json::json!({ "community_id": id, "host": host, "owner_pubkey": owner.public_hex() });
+        let res = self
+            .operator_request(reqwest::Method::POST, "/operator/communities", Some(&body), &self.operator)
+            .await;
         assert_eq!(res.status(), 201, "{}", res.text().await.unwrap_or_default());
         Community { id, host: host.to_owned(), owner }
     }
 
     /// A signed tenant HTTP request to gateway `g` for `community` (NIP-98 `u` = https://host/path).
-    pub async fn tenant_request(&self, g: usize, community: &Community, method: reqwest::Method, path: &str, body: Option<&serde_json::Value>, signer: &Keys) -> reqwest::Response {
+    pub async fn tenant_request(
+        &self,
+        g: usize,
+        community: &Community,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&serde_json::Value>,
+        signer: &Keys,
+    ) -> reqwest::Response {
         let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
         let signed_url = format!("https://{}{path}", community.host);
         let auth = buzz_core::nip98::authorization_header(signer, method.as_str(), &signed_url, &bytes);
@@ -223,8 +247,22 @@ impl Cluster {
     /// Adds `keys` to the community as `role`, signed by the owner.
     pub async fn add_member(&self, community: &Community, keys: &Keys, role: &str) {
         let body = serde_json::json!({ "pubkey": keys.public_hex(), "role": role });
-        let res = self.tenant_request(0, community, reqwest::Method::POST, "/api/members", Some(&body), &community.owner).await;
-        assert!(res.status().is_success(), "add member: {} {}", res.status(), res.text().await.unwrap_or_default());
+        let res = self
+            .tenant_request(
+                0,
+                community,
+                reqwest::Method::POST,
+                "/api/members",
+                Some(&body),
+                &community.owner,
+            )
+            .await;
+        assert!(
+            res.status().is_success(),
+            "add member: {} {}",
+            res.status(),
+            res.text().await.unwrap_or_default()
+        );
     }
 
     /// A member key, already added.

@@ -39,7 +39,11 @@ async fn every_kind_of_bad_input_gets_its_specific_answer_and_the_socket_survive
     let many_filters: Vec<Value> = (0..11).map(|_| json!({"kinds": [9]})).collect();
     let mut too_many = vec![json!("REQ"), json!("f")];
     too_many.extend(many_filters);
-    let huge_tag = alice.sign_new(9, vec![vec!["h".into(), channel.to_string()], vec!["x".into(), "v".repeat(2000)]], "");
+    let huge_tag = alice.sign_new(
+        9,
+        vec![vec!["h".into(), channel.to_string()], vec!["x".into(), "v".repeat(2000)]],
+        "",
+    );
     let many_tags = alice.sign_new(9, (0..300).map(|i| vec!["t".into(), i.to_string()]).collect(), "");
 
     let cases = vec![
@@ -51,28 +55,79 @@ async fn every_kind_of_bad_input_gets_its_specific_answer_and_the_socket_survive
         case("CLOSE wrong arity", "[\"CLOSE\"]".into(), Expect::Notice("invalid:")),
         case("REQ without filters", "[\"REQ\", \"s\"]".into(), Expect::Closed("invalid:")),
         case("REQ filter not an object", "[\"REQ\", \"s\", 5]".into(), Expect::Closed("invalid:")),
-        case("REQ unknown filter field", "[\"REQ\", \"s\", {\"search\": \"x\"}]".into(), Expect::Closed("unsupported:")),
-        case("REQ bad hex in ids", "[\"REQ\", \"s\", {\"ids\": [\"XYZ\"]}]".into(), Expect::Closed("invalid:")),
-        case("too many filters", Value::Array(too_many).to_string(), Expect::Closed("invalid: too many filters")),
-        case("oversized message", format!("[\"NOTICE\", \"{}\"]", "a".repeat(max + 10)), Expect::Notice("invalid: message too large")),
-        case("bad hex pubkey", signed(&alice, channel, |v| v["pubkey"] = json!(alice.public_hex().to_uppercase())), Expect::Ok("invalid:")),
-        case("wrong id", signed(&alice, channel, |v| v["content"] = json!("tampered")), Expect::Ok("invalid: event id does not match")),
-        case("bad signature", signed(&alice, channel, |v| {
-            let sig = v["sig"].as_str().unwrap();
-            let flipped = if sig.starts_with('0') { "1" } else { "0" };
-            v["sig"] = json!(format!("{flipped}{}", &sig[1..]));
-        }), Expect::Ok("invalid: bad signature")),
-        case("unknown event field", signed(&alice, channel, |v| v["extra"] = json!(1)), Expect::Ok("invalid:")),
+        case(
+            "REQ unknown filter field",
+            "[\"REQ\", \"s\", {\"search\": \"x\"}]".into(),
+            Expect::Closed("unsupported:"),
+        ),
+        case(
+            "REQ bad hex in ids",
+            "[\"REQ\", \"s\", {\"ids\": [\"XYZ\"]}]".into(),
+            Expect::Closed("invalid:"),
+        ),
+        case(
+            "too many filters",
+            Value::Array(too_many).to_string(),
+            Expect::Closed("invalid: too many filters"),
+        ),
+        case(
+            "oversized message",
+            format!("[\"NOTICE\", \"{}\"]", "a".repeat(max + 10)),
+            Expect::Notice("invalid: message too large"),
+        ),
+        case(
+            "bad hex pubkey",
+            signed(&alice, channel, |v| v["pubkey"] = json!(alice.public_hex().to_uppercase())),
+            Expect::Ok("invalid:"),
+        ),
+        case(
+            "wrong id",
+            signed(&alice, channel, |v| v["content"] = json!("tampered")),
+            Expect::Ok("invalid: event id does not match"),
+        ),
+        case(
+            "bad signature",
+            signed(&alice, channel, |v| {
+                let sig = v["sig"].as_str().unwrap();
+                let flipped = if sig.starts_with('0') { "1" } else { "0" };
+                v["sig"] = json!(format!("{flipped}{}", &sig[1..]));
+            }),
+            Expect::Ok("invalid: bad signature"),
+        ),
+        case(
+            "unknown event field",
+            signed(&alice, channel, |v| v["extra"] = json!(1)),
+            Expect::Ok("invalid:"),
+        ),
         case("huge tag value", json!(["EVENT", huge_tag]).to_string(), Expect::Ok("invalid:")),
         case("too many tags", json!(["EVENT", many_tags]).to_string(), Expect::Ok("invalid:")),
-        case("another author's event", json!(["EVENT", message(&Keys::generate(), channel, "x")]).to_string(), Expect::Ok("restricted:")),
-        case("unsupported kind", json!(["EVENT", alice.sign_new(1, vec![], "note")]).to_string(), Expect::Ok("blocked:")),
-        case("message without channel", json!(["EVENT", alice.sign_new(9, vec![], "x")]).to_string(), Expect::Ok("invalid:")),
-        case("message into a missing channel", json!(["EVENT", message(&alice, Uuid::new_v4(), "x")]).to_string(), Expect::Ok("restricted:")),
+        case(
+            "another author's event",
+            json!(["EVENT", message(&Keys::generate(), channel, "x")]).to_string(),
+            Expect::Ok("restricted:"),
+        ),
+        case(
+            "unsupported kind",
+            json!(["EVENT", alice.sign_new(1, vec![], "note")]).to_string(),
+            Expect::Ok("blocked:"),
+        ),
+        case(
+            "message without channel",
+            json!(["EVENT", alice.sign_new(9, vec![], "x")]).to_string(),
+            Expect::Ok("invalid:"),
+        ),
+        case(
+            "message into a missing channel",
+            json!(["EVENT", message(&alice, Uuid::new_v4(), "x")]).to_string(),
+            Expect::Ok("restricted:"),
+        ),
     ];
     for (name, frame, expect) in cases {
         c.send_raw(&frame).await;
-        let got = c.wait_for(|v| matches!(v[0].as_str(), Some("NOTICE" | "OK" | "CLOSED"))).await.unwrap_or_else(|| panic!("{name}: no answer"));
+        let got = c
+            .wait_for(|v| matches!(v[0].as_str(), Some("NOTICE" | "OK" | "CLOSED")))
+            .await
+            .unwrap_or_else(|| panic!("{name}: no answer"));
         let (kind, reason) = match got[0].as_str().unwrap() {
             "NOTICE" => ("NOTICE", got[1].as_str().unwrap().to_owned()),
             "OK" => {
@@ -102,7 +157,8 @@ async fn every_kind_of_bad_input_gets_its_specific_answer_and_the_socket_survive
     assert!(c.req("s0", &[json!({"kinds": [9]})]).await.closed.is_none());
 
     // Nothing but the channel creation was stored, and every service still answers.
-    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM events").fetch_one(&cluster.pool).await.unwrap();
+    let stored: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM events").fetch_one(&cluster.pool).await.unwrap();
     assert_eq!(stored, 1);
     let mut other = WsClient::authed(cluster.gateways[1], &team.host, &alice).await;
     assert!(other.publish(&message(&alice, channel, "still works")).await.0);

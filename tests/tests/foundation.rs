@@ -89,13 +89,15 @@ async fn a_member_of_community_a_sees_nothing_of_community_b_even_with_the_same_
     assert!(ca.publish(&create_channel(&alice, channel, "x", "open")).await.0);
     assert!(cb.publish(&create_channel(&bob, channel, "x", "open")).await.0);
     let filter = json!({"#h": [channel.to_string()]});
-    assert!(ca.req("live", &[filter.clone()]).await.closed.is_none());
+    assert!(ca.req("live", std::slice::from_ref(&filter)).await.closed.is_none());
 
     let secret = message(&bob, channel, "only for community b");
     assert!(cb.publish(&secret).await.0);
     // Alice's live subscription, REQ and COUNT see only community A.
     assert!(ca.next_event("live", Duration::from_millis(500)).await.is_none());
-    let got = ca.req("r", &[filter.clone(), json!({"ids": [secret.id]}), json!({"authors": [bob.public_hex()]})]).await;
+    let got = ca
+        .req("r", &[filter.clone(), json!({"ids": [secret.id]}), json!({"authors": [bob.public_hex()]})])
+        .await;
     assert!(got.events.iter().all(|e| e.pubkey == alice.public_hex()), "{:?}", got.events);
     assert_eq!(ca.count("c", &[json!({"ids": [secret.id]})]).await, Ok(0));
     // Bob cannot even authenticate to A, and A's member cannot use B's host.
@@ -144,7 +146,8 @@ async fn concurrent_duplicates_across_replicas_store_one_row_and_all_get_ok_true
     let msg = message(&alice, channel, "raced");
     let mut tasks = Vec::new();
     for g in 0..4 {
-        let (addr, host, keys, msg) = (cluster.gateways[g % 2], team.host.clone(), alice.clone(), msg.clone());
+        let (addr, host, keys, msg) =
+            (cluster.gateways[g % 2], team.host.clone(), alice.clone(), msg.clone());
         tasks.push(tokio::spawn(async move {
             let mut c = WsClient::authed(addr, &host, &keys).await;
             c.publish(&msg).await
@@ -201,7 +204,16 @@ async fn nip11_advertises_the_relay_key_and_every_enforced_limit() {
         assert!(doc["supported_nips"].as_array().unwrap().contains(&json!(nip)));
     }
     let lim = &doc["limitation"];
-    for field in ["max_message_length", "max_subscriptions", "max_filters", "max_limit", "max_event_tags", "max_content_length", "max_subid_length", "max_tag_value_length"] {
+    for field in [
+        "max_message_length",
+        "max_subscriptions",
+        "max_filters",
+        "max_limit",
+        "max_event_tags",
+        "max_content_length",
+        "max_subid_length",
+        "max_tag_value_length",
+    ] {
         assert!(lim[field].as_u64().is_some(), "{field} missing");
     }
     assert_eq!(lim["auth_required"], true);

@@ -15,7 +15,8 @@ async fn operator_requests_need_an_allowlisted_fresh_signature_bound_to_method_u
     let body = json!({"community_id": Uuid::new_v4(), "host": "ops.test", "owner_pubkey": Keys::generate().public_hex()});
 
     // Not an operator key.
-    let res = cluster.operator_request(Method::POST, "/operator/communities", Some(&body), &Keys::generate()).await;
+    let res =
+        cluster.operator_request(Method::POST, "/operator/communities", Some(&body), &Keys::generate()).await;
     assert_eq!(res.status(), 403);
     assert_eq!(res.headers()["cache-control"], "no-store");
 
@@ -26,27 +27,58 @@ async fn operator_requests_need_an_allowlisted_fresh_signature_bound_to_method_u
 
     // Signed for another body.
     let auth = buzz_core::nip98::authorization_header(&cluster.operator, "POST", &url, b"{}");
-    let res = reqwest::Client::new().post(&url).header("authorization", &auth).body(body.to_string()).send().await.unwrap();
+    let res = reqwest::Client::new()
+        .post(&url)
+        .header("authorization", &auth)
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 401);
 
     // Signed for another URL.
     let other = format!("http://{}/operator/communities?x=1", cluster.policy);
     let bytes = body.to_string();
     let auth = buzz_core::nip98::authorization_header(&cluster.operator, "POST", &other, bytes.as_bytes());
-    let res = reqwest::Client::new().post(&url).header("authorization", &auth).body(bytes.clone()).send().await.unwrap();
+    let res = reqwest::Client::new()
+        .post(&url)
+        .header("authorization", &auth)
+        .body(bytes.clone())
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 401);
 
     // A good one, then the very same header again: replay.
     let auth = buzz_core::nip98::authorization_header(&cluster.operator, "POST", &url, bytes.as_bytes());
-    let res = reqwest::Client::new().post(&url).header("authorization", &auth).body(bytes.clone()).send().await.unwrap();
+    let res = reqwest::Client::new()
+        .post(&url)
+        .header("authorization", &auth)
+        .body(bytes.clone())
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 201);
-    let res = reqwest::Client::new().post(&url).header("authorization", &auth).body(bytes.clone()).send().await.unwrap();
+    let res = reqwest::Client::new()
+        .post(&url)
+        .header("authorization", &auth)
+        .body(bytes.clone())
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 401);
     assert_eq!(res.json::<serde_json::Value>().await.unwrap()["error"], "replay detected");
 
     // GET binds the query string too.
     let id = body["community_id"].as_str().unwrap();
-    let res = cluster.operator_request(Method::GET, &format!("/operator/communities?community_id={id}"), None, &cluster.operator).await;
+    let res = cluster
+        .operator_request(
+            Method::GET,
+            &format!("/operator/communities?community_id={id}"),
+            None,
+            &cluster.operator,
+        )
+        .await;
     assert_eq!(res.status(), 200);
     let got: serde_json::Value = res.json().await.unwrap();
     assert_eq!(got["host"], "ops.test");
@@ -84,7 +116,14 @@ async fn provisioning_is_idempotent_and_refuses_conflicts_and_bad_input() {
         assert_eq!(res.status(), 400, "{bad}");
         assert!(res.json::<serde_json::Value>().await.unwrap()["error"].is_string());
     }
-    let res = cluster.operator_request(Method::GET, &format!("/operator/communities?community_id={}", Uuid::new_v4()), None, &cluster.operator).await;
+    let res = cluster
+        .operator_request(
+            Method::GET,
+            &format!("/operator/communities?community_id={}", Uuid::new_v4()),
+            None,
+            &cluster.operator,
+        )
+        .await;
     assert_eq!(res.status(), 404);
     cluster.stop().await;
 }
@@ -102,7 +141,10 @@ async fn only_owners_and_admins_add_members_and_roles_are_bounded() {
     };
     let res = add(&member, &newcomer, "member").await;
     assert_eq!(res.status(), 403);
-    assert!(res.json::<serde_json::Value>().await.unwrap()["error"].as_str().unwrap().contains("owners and admins"));
+    assert!(res.json::<serde_json::Value>().await.unwrap()["error"]
+        .as_str()
+        .unwrap()
+        .contains("owners and admins"));
     // A stranger's signature is refused as well; the owner can add an admin who can add members only.
     assert_eq!(add(&Keys::generate(), &newcomer, "member").await.status(), 403);
     let admin = Keys::generate();
@@ -124,7 +166,14 @@ async fn a_removed_member_loses_authentication_and_open_subscriptions_on_every_g
     let mut b = WsClient::authed(cluster.gateways[1], &team.host, &bob).await;
     assert!(b.req("live", &[json!({"kinds": [9]})]).await.closed.is_none());
     let res = cluster
-        .tenant_request(0, &team, Method::DELETE, &format!("/api/members/{}", bob.public_hex()), None, &team.owner)
+        .tenant_request(
+            0,
+            &team,
+            Method::DELETE,
+            &format!("/api/members/{}", bob.public_hex()),
+            None,
+            &team.owner,
+        )
         .await;
     assert_eq!(res.status(), 200);
     let closed = b.wait_for(|v| v[0] == "CLOSED" && v[1] == "live").await.expect("subscription closed");

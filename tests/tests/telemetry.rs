@@ -13,7 +13,11 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_write_is_one_trace_through_gateway_and_write_service() {
     let collector = MockServer::start().await;
-    Mock::given(method("POST")).and(path("/v1/traces")).respond_with(ResponseTemplate::new(200)).mount(&collector).await;
+    Mock::given(method("POST"))
+        .and(path("/v1/traces"))
+        .respond_with(ResponseTemplate::new(200))
+        .mount(&collector)
+        .await;
     // This test binary is its own process; the variables reach only it.
     std::env::set_var("OTEL_EXPORTER_OTLP_ENDPOINT", collector.uri());
     std::env::set_var("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json");
@@ -38,7 +42,12 @@ async fn a_client_write_is_one_trace_through_gateway_and_write_service() {
         }
     }
     let attr = |s: &serde_json::Value, key: &str| {
-        s["attributes"].as_array().into_iter().flatten().find(|a| a["key"] == key).map(|a| a["value"]["stringValue"].clone())
+        s["attributes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|a| a["key"] == key)
+            .map(|a| a["value"]["stringValue"].clone())
     };
     let gateway = spans
         .iter()
@@ -47,7 +56,11 @@ async fn a_client_write_is_one_trace_through_gateway_and_write_service() {
     let trace_id = gateway["traceId"].clone();
     let writer = spans
         .iter()
-        .find(|s| s["name"] == "bus.handle" && s["traceId"] == trace_id && attr(s, "subject").is_some_and(|v| v.as_str().unwrap_or("").ends_with(".v1.write")))
+        .find(|s| {
+            s["name"] == "bus.handle"
+                && s["traceId"] == trace_id
+                && attr(s, "subject").is_some_and(|v| v.as_str().unwrap_or("").ends_with(".v1.write"))
+        })
         .expect("the write-service span continues the gateway's trace");
     assert_eq!(writer["parentSpanId"], gateway["spanId"]);
 }

@@ -43,7 +43,12 @@ pub fn parse_uuid(s: &str) -> Option<Uuid> {
     (!u.is_nil() && u.hyphenated().to_string() == s).then_some(u)
 }
 
-pub async fn write_event(pool: &PgPool, community: Uuid, actor: &Actor, event: Event) -> Result<Accepted, BusError> {
+pub async fn write_event(
+    pool: &PgPool,
+    community: Uuid,
+    actor: &Actor,
+    event: Event,
+) -> Result<Accepted, BusError> {
     if event.pubkey != actor.pubkey {
         return Err(BusError::restricted("event pubkey is not the authenticated pubkey"));
     }
@@ -72,7 +77,12 @@ fn duplicate() -> WriteOk {
     WriteOk { duplicate: true, message: "duplicate: already have this event".into() }
 }
 
-async fn post_message(tx: &mut PgConnection, community: Uuid, actor: &Actor, event: Event) -> Result<Accepted, BusError> {
+async fn post_message(
+    tx: &mut PgConnection,
+    community: Uuid,
+    actor: &Actor,
+    event: Event,
+) -> Result<Accepted, BusError> {
     let channel_id = channel_tag(&event)?;
     let channel = access::load_channel(tx, community, channel_id, true).await.map_err(sql)?;
     let standing = access::standing(tx, community, channel_id, &actor.pubkey).await.map_err(sql)?;
@@ -81,8 +91,16 @@ async fn post_message(tx: &mut PgConnection, community: Uuid, actor: &Actor, eve
     store_and_announce(tx, community, event, &channel).await
 }
 
-async fn store_and_announce(tx: &mut PgConnection, community: Uuid, event: Event, channel: &access::Channel) -> Result<Accepted, BusError> {
-    if !store::insert_event(tx, community, &event, Some(channel.id), channel.ttl_seconds).await.map_err(sql)? {
+async fn store_and_announce(
+    tx: &mut PgConnection,
+    community: Uuid,
+    event: Event,
+    channel: &access::Channel,
+) -> Result<Accepted, BusError> {
+    if !store::insert_event(tx, community, &event, Some(channel.id), channel.ttl_seconds)
+        .await
+        .map_err(sql)?
+    {
         return Ok(Accepted { ok: duplicate(), live: None });
     }
     let audience = if channel.is_open() { Audience::Community } else { Audience::ChannelMembers };
@@ -95,7 +113,12 @@ async fn store_and_announce(tx: &mut PgConnection, community: Uuid, event: Event
 /// Kind 9007: `h`, `name`, `visibility` (open/private, default open), `channel_type`
 /// (stream/forum/dm, default stream), optional `ttl` seconds; a DM lists its participants in `p`
 /// tags, is always private and all its participants are peers.
-async fn create_channel(tx: &mut PgConnection, community: Uuid, actor: &Actor, event: Event) -> Result<Accepted, BusError> {
+async fn create_channel(
+    tx: &mut PgConnection,
+    community: Uuid,
+    actor: &Actor,
+    event: Event,
+) -> Result<Accepted, BusError> {
     if !actor.has_scope(Scope::ChannelsWrite) {
         return Err(BusError::restricted("token does not allow creating channels"));
     }
@@ -118,7 +141,12 @@ async fn create_channel(tx: &mut PgConnection, community: Uuid, actor: &Actor, e
     }
     let ttl_seconds = match event.tag_value("ttl") {
         None => None,
-        Some(t) => Some(t.parse::<i32>().ok().filter(|n| *n > 0).ok_or_else(|| BusError::invalid("ttl must be a positive number of seconds"))?),
+        Some(t) => Some(
+            t.parse::<i32>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| BusError::invalid("ttl must be a positive number of seconds"))?,
+        ),
     };
     let mut participants: Vec<String> = vec![actor.pubkey.clone()];
     if dm {
@@ -147,7 +175,8 @@ async fn create_channel(tx: &mut PgConnection, community: Uuid, actor: &Actor, e
     } else {
         store::add_channel_members(tx, community, id, &participants, "owner").await.map_err(sql)?;
     }
-    let channel = access::load_channel(tx, community, id, false).await.map_err(sql)?.ok_or_else(BusError::internal)?;
+    let channel =
+        access::load_channel(tx, community, id, false).await.map_err(sql)?.ok_or_else(BusError::internal)?;
     store_and_announce(tx, community, event, &channel).await
 }
 

@@ -47,7 +47,8 @@ impl Writer {
             }
         };
         metrics::histogram!("buzz_write_seconds").record(started.elapsed().as_secs_f64());
-        metrics::counter!("buzz_writes_total", "ok" => if reply.is_ok() { "true" } else { "false" }).increment(1);
+        metrics::counter!("buzz_writes_total", "ok" => if reply.is_ok() { "true" } else { "false" })
+            .increment(1);
         reply
     }
 
@@ -83,7 +84,12 @@ impl Application {
         let subjects = Subjects::new(&settings.nats_prefix).map_err(anyhow::Error::msg)?;
         let admin = tokio::net::TcpListener::bind(settings.admin_listen).await?;
         let admin_addr = admin.local_addr()?;
-        Ok(Self { writer: Writer { pool, nats, subjects }, admin, admin_addr, concurrency: settings.concurrency })
+        Ok(Self {
+            writer: Writer { pool, nats, subjects },
+            admin,
+            admin_addr,
+            concurrency: settings.concurrency,
+        })
     }
 
     #[must_use]
@@ -106,7 +112,8 @@ impl Application {
         );
         let pool = self.writer.pool.clone();
         let nats = self.writer.nats.clone();
-        let admin = axum::serve(self.admin, ready_router(pool, nats)).with_graceful_shutdown(shutdown.cancelled_owned());
+        let admin = axum::serve(self.admin, ready_router(pool, nats))
+            .with_graceful_shutdown(shutdown.cancelled_owned());
         tracing::info!(admin = %self.admin_addr, "write-service running");
         let (a, b) = tokio::join!(bus, admin);
         a?;

@@ -24,7 +24,13 @@ fn actor_role(role: Option<String>) -> Result<Role, BusError> {
         .ok_or_else(|| BusError::restricted("only community owners and admins manage members"))
 }
 
-pub async fn put_member(pool: &PgPool, community: Uuid, actor: &Actor, pubkey: &str, role: Role) -> Result<WriteOk, BusError> {
+pub async fn put_member(
+    pool: &PgPool,
+    community: Uuid,
+    actor: &Actor,
+    pubkey: &str,
+    role: Role,
+) -> Result<WriteOk, BusError> {
     if !actor.has_scope(Scope::MembersWrite) {
         return Err(BusError::restricted("token does not allow managing members"));
     }
@@ -32,7 +38,9 @@ pub async fn put_member(pool: &PgPool, community: Uuid, actor: &Actor, pubkey: &
         return Err(BusError::invalid("pubkey must be 64 lowercase hex"));
     }
     let mut tx = pool.begin().await.map_err(sql)?;
-    let me = actor_role(buzz_store::access::community_role(&mut tx, community, &actor.pubkey).await.map_err(sql)?)?;
+    let me = actor_role(
+        buzz_store::access::community_role(&mut tx, community, &actor.pubkey).await.map_err(sql)?,
+    )?;
     let previous = buzz_store::access::community_role(&mut tx, community, pubkey).await.map_err(sql)?;
     let previous = previous.as_deref().and_then(Role::parse);
     if !may_grant(me, previous, role) {
@@ -44,7 +52,12 @@ pub async fn put_member(pool: &PgPool, community: Uuid, actor: &Actor, pubkey: &
     Ok(WriteOk { duplicate: unchanged, message: String::new() })
 }
 
-pub async fn remove_member(pool: &PgPool, community: Uuid, actor: &Actor, pubkey: &str) -> Result<bool, BusError> {
+pub async fn remove_member(
+    pool: &PgPool,
+    community: Uuid,
+    actor: &Actor,
+    pubkey: &str,
+) -> Result<bool, BusError> {
     if !actor.has_scope(Scope::MembersWrite) {
         return Err(BusError::restricted("token does not allow managing members"));
     }
@@ -52,7 +65,9 @@ pub async fn remove_member(pool: &PgPool, community: Uuid, actor: &Actor, pubkey
         return Err(BusError::invalid("pubkey must be 64 lowercase hex"));
     }
     let mut tx = pool.begin().await.map_err(sql)?;
-    let me = actor_role(buzz_store::access::community_role(&mut tx, community, &actor.pubkey).await.map_err(sql)?)?;
+    let me = actor_role(
+        buzz_store::access::community_role(&mut tx, community, &actor.pubkey).await.map_err(sql)?,
+    )?;
     let target = buzz_store::access::community_role(&mut tx, community, pubkey).await.map_err(sql)?;
     let Some(target) = target.as_deref().and_then(Role::parse) else {
         return Err(BusError::new(buzz_bus::ErrorCode::NotFound, "not a member"));

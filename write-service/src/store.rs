@@ -78,7 +78,11 @@ pub struct NewChannel<'a> {
 }
 
 /// Creates the channel; false when the id is taken in this community.
-pub async fn create_channel(conn: &mut PgConnection, community: Uuid, c: &NewChannel<'_>) -> Result<bool, sqlx::Error> {
+pub async fn create_channel(
+    conn: &mut PgConnection,
+    community: Uuid,
+    c: &NewChannel<'_>,
+) -> Result<bool, sqlx::Error> {
     let n = sqlx::query(
         "INSERT INTO channels (community_id, id, name, visibility, channel_type, ttl_seconds, created_by) \
          VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
@@ -96,7 +100,13 @@ pub async fn create_channel(conn: &mut PgConnection, community: Uuid, c: &NewCha
     Ok(n == 1)
 }
 
-pub async fn add_channel_members(conn: &mut PgConnection, community: Uuid, channel: Uuid, pubkeys: &[String], role: &str) -> Result<(), sqlx::Error> {
+pub async fn add_channel_members(
+    conn: &mut PgConnection,
+    community: Uuid,
+    channel: Uuid,
+    pubkeys: &[String],
+    role: &str,
+) -> Result<(), sqlx::Error> {
     sqlx::query(
         "INSERT INTO channel_members (community_id, channel_id, pubkey, role) \
          SELECT $1, $2, p, $4 FROM UNNEST($3::text[]) AS p \
@@ -112,7 +122,12 @@ pub async fn add_channel_members(conn: &mut PgConnection, community: Uuid, chann
 }
 
 /// Inserts or changes a community member's role; returns the previous role.
-pub async fn put_member(conn: &mut PgConnection, community: Uuid, pubkey: &str, role: &str) -> Result<Option<String>, sqlx::Error> {
+pub async fn put_member(
+    conn: &mut PgConnection,
+    community: Uuid,
+    pubkey: &str,
+    role: &str,
+) -> Result<Option<String>, sqlx::Error> {
     let previous: Option<String> = sqlx::query_scalar(
         "SELECT role FROM community_members WHERE community_id = $1 AND pubkey = $2 FOR UPDATE",
     )
@@ -133,7 +148,11 @@ pub async fn put_member(conn: &mut PgConnection, community: Uuid, pubkey: &str, 
 }
 
 /// Removes a community member and their channel memberships; false when not a member.
-pub async fn remove_member(conn: &mut PgConnection, community: Uuid, pubkey: &str) -> Result<bool, sqlx::Error> {
+pub async fn remove_member(
+    conn: &mut PgConnection,
+    community: Uuid,
+    pubkey: &str,
+) -> Result<bool, sqlx::Error> {
     let n = sqlx::query("DELETE FROM community_members WHERE community_id = $1 AND pubkey = $2")
         .bind(community)
         .bind(pubkey)
@@ -152,10 +171,9 @@ pub async fn remove_member(conn: &mut PgConnection, community: Uuid, pubkey: &st
 
 /// Whether the community exists and is active.
 pub async fn community_active(conn: &mut PgConnection, community: Uuid) -> Result<bool, sqlx::Error> {
-    let lifecycle: Option<String> =
-        sqlx::query_scalar("SELECT lifecycle FROM communities WHERE id = $1")
-            .bind(community)
-            .fetch_optional(conn)
-            .await?;
+    let lifecycle: Option<String> = sqlx::query_scalar("SELECT lifecycle FROM communities WHERE id = $1")
+        .bind(community)
+        .fetch_optional(conn)
+        .await?;
     Ok(lifecycle.as_deref() == Some("active"))
 }

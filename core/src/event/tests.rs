@@ -39,11 +39,7 @@ fn real(json: &str) -> Event {
 #[test]
 fn bip340_verification_vectors() {
     for (i, (pk, msg, sig, want)) in BIP340_VERIFY.iter().enumerate() {
-        assert_eq!(
-            verify_schnorr(&bytes(pk), &bytes(msg), &bytes(sig)),
-            *want,
-            "vector {i}"
-        );
+        assert_eq!(verify_schnorr(&bytes(pk), &bytes(msg), &bytes(sig)), *want, "vector {i}");
     }
 }
 
@@ -63,16 +59,10 @@ fn canonical_form() {
         event.canonical_json(),
         r#"[0,"3bf0c63fcb93463407af97a5e5ee64fa883d107ef9e558472c4eb9aaaefa459d",1644271588,1,[],"now that https://blueskyweb.org/blog/2-7-2022-overview was announced we can stop working on nostr?"]"#
     );
-    let tricky = Event {
-        content: "a\"b\\c\nd\te\u{1}f/é".into(),
-        tags: vec![vec!["t".into(), "x".into()]],
-        ..event
-    };
+    let tricky =
+        Event { content: "a\"b\\c\nd\te\u{1}f/é".into(), tags: vec![vec!["t".into(), "x".into()]], ..event };
     let canon = tricky.canonical_json();
-    assert!(
-        canon.ends_with(r#",[["t","x"]],"a\"b\\c\nd\te\u0001f/é"]"#),
-        "{canon}"
-    );
+    assert!(canon.ends_with(r#",[["t","x"]],"a\"b\\c\nd\te\u0001f/é"]"#), "{canon}");
     let digest: [u8; 32] = Sha256::digest(canon.as_bytes()).into();
     assert_eq!(tricky.compute_id(), digest);
 }
@@ -109,77 +99,35 @@ fn sign_verify_round_trip_and_tampering() {
     assert_eq!(event.verify(), Ok(()));
     assert!((event.created_at - crate::unix_now()).abs() < 5);
 
-    let tampered = Event {
-        content: "hello nostr!".into(),
-        ..event.clone()
-    };
+    let tampered = Event { content: "hello nostr!".into(), ..event.clone() };
     assert_eq!(tampered.verify(), Err(EventError::IdMismatch));
 
     let mut sig = event.sig.clone().into_bytes();
     sig[10] = if sig[10] == b'0' { b'1' } else { b'0' };
-    let tampered = Event {
-        sig: String::from_utf8(sig).expect("ascii"),
-        ..event.clone()
-    };
+    let tampered = Event { sig: String::from_utf8(sig).expect("ascii"), ..event.clone() };
     assert_eq!(tampered.verify(), Err(EventError::BadSignature));
 
     let other = Keys::generate();
-    let tampered = Event {
-        pubkey: other.public_hex(),
-        ..event.clone()
-    };
-    assert_eq!(
-        tampered.verify(),
-        Err(EventError::IdMismatch),
-        "pubkey is part of the id"
-    );
+    let tampered = Event { pubkey: other.public_hex(), ..event.clone() };
+    assert_eq!(tampered.verify(), Err(EventError::IdMismatch), "pubkey is part of the id");
 }
 
 #[test]
 fn malformed_shapes() {
     let event = real(REAL_KIND1);
     let cases = [
-        Event {
-            id: event.id.to_uppercase(),
-            ..event.clone()
-        },
-        Event {
-            pubkey: event.pubkey.to_uppercase(),
-            ..event.clone()
-        },
-        Event {
-            sig: event.sig.to_uppercase(),
-            ..event.clone()
-        },
-        Event {
-            id: event.id[..62].to_owned(),
-            ..event.clone()
-        },
-        Event {
-            sig: format!("{}00", event.sig),
-            ..event.clone()
-        },
-        Event {
-            pubkey: format!("{}g", &event.pubkey[..63]),
-            ..event.clone()
-        },
+        Event { id: event.id.to_uppercase(), ..event.clone() },
+        Event { pubkey: event.pubkey.to_uppercase(), ..event.clone() },
+        Event { sig: event.sig.to_uppercase(), ..event.clone() },
+        Event { id: event.id[..62].to_owned(), ..event.clone() },
+        Event { sig: format!("{}00", event.sig), ..event.clone() },
+        Event { pubkey: format!("{}g", &event.pubkey[..63]), ..event.clone() },
     ];
     for case in cases {
-        assert!(
-            matches!(case.verify(), Err(EventError::Malformed(_))),
-            "{case:?}"
-        );
+        assert!(matches!(case.verify(), Err(EventError::Malformed(_))), "{case:?}");
     }
-    assert_eq!(
-        EventError::IdMismatch.to_string(),
-        "invalid: event id does not match"
-    );
-    let bad = Event {
-        id: "X".into(),
-        ..event
-    }
-    .verify()
-    .expect_err("malformed");
+    assert_eq!(EventError::IdMismatch.to_string(), "invalid: event id does not match");
+    let bad = Event { id: "X".into(), ..event }.verify().expect_err("malformed");
     assert!(bad.to_string().starts_with("invalid: "));
 }
 

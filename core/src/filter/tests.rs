@@ -8,10 +8,7 @@ fn ev(id_byte: char, pubkey_byte: char, kind: u32, created_at: i64, tags: &[&[&s
         pubkey: pubkey_byte.to_string().repeat(64),
         created_at,
         kind,
-        tags: tags
-            .iter()
-            .map(|t| t.iter().map(|s| (*s).to_owned()).collect())
-            .collect(),
+        tags: tags.iter().map(|t| t.iter().map(|s| (*s).to_owned()).collect()).collect(),
         content: String::new(),
         sig: "0".repeat(128),
     }
@@ -31,10 +28,7 @@ fn parses_all_fields_and_round_trips() {
     let f = parse(v.clone()).expect("valid");
     assert_eq!(f.kinds, Some(vec![1, 9, u32::MAX]));
     assert_eq!(f.limit, Some(0));
-    assert_eq!(
-        f.tags.get("title"),
-        Some(&vec!["y".to_owned(), "y".to_owned()])
-    );
+    assert_eq!(f.tags.get("title"), Some(&vec!["y".to_owned(), "y".to_owned()]));
     assert_eq!(f.to_value(), v);
     let back: Filter = serde_json::from_str(&serde_json::to_string(&f).expect("ser")).expect("de");
     assert_eq!(back, f);
@@ -67,33 +61,19 @@ fn rejects_bad_fields() {
         json!({ format!("#{}", "a".repeat(65)): ["x"] }),
     ];
     for v in invalid {
-        assert!(
-            matches!(parse(v.clone()), Err(FilterError::Invalid(_))),
-            "{v}"
-        );
+        assert!(matches!(parse(v.clone()), Err(FilterError::Invalid(_))), "{v}");
     }
     assert_eq!(
         parse(json!({"search": "x"})),
-        Err(FilterError::Unsupported(
-            "filter field \"search\" is not supported".into()
-        ))
+        Err(FilterError::Unsupported("filter field \"search\" is not supported".into()))
     );
     assert!(parse(json!({ format!("#{}", "a".repeat(64)): ["x"] })).is_ok());
-    assert_eq!(
-        parse(json!({"limit": 1u64 << 40}))
-            .expect("saturates")
-            .limit,
-        Some(u32::MAX)
-    );
+    assert_eq!(parse(json!({"limit": 1u64 << 40})).expect("saturates").limit, Some(u32::MAX));
 }
 
 #[test]
 fn validate_limits() {
-    let limits = Limits {
-        max_filter_values: 2,
-        max_tag_value_length: 4,
-        ..Limits::default()
-    };
+    let limits = Limits { max_filter_values: 2, max_tag_value_length: 4, ..Limits::default() };
     let ok = parse(json!({"kinds": [1, 2], "#t": ["abcd"]})).expect("parse");
     assert_eq!(ok.validate(&limits), Ok(()));
     for v in [
@@ -104,10 +84,7 @@ fn validate_limits() {
         json!({"#t": ["abcde"]}),
     ] {
         assert!(
-            matches!(
-                parse(v.clone()).expect("parse").validate(&limits),
-                Err(FilterError::Invalid(_))
-            ),
+            matches!(parse(v.clone()).expect("parse").validate(&limits), Err(FilterError::Invalid(_))),
             "{v}"
         );
     }
@@ -128,22 +105,8 @@ fn validate_limits() {
 fn effective_limit() {
     let limits = Limits::default();
     assert_eq!(Filter::default().effective_limit(&limits), 100);
-    assert_eq!(
-        Filter {
-            limit: Some(0),
-            ..Filter::default()
-        }
-        .effective_limit(&limits),
-        0
-    );
-    assert_eq!(
-        Filter {
-            limit: Some(10_000),
-            ..Filter::default()
-        }
-        .effective_limit(&limits),
-        500
-    );
+    assert_eq!(Filter { limit: Some(0), ..Filter::default() }.effective_limit(&limits), 0);
+    assert_eq!(Filter { limit: Some(10_000), ..Filter::default() }.effective_limit(&limits), 500);
 }
 
 #[test]
@@ -153,13 +116,7 @@ fn matching() {
         'b',
         9,
         100,
-        &[
-            &["h", "group"],
-            &["p", "c"],
-            &["t", "rust", "extra"],
-            &["t", "nostr"],
-            &["x"],
-        ],
+        &[&["h", "group"], &["p", "c"], &["t", "rust", "extra"], &["t", "nostr"], &["x"]],
     );
     let yes = [
         json!({}),
@@ -192,12 +149,5 @@ fn matching() {
     for v in no {
         assert!(!parse(v.clone()).expect("parse").matches(&e), "{v}");
     }
-    assert!(
-        Filter {
-            limit: Some(0),
-            ..Filter::default()
-        }
-        .matches(&e),
-        "limit is ignored"
-    );
+    assert!(Filter { limit: Some(0), ..Filter::default() }.matches(&e), "limit is ignored");
 }

@@ -28,9 +28,7 @@ fn every_reason_has_a_prefix() {
             Ok(m) => panic!("{text:?} parsed as {m:?}"),
         };
         assert!(
-            ["invalid: ", "unsupported: ", "error: "]
-                .iter()
-                .any(|p| reason.starts_with(p)),
+            ["invalid: ", "unsupported: ", "error: "].iter().any(|p| reason.starts_with(p)),
             "{text:?} -> {reason:?}"
         );
     }
@@ -62,45 +60,25 @@ fn unknown_type_is_shortened() {
 fn relay_messages() {
     let cases = [
         (
-            RelayMessage::Event {
-                sub_id: "s\"1".into(),
-                event_json: r#"{"id":"x"}"#.into(),
-            },
+            RelayMessage::Event { sub_id: "s\"1".into(), event_json: r#"{"id":"x"}"#.into() },
             r#"["EVENT","s\"1",{"id":"x"}]"#,
         ),
         (
-            RelayMessage::Ok {
-                id: "ab".into(),
-                accepted: true,
-                message: String::new(),
-            },
+            RelayMessage::Ok { id: "ab".into(), accepted: true, message: String::new() },
             r#"["OK","ab",true,""]"#,
         ),
         (
-            RelayMessage::Ok {
-                id: "ab".into(),
-                accepted: false,
-                message: "invalid: \n".into(),
-            },
+            RelayMessage::Ok { id: "ab".into(), accepted: false, message: "invalid: \n".into() },
             r#"["OK","ab",false,"invalid: \n"]"#,
         ),
         (RelayMessage::Eose("s".into()), r#"["EOSE","s"]"#),
         (
-            RelayMessage::Closed {
-                sub_id: "s".into(),
-                message: "error: x".into(),
-            },
+            RelayMessage::Closed { sub_id: "s".into(), message: "error: x".into() },
             r#"["CLOSED","s","error: x"]"#,
         ),
         (RelayMessage::Notice("a\\b".into()), r#"["NOTICE","a\\b"]"#),
         (RelayMessage::Auth("chal".into()), r#"["AUTH","chal"]"#),
-        (
-            RelayMessage::Count {
-                sub_id: "s".into(),
-                count: 42,
-            },
-            r#"["COUNT","s",{"count":42}]"#,
-        ),
+        (RelayMessage::Count { sub_id: "s".into(), count: 42 }, r#"["COUNT","s",{"count":42}]"#),
     ];
     for (msg, want) in cases {
         let json = msg.to_json();

@@ -20,10 +20,7 @@ enum Want {
 }
 
 fn event_json(tags: &[&[&str]], content: &str) -> String {
-    let tags = tags
-        .iter()
-        .map(|t| t.iter().map(|s| (*s).to_owned()).collect())
-        .collect();
+    let tags = tags.iter().map(|t| t.iter().map(|s| (*s).to_owned()).collect()).collect();
     Keys::generate().sign_new(9, tags, content).to_json()
 }
 
@@ -31,10 +28,7 @@ fn event_json(tags: &[&[&str]], content: &str) -> String {
 fn parse_table() {
     let limits = Limits::default();
     let valid = event_json(&[&["h", "group"], &["e", &"a".repeat(64)]], "hello");
-    let auth = event_json(
-        &[&["relay", "wss://relay.example.com"], &["challenge", "c"]],
-        "",
-    );
+    let auth = event_json(&[&["relay", "wss://relay.example.com"], &["challenge", "c"]], "");
     let many_tags: Vec<&[&str]> = vec![&["t", "x"]; 257];
     let huge = "v".repeat(1025);
     let big_content = "c".repeat(65_537);
@@ -51,58 +45,18 @@ fn parse_table() {
     let max_sub = format!(r#"["REQ","{}",{{}}]"#, "é".repeat(64));
 
     let cases: Vec<(&str, String, Want)> = vec![
-        (
-            "invalid json",
-            "[\"EVENT\",".into(),
-            Want::Notice("invalid: "),
-        ),
+        ("invalid json", "[\"EVENT\",".into(), Want::Notice("invalid: ")),
         ("garbage", "hello".into(), Want::Notice("invalid: ")),
-        (
-            "not an array",
-            r#"{"EVENT":1}"#.into(),
-            Want::Notice("invalid: message must be a JSON array"),
-        ),
+        ("not an array", r#"{"EVENT":1}"#.into(), Want::Notice("invalid: message must be a JSON array")),
         ("empty array", "[]".into(), Want::Notice("invalid: ")),
-        (
-            "type not a string",
-            "[1,2]".into(),
-            Want::Notice("invalid: "),
-        ),
-        (
-            "unknown type",
-            r#"["PING"]"#.into(),
-            Want::Notice("unsupported: unknown message type PING"),
-        ),
-        (
-            "lowercase type",
-            r#"["event",{}]"#.into(),
-            Want::Notice("unsupported: "),
-        ),
-        (
-            "EVENT no event",
-            r#"["EVENT"]"#.into(),
-            Want::Notice("invalid: "),
-        ),
-        (
-            "EVENT two events",
-            format!(r#"["EVENT",{valid},{valid}]"#),
-            Want::Notice("invalid: "),
-        ),
-        (
-            "EVENT with sub id",
-            format!(r#"["EVENT","sub",{valid}]"#),
-            Want::Notice("invalid: "),
-        ),
-        (
-            "EVENT not object",
-            r#"["EVENT","x"]"#.into(),
-            Want::Notice("invalid: "),
-        ),
-        (
-            "EVENT missing fields, no id",
-            r#"["EVENT",{"kind":1}]"#.into(),
-            Want::Notice("invalid: "),
-        ),
+        ("type not a string", "[1,2]".into(), Want::Notice("invalid: ")),
+        ("unknown type", r#"["PING"]"#.into(), Want::Notice("unsupported: unknown message type PING")),
+        ("lowercase type", r#"["event",{}]"#.into(), Want::Notice("unsupported: ")),
+        ("EVENT no event", r#"["EVENT"]"#.into(), Want::Notice("invalid: ")),
+        ("EVENT two events", format!(r#"["EVENT",{valid},{valid}]"#), Want::Notice("invalid: ")),
+        ("EVENT with sub id", format!(r#"["EVENT","sub",{valid}]"#), Want::Notice("invalid: ")),
+        ("EVENT not object", r#"["EVENT","x"]"#.into(), Want::Notice("invalid: ")),
+        ("EVENT missing fields, no id", r#"["EVENT",{"kind":1}]"#.into(), Want::Notice("invalid: ")),
         (
             "EVENT missing field with id",
             format!(r#"["EVENT",{{"id":"{id}","kind":1}}]"#),
@@ -115,34 +69,22 @@ fn parse_table() {
         ),
         (
             "EVENT kind negative",
-            format!(
-                r#"["EVENT",{}]"#,
-                hex_ok("").replace(r#""kind":1"#, r#""kind":-1"#)
-            ),
+            format!(r#"["EVENT",{}]"#, hex_ok("").replace(r#""kind":1"#, r#""kind":-1"#)),
             Want::Ok("invalid: "),
         ),
         (
             "EVENT kind > u32",
-            format!(
-                r#"["EVENT",{}]"#,
-                hex_ok("").replace(r#""kind":1"#, r#""kind":4294967296"#)
-            ),
+            format!(r#"["EVENT",{}]"#, hex_ok("").replace(r#""kind":1"#, r#""kind":4294967296"#)),
             Want::Ok("invalid: "),
         ),
         (
             "EVENT tags wrong type",
-            format!(
-                r#"["EVENT",{}]"#,
-                hex_ok("").replace(r#""tags":[]"#, r#""tags":[[1]]"#)
-            ),
+            format!(r#"["EVENT",{}]"#, hex_ok("").replace(r#""tags":[]"#, r#""tags":[[1]]"#)),
             Want::Ok("invalid: "),
         ),
         (
             "EVENT uppercase id",
-            format!(
-                r#"["EVENT",{}]"#,
-                hex_ok("").replace(&id, &id.to_uppercase())
-            ),
+            format!(r#"["EVENT",{}]"#, hex_ok("").replace(&id, &id.to_uppercase())),
             Want::Notice("invalid: "),
         ),
         (
@@ -152,18 +94,12 @@ fn parse_table() {
         ),
         (
             "EVENT bad pubkey hex",
-            format!(
-                r#"["EVENT",{}]"#,
-                hex_ok("").replace(&"a".repeat(64), &"A".repeat(64))
-            ),
+            format!(r#"["EVENT",{}]"#, hex_ok("").replace(&"a".repeat(64), &"A".repeat(64))),
             Want::Ok("invalid: pubkey"),
         ),
         (
             "EVENT bad sig hex",
-            format!(
-                r#"["EVENT",{}]"#,
-                hex_ok("").replace(&"b".repeat(128), "bb")
-            ),
+            format!(r#"["EVENT",{}]"#, hex_ok("").replace(&"b".repeat(128), "bb")),
             Want::Ok("invalid: sig"),
         ),
         (
@@ -187,47 +123,15 @@ fn parse_table() {
             Want::Ok("invalid: content"),
         ),
         ("EVENT valid", format!(r#"["EVENT",{valid}]"#), Want::Event),
-        (
-            "EVENT valid with spaces",
-            format!(" [ \"EVENT\" , {valid} ] \n"),
-            Want::Event,
-        ),
-        (
-            "EVENT escaped type",
-            format!(r#"["\u0045VENT",{valid}]"#),
-            Want::Event,
-        ),
+        ("EVENT valid with spaces", format!(" [ \"EVENT\" , {valid} ] \n"), Want::Event),
+        ("EVENT escaped type", format!(r#"["\u0045VENT",{valid}]"#), Want::Event),
         ("AUTH valid", format!(r#"["AUTH",{auth}]"#), Want::Auth),
-        (
-            "AUTH arity",
-            r#"["AUTH"]"#.into(),
-            Want::Notice("invalid: "),
-        ),
-        (
-            "AUTH challenge string",
-            r#"["AUTH","challenge"]"#.into(),
-            Want::Notice("invalid: "),
-        ),
-        (
-            "AUTH unknown field",
-            format!(r#"["AUTH",{}]"#, hex_ok(r#","x":1"#)),
-            Want::Ok("invalid: "),
-        ),
-        (
-            "REQ no sub id",
-            r#"["REQ"]"#.into(),
-            Want::Notice("invalid: "),
-        ),
-        (
-            "REQ sub id not string",
-            r#"["REQ",1,{}]"#.into(),
-            Want::Notice("invalid: "),
-        ),
-        (
-            "REQ empty sub id",
-            r#"["REQ","",{}]"#.into(),
-            Want::Notice("invalid: "),
-        ),
+        ("AUTH arity", r#"["AUTH"]"#.into(), Want::Notice("invalid: ")),
+        ("AUTH challenge string", r#"["AUTH","challenge"]"#.into(), Want::Notice("invalid: ")),
+        ("AUTH unknown field", format!(r#"["AUTH",{}]"#, hex_ok(r#","x":1"#)), Want::Ok("invalid: ")),
+        ("REQ no sub id", r#"["REQ"]"#.into(), Want::Notice("invalid: ")),
+        ("REQ sub id not string", r#"["REQ",1,{}]"#.into(), Want::Notice("invalid: ")),
+        ("REQ empty sub id", r#"["REQ","",{}]"#.into(), Want::Notice("invalid: ")),
         ("REQ oversized sub id", long_sub, Want::Notice("invalid: ")),
         ("REQ 64-char sub id", max_sub, Want::Req(1)),
         (
@@ -240,11 +144,7 @@ fn parse_table() {
             r#"["COUNT","s"]"#.into(),
             Want::Closed("s", "invalid: COUNT needs at least one filter"),
         ),
-        (
-            "REQ too many filters",
-            twelve_filters,
-            Want::Closed("s", "invalid: too many filters"),
-        ),
+        ("REQ too many filters", twelve_filters, Want::Closed("s", "invalid: too many filters")),
         (
             "REQ filter not object",
             r#"["REQ","s",[]]"#.into(),
@@ -255,23 +155,12 @@ fn parse_table() {
             r#"["REQ","s",{"search":"x"}]"#.into(),
             Want::Closed("s", "unsupported: filter field \"search\""),
         ),
-        (
-            "REQ bad ids",
-            r#"["REQ","s",{"ids":["ABC"]}]"#.into(),
-            Want::Closed("s", "invalid: "),
-        ),
-        (
-            "REQ negative since",
-            r#"["REQ","s",{"since":-1}]"#.into(),
-            Want::Closed("s", "invalid: "),
-        ),
+        ("REQ bad ids", r#"["REQ","s",{"ids":["ABC"]}]"#.into(), Want::Closed("s", "invalid: ")),
+        ("REQ negative since", r#"["REQ","s",{"since":-1}]"#.into(), Want::Closed("s", "invalid: ")),
         (
             "REQ multi-char tag",
             r##"["REQ","s",{"#title":["x"]}]"##.into(),
-            Want::Closed(
-                "s",
-                "unsupported: multi-character tag filters need an artifact query",
-            ),
+            Want::Closed("s", "unsupported: multi-character tag filters need an artifact query"),
         ),
         (
             "REQ multi-char tag with artifact",
@@ -288,43 +177,20 @@ fn parse_table() {
             r##"["REQ","sub1",{"kinds":[9],"#h":["g"],"limit":0},{"ids":[]}]"##.into(),
             Want::Req(2),
         ),
-        (
-            "COUNT valid",
-            r#"["COUNT","c",{"kinds":[1]}]"#.into(),
-            Want::Count(1),
-        ),
-        (
-            "COUNT bad filter",
-            r#"["COUNT","c",{"kinds":"1"}]"#.into(),
-            Want::Closed("c", "invalid: "),
-        ),
-        (
-            "CLOSE valid",
-            r#"["CLOSE","sub1"]"#.into(),
-            Want::Close("sub1"),
-        ),
-        (
-            "CLOSE no id",
-            r#"["CLOSE"]"#.into(),
-            Want::Notice("invalid: "),
-        ),
-        (
-            "CLOSE two ids",
-            r#"["CLOSE","a","b"]"#.into(),
-            Want::Notice("invalid: "),
-        ),
-        (
-            "CLOSE id not string",
-            r#"["CLOSE",5]"#.into(),
-            Want::Notice("invalid: "),
-        ),
+        ("COUNT valid", r#"["COUNT","c",{"kinds":[1]}]"#.into(), Want::Count(1)),
+        ("COUNT bad filter", r#"["COUNT","c",{"kinds":"1"}]"#.into(), Want::Closed("c", "invalid: ")),
+        ("CLOSE valid", r#"["CLOSE","sub1"]"#.into(), Want::Close("sub1")),
+        ("CLOSE no id", r#"["CLOSE"]"#.into(), Want::Notice("invalid: ")),
+        ("CLOSE two ids", r#"["CLOSE","a","b"]"#.into(), Want::Notice("invalid: ")),
+        ("CLOSE id not string", r#"["CLOSE",5]"#.into(), Want::Notice("invalid: ")),
     ];
 
     for (name, text, want) in cases {
         let got = ClientMessage::parse(&text, &limits);
         let ok = match (&want, &got) {
-            (Want::Event, Ok(ClientMessage::Event(e)))
-            | (Want::Auth, Ok(ClientMessage::Auth(e))) => e.verify().is_ok(),
+            (Want::Event, Ok(ClientMessage::Event(e))) | (Want::Auth, Ok(ClientMessage::Auth(e))) => {
+                e.verify().is_ok()
+            }
             (Want::Req(n), Ok(ClientMessage::Req { filters, .. }))
             | (Want::Count(n), Ok(ClientMessage::Count { filters, .. })) => filters.len() == *n,
             (Want::Close(s), Ok(ClientMessage::Close(got))) => got == s,

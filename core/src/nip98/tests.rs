@@ -1,3 +1,5 @@
+#![allow(clippy::unwrap_used)]
+
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
 
 use super::*;
@@ -7,10 +9,7 @@ const NOW: i64 = 1_700_000_000;
 const URL: &str = "https://relay.example.com/api/v1/things?x=1";
 
 fn auth_event(keys: &Keys, tags: &[(&str, &str)], kind: u32, created_at: i64) -> Event {
-    let tags = tags
-        .iter()
-        .map(|(k, v)| vec![(*k).to_owned(), (*v).to_owned()])
-        .collect();
+    let tags = tags.iter().map(|(k, v)| vec![(*k).to_owned(), (*v).to_owned()]).collect();
     keys.sign(crate::UnsignedEvent {
         pubkey: keys.public_hex(),
         created_at,
@@ -55,34 +54,16 @@ fn rejects_bad_headers() {
         "Nostr !!!".to_owned(),
         format!("Nostr {}", STANDARD.encode("{}")),
         format!("Nostr {}", STANDARD.encode("not json")),
-        format!(
-            "Nostr {}",
-            STANDARD.encode(event.to_json().replace(&event.id, &event.id.to_uppercase()))
-        ),
+        format!("Nostr {}", STANDARD.encode(event.to_json().replace(&event.id, &event.id.to_uppercase()))),
     ] {
-        assert!(
-            matches!(decode_header(&value), Err(Nip98Error::Malformed(_))),
-            "{value}"
-        );
+        assert!(matches!(decode_header(&value), Err(Nip98Error::Malformed(_))), "{value}");
     }
-    let tampered = Event {
-        content: "x".into(),
-        ..event.clone()
-    };
-    assert_eq!(
-        decode_header(&header(&tampered)),
-        Err(Nip98Error::BadSignature)
-    );
+    let tampered = Event { content: "x".into(), ..event.clone() };
+    assert_eq!(decode_header(&header(&tampered)), Err(Nip98Error::BadSignature));
     let mut sig = event.sig.clone().into_bytes();
     sig[0] = if sig[0] == b'0' { b'1' } else { b'0' };
-    let bad_sig = Event {
-        sig: String::from_utf8(sig).expect("ascii"),
-        ..event
-    };
-    assert_eq!(
-        decode_header(&header(&bad_sig)),
-        Err(Nip98Error::BadSignature)
-    );
+    let bad_sig = Event { sig: String::from_utf8(sig).expect("ascii"), ..event };
+    assert_eq!(decode_header(&header(&bad_sig)), Err(Nip98Error::BadSignature));
 }
 
 #[test]
@@ -96,80 +77,30 @@ fn validates_binding() {
 
     assert_eq!(validate(&ev(&base), "POST", URL, b"", NOW, 60), Ok(()));
     assert_eq!(
-        validate(
-            &ev(&[base[0], base[1], ("payload", &body_hash)]),
-            "POST",
-            URL,
-            body,
-            NOW,
-            60
-        ),
+        validate(&ev(&[base[0], base[1], ("payload", &body_hash)]), "POST", URL, body, NOW, 60),
         Ok(())
     );
     assert_eq!(
-        validate(
-            &ev(&[base[0], base[1], ("payload", &empty_hash)]),
-            "POST",
-            URL,
-            b"",
-            NOW,
-            60
-        ),
+        validate(&ev(&[base[0], base[1], ("payload", &empty_hash)]), "POST", URL, b"", NOW, 60),
         Ok(())
     );
 
     let wrong_kind = auth_event(&keys, &base, 1, NOW);
+    assert_eq!(validate(&wrong_kind, "POST", URL, b"", NOW, 60), Err(Nip98Error::WrongKind));
     assert_eq!(
-        validate(&wrong_kind, "POST", URL, b"", NOW, 60),
-        Err(Nip98Error::WrongKind)
-    );
-    assert_eq!(
-        validate(
-            &ev(&base),
-            "POST",
-            "http://relay.example.com/api/v1/things?x=1",
-            b"",
-            NOW,
-            60
-        ),
+        validate(&ev(&base), "POST", "http://relay.example.com/api/v1/things?x=1", b"", NOW, 60),
         Err(Nip98Error::UrlMismatch)
     );
     assert_eq!(
-        validate(
-            &ev(&base),
-            "POST",
-            "https://relay.example.com/api/v1/things",
-            b"",
-            NOW,
-            60
-        ),
+        validate(&ev(&base), "POST", "https://relay.example.com/api/v1/things", b"", NOW, 60),
         Err(Nip98Error::UrlMismatch)
     );
+    assert_eq!(validate(&ev(&base[1..]), "POST", URL, b"", NOW, 60), Err(Nip98Error::UrlMismatch));
+    assert_eq!(validate(&ev(&base), "GET", URL, b"", NOW, 60), Err(Nip98Error::MethodMismatch));
+    assert_eq!(validate(&ev(&base[..1]), "POST", URL, b"", NOW, 60), Err(Nip98Error::MethodMismatch));
+    assert_eq!(validate(&ev(&base), "POST", URL, body, NOW, 60), Err(Nip98Error::PayloadMismatch));
     assert_eq!(
-        validate(&ev(&base[1..]), "POST", URL, b"", NOW, 60),
-        Err(Nip98Error::UrlMismatch)
-    );
-    assert_eq!(
-        validate(&ev(&base), "GET", URL, b"", NOW, 60),
-        Err(Nip98Error::MethodMismatch)
-    );
-    assert_eq!(
-        validate(&ev(&base[..1]), "POST", URL, b"", NOW, 60),
-        Err(Nip98Error::MethodMismatch)
-    );
-    assert_eq!(
-        validate(&ev(&base), "POST", URL, body, NOW, 60),
-        Err(Nip98Error::PayloadMismatch)
-    );
-    assert_eq!(
-        validate(
-            &ev(&[base[0], base[1], ("payload", &body_hash)]),
-            "POST",
-            URL,
-            b"",
-            NOW,
-            60
-        ),
+        validate(&ev(&[base[0], base[1], ("payload", &body_hash)]), "POST", URL, b"", NOW, 60),
         Err(Nip98Error::PayloadMismatch)
     );
     assert_eq!(
@@ -184,24 +115,13 @@ fn validates_binding() {
         Err(Nip98Error::PayloadMismatch)
     );
 
-    for (created_at, ok) in [
-        (NOW - 60, true),
-        (NOW + 60, true),
-        (NOW - 61, false),
-        (NOW + 61, false),
-        (i64::MIN, false),
-    ] {
+    for (created_at, ok) in
+        [(NOW - 60, true), (NOW + 60, true), (NOW - 61, false), (NOW + 61, false), (i64::MIN, false)]
+    {
         let e = auth_event(&keys, &base, HTTP_AUTH_KIND, created_at);
-        assert_eq!(
-            validate(&e, "POST", URL, b"", NOW, 60).is_ok(),
-            ok,
-            "{created_at}"
-        );
+        assert_eq!(validate(&e, "POST", URL, b"", NOW, 60).is_ok(), ok, "{created_at}");
     }
-    assert_eq!(
-        validate(&ev(&base), "POST", URL, b"", NOW + 1, -5),
-        Err(Nip98Error::Stale)
-    );
+    assert_eq!(validate(&ev(&base), "POST", URL, b"", NOW + 1, -5), Err(Nip98Error::Stale));
 }
 
 #[test]
@@ -211,5 +131,8 @@ fn a_built_authorization_header_decodes_and_binds_the_body() {
     let ev = super::decode_header(&h).unwrap();
     let now = crate::unix_now();
     assert_eq!(super::validate(&ev, "POST", "https://x.test/api", b"{}", now, 60), Ok(()));
-    assert_eq!(super::validate(&ev, "POST", "https://x.test/api", b"{ }", now, 60), Err(super::Nip98Error::PayloadMismatch));
+    assert_eq!(
+        super::validate(&ev, "POST", "https://x.test/api", b"{ }", now, 60),
+        Err(super::Nip98Error::PayloadMismatch)
+    );
 }

@@ -5,7 +5,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::ws::{CloseFrame, Message, WebSocket};
-use buzz_bus::{AccessChanged, AccessReply, AccessRequest, Actor, BusError, CommunityLease, QueryRequest, WriteReply, WriteRequest};
+use buzz_bus::{
+    AccessChanged, AccessReply, AccessRequest, Actor, BusError, CommunityLease, QueryRequest, WriteReply,
+    WriteRequest,
+};
 use buzz_core::{ClientMessage, Event, Filter, ParseError, RelayMessage};
 use futures::{SinkExt, StreamExt};
 use tokio::sync::{mpsc, Semaphore};
@@ -121,7 +124,11 @@ impl Session {
     async fn on_text(&mut self, text: &str) {
         let limits = &self.state.settings.limits;
         if text.len() > limits.max_message_length {
-            let notice = format!("invalid: message too large ({} bytes, max {})", text.len(), limits.max_message_length);
+            let notice = format!(
+                "invalid: message too large ({} bytes, max {})",
+                text.len(),
+                limits.max_message_length
+            );
             return self.send(RelayMessage::Notice(notice)).await;
         }
         match ClientMessage::parse(text, limits) {
@@ -133,8 +140,12 @@ impl Session {
             }
             Ok(ClientMessage::Auth(event)) => self.on_auth(*event).await,
             Err(ParseError::Notice(text)) => self.send(RelayMessage::Notice(text)).await,
-            Err(ParseError::Ok { id, reason }) => self.send(RelayMessage::Ok { id, accepted: false, message: reason }).await,
-            Err(ParseError::Closed { sub_id, reason }) => self.send(RelayMessage::Closed { sub_id, message: reason }).await,
+            Err(ParseError::Ok { id, reason }) => {
+                self.send(RelayMessage::Ok { id, accepted: false, message: reason }).await
+            }
+            Err(ParseError::Closed { sub_id, reason }) => {
+                self.send(RelayMessage::Closed { sub_id, message: reason }).await
+            }
         }
     }
 
@@ -145,12 +156,20 @@ impl Session {
             Ok(e) => e,
             Err(reason) => return self.send(reply(false, reason)).await,
         };
-        if let Err(reason) = buzz_core::nip42::validate_auth_event(&event, &self.challenge, &self.host, buzz_core::unix_now()) {
+        if let Err(reason) =
+            buzz_core::nip42::validate_auth_event(&event, &self.challenge, &self.host, buzz_core::unix_now())
+        {
             return self.send(reply(false, format!("invalid: {reason}"))).await;
         }
-        let req = AccessRequest::Member { community_id: self.community.community_id, pubkey: event.pubkey.clone() };
-        let answer: Result<Result<AccessReply, BusError>, BusError> =
-            buzz_bus::rpc::request(&self.state.nats, self.state.subjects.access(), &req, self.state.settings.bus_timeout).await;
+        let req =
+            AccessRequest::Member { community_id: self.community.community_id, pubkey: event.pubkey.clone() };
+        let answer: Result<Result<AccessReply, BusError>, BusError> = buzz_bus::rpc::request(
+            &self.state.nats,
+            self.state.subjects.access(),
+            &req,
+            self.state.settings.bus_timeout,
+        )
+        .await;
         match answer.and_then(|r| r) {
             Ok(AccessReply { role: Some(_), .. }) => {
                 self.actor = Some(Actor::session(event.pubkey));
@@ -208,22 +227,28 @@ impl Session {
             match self.subs.open(&sub_id, filters.clone(), self.state.settings.limits.max_subscriptions) {
                 Some(g) => g,
                 None => {
-                    let message = format!("invalid: too many subscriptions (max {})", self.state.settings.limits.max_subscriptions);
+                    let message = format!(
+                        "invalid: too many subscriptions (max {})",
+                        self.state.settings.limits.max_subscriptions
+                    );
                     return self.send(RelayMessage::Closed { sub_id, message }).await;
                 }
             }
         };
         let req = QueryRequest { community_id: self.community.community_id, reader: actor, filters, count };
         let span = tracing::info_span!("gateway.req", sub_id = %sub_id, count);
-        tokio::spawn(query::run(
-            self.state.nats.clone(),
-            self.state.subjects.query(),
-            req,
-            sub_id,
-            generation,
-            self.state.settings.bus_timeout,
-            self.queries.clone(),
-        ).instrument(span));
+        tokio::spawn(
+            query::run(
+                self.state.nats.clone(),
+                self.state.subjects.query(),
+                req,
+                sub_id,
+                generation,
+                self.state.settings.bus_timeout,
+                self.queries.clone(),
+            )
+            .instrument(span),
+        );
     }
 
     async fn on_query(&mut self, update: QueryUpdate) {
@@ -251,7 +276,11 @@ impl Session {
                         if let Some(Pending { buffer, sent }) = pending {
                             for (ev, json) in buffer {
                                 if !sent.contains(&ev.event.id) {
-                                    self.send(RelayMessage::Event { sub_id: sub_id.clone(), event_json: json.to_string() }).await;
+                                    self.send(RelayMessage::Event {
+                                        sub_id: sub_id.clone(),
+                                        event_json: json.to_string(),
+                                    })
+                                    .await;
                                 }
                             }
                         }
@@ -329,9 +358,18 @@ impl Session {
         if let Some(b) = self.read_cache.get(&channel_id) {
             return *b;
         }
-        let req = AccessRequest::CanRead { community_id: self.community.community_id, reader: actor.clone(), channel_id };
-        let answer: Result<Result<AccessReply, BusError>, BusError> =
-            buzz_bus::rpc::request(&self.state.nats, self.state.subjects.access(), &req, self.state.settings.bus_timeout).await;
+        let req = AccessRequest::CanRead {
+            community_id: self.community.community_id,
+            reader: actor.clone(),
+            channel_id,
+        };
+        let answer: Result<Result<AccessReply, BusError>, BusError> = buzz_bus::rpc::request(
+            &self.state.nats,
+            self.state.subjects.access(),
+            &req,
+            self.state.settings.bus_timeout,
+        )
+        .await;
         match answer.and_then(|r| r) {
             Ok(r) => {
                 self.read_cache.insert(channel_id, r.can_read);
