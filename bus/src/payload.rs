@@ -37,13 +37,22 @@ pub struct Actor {
     /// The socket or request was admitted with valid federated-identity evidence.
     #[serde(default)]
     pub fi_admitted: bool,
+    /// For a NIP-OA agent: the owner whose community membership admits it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_of: Option<String>,
 }
 
 impl Actor {
     /// A NIP-42 or NIP-98 session: every scope.
     #[must_use]
     pub fn session(pubkey: String) -> Self {
-        Self { pubkey, scopes: Scope::ALL.to_vec(), channel_ids: None, fi_admitted: false }
+        Self { pubkey, scopes: Scope::ALL.to_vec(), channel_ids: None, fi_admitted: false, agent_of: None }
+    }
+    /// The key whose community and channel membership count for this actor: the owner of an
+    /// agent, else the actor itself.
+    #[must_use]
+    pub fn member_key(&self) -> &str {
+        self.agent_of.as_deref().unwrap_or(&self.pubkey)
     }
     #[must_use]
     pub fn has_scope(&self, scope: Scope) -> bool {
@@ -89,6 +98,18 @@ pub enum WriteRequest {
     PutMember { community_id: Uuid, actor: Actor, pubkey: String, role: Role },
     /// `DELETE /api/members/{pubkey}`.
     RemoveMember { community_id: Uuid, actor: Actor, pubkey: String },
+    /// `POST /api/tokens`: the gateway generated `token_hash` = sha256(token); the token itself
+    /// never crosses the bus or reaches storage.
+    IssueToken {
+        community_id: Uuid,
+        actor: Actor,
+        token_hash: String,
+        scopes: Vec<Scope>,
+        channel_ids: Option<Vec<Uuid>>,
+        expires_in: Option<u64>,
+    },
+    /// `POST /api/channels/{id}/read`.
+    MarkRead { community_id: Uuid, actor: Actor, channel_id: Uuid, up_to: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -97,6 +118,16 @@ pub struct WriteOk {
     pub duplicate: bool,
     /// Text for the `OK` message (empty on a plain success).
     pub message: String,
+    /// Structured result for HTTP callers (e.g. an issued token's metadata).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<serde_json::Value>,
+}
+
+impl WriteOk {
+    #[must_use]
+    pub fn applied() -> Self {
+        Self { duplicate: false, message: String::new(), data: None }
+    }
 }
 
 pub type WriteReply = Result<WriteOk, BusError>;
@@ -147,13 +178,30 @@ pub enum AccessRequest {
     Member { community_id: Uuid, pubkey: String },
     /// May this reader read the channel now?
     CanRead { community_id: Uuid, reader: Actor, channel_id: Uuid },
+    /// Which grant does this bearer token (by its sha256 hex) carry, if it is valid now?
+    Token { community_id: Uuid, token_hash: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AccessReply {
     pub role: Option<Role>,
     pub can_read: bool,
+    /// For `Token`: the actor the token authenticates as (scopes and restriction applied).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<Actor>,
 }
+
+/// `buzz.v1.chat`: the chat read model (served by the query-service).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ChatRequest {
+    /// `GET /api/channels/{id}/summary`.
+    Summary { community_id: Uuid, reader: Actor, channel_id: Uuid },
+    /// `GET /api/mentions`.
+    Mentions { community_id: Uuid, reader: Actor, limit: u32 },
+}
+
+pub type ChatReply = Result<serde_json::Value, BusError>;
 
 /// `buzz.v1.policy.lease`: the host → community answer gateways cache for at most `lease_ms`.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -43,6 +43,11 @@ impl Subjects {
     pub fn access(&self) -> String {
         format!("{}.v1.access", self.prefix)
     }
+    /// The chat read model (summaries, mentions), served by the query-service.
+    #[must_use]
+    pub fn chat(&self) -> String {
+        format!("{}.v1.chat", self.prefix)
+    }
     #[must_use]
     pub fn snapshot(&self) -> String {
         format!("{}.v1.snapshot", self.prefix)

@@ -122,7 +122,7 @@ impl Querier {
                     .await
                     .map_err(|e| sql_error(&e))?;
                 let role = role.as_deref().and_then(buzz_bus::Role::parse);
-                Ok(AccessReply { role, can_read: false })
+                Ok(AccessReply { role, can_read: false, token: None })
             }
             AccessRequest::CanRead { community_id, reader, channel_id } => {
                 let channel = buzz_store::access::load_channel(&mut conn, community_id, channel_id, false)
@@ -138,7 +138,10 @@ impl Querier {
                     channel_ids: reader.channel_ids.as_deref(),
                 };
                 let can_read = channel.is_some_and(|c| buzz_store::access::can_read(&c, standing, cred));
-                Ok(AccessReply { role: None, can_read })
+                Ok(AccessReply { role: None, can_read, token: None })
+            }
+            AccessRequest::Token { community_id, token_hash } => {
+                crate::tokens::resolve(&self.pool, community_id, &token_hash).await
             }
         }
     }

@@ -1,9 +1,11 @@
 //! Query-service of buzz-relay: REQ and COUNT over stored events with access checks in SQL before
 //! limits, under a statement timeout, streamed to the gateway in numbered frames.
 
+pub mod chat;
 pub mod handler;
 pub mod settings;
 pub mod sql;
+pub mod tokens;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -93,6 +95,18 @@ impl Application {
                 async move { Some(q.access(m.body).await) }
             },
         );
+        let chat_pool = self.querier.pool.clone();
+        let chat = serve::serve(
+            self.nats.clone(),
+            self.subjects.chat(),
+            buzz_bus::subjects::QUERY_GROUP,
+            self.concurrency,
+            shutdown.clone(),
+            move |m: Incoming<buzz_bus::ChatRequest>| {
+                let pool = chat_pool.clone();
+                async move { Some(chat::handle(&pool, m.body).await) }
+            },
+        );
         let pool = self.querier.pool.clone();
         let ready_nats = self.nats.clone();
         let admin = axum::serve(
@@ -108,10 +122,11 @@ impl Application {
         )
         .with_graceful_shutdown(shutdown.cancelled_owned());
         tracing::info!(admin = %self.admin_addr, "query-service running");
-        let (a, b, c) = tokio::join!(queries, access, admin);
+        let (a, b, c, d) = tokio::join!(queries, access, chat, admin);
         a?;
         b?;
         c?;
+        d?;
         self.nats.flush().await.ok();
         Ok(())
     }

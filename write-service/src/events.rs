@@ -74,7 +74,7 @@ pub async fn write_event(
 }
 
 fn duplicate() -> WriteOk {
-    WriteOk { duplicate: true, message: "duplicate: already have this event".into() }
+    WriteOk { duplicate: true, message: "duplicate: already have this event".into(), data: None }
 }
 
 async fn post_message(
@@ -88,7 +88,28 @@ async fn post_message(
     let standing = access::standing(tx, community, channel_id, &actor.pubkey).await.map_err(sql)?;
     access::can_write(channel.as_ref(), standing, credential(actor)).map_err(denial)?;
     let channel = channel.ok_or_else(BusError::internal)?;
-    store_and_announce(tx, community, event, &channel).await
+    let root = thread_root(&event)?.map(str::to_owned);
+    if let Some(root) = &root {
+        if !store::is_anchor(tx, community, channel.id, root).await.map_err(sql)? {
+            return Err(BusError::invalid("thread root must be a conversation anchor in this channel"));
+        }
+    }
+    store_and_announce(tx, community, event, &channel, root.as_deref()).await
+}
+
+/// The anchor of a thread reply: the `e` tag marked `root` (`["e", <id>, <relay>, "root"]`).
+/// More than one root, or a malformed id, is invalid.
+pub fn thread_root(event: &Event) -> Result<Option<&str>, BusError> {
+    let mut roots = event.tags_named("e").filter(|t| t.get(3).map(String::as_str) == Some("root"));
+    let Some(first) = roots.next() else { return Ok(None) };
+    if roots.next().is_some() {
+        return Err(BusError::invalid("a reply names exactly one root"));
+    }
+    let id = first.get(1).map(String::as_str).unwrap_or_default();
+    if !buzz_core::is_lower_hex(id, 64) {
+        return Err(BusError::invalid("thread root must be a 64-char lowercase hex event id"));
+    }
+    Ok(Some(id))
 }
 
 async fn store_and_announce(
@@ -96,8 +117,9 @@ async fn store_and_announce(
     community: Uuid,
     event: Event,
     channel: &access::Channel,
+    thread_root: Option<&str>,
 ) -> Result<Accepted, BusError> {
-    if !store::insert_event(tx, community, &event, Some(channel.id), channel.ttl_seconds)
+    if !store::insert_event(tx, community, &event, Some(channel.id), channel.ttl_seconds, thread_root)
         .await
         .map_err(sql)?
     {
@@ -105,7 +127,7 @@ async fn store_and_announce(
     }
     let audience = if channel.is_open() { Audience::Community } else { Audience::ChannelMembers };
     Ok(Accepted {
-        ok: WriteOk { duplicate: false, message: String::new() },
+        ok: WriteOk::applied(),
         live: Some(LiveEvent { community_id: community, channel_id: Some(channel.id), audience, event }),
     })
 }
@@ -177,7 +199,7 @@ async fn create_channel(
     }
     let channel =
         access::load_channel(tx, community, id, false).await.map_err(sql)?.ok_or_else(BusError::internal)?;
-    store_and_announce(tx, community, event, &channel).await
+    store_and_announce(tx, community, event, &channel, None).await
 }
 
 pub(crate) fn sql(e: sqlx::Error) -> BusError {

@@ -3,8 +3,10 @@
 
 pub mod events;
 pub mod members;
+pub mod read_model;
 pub mod settings;
 pub mod store;
+pub mod tokens;
 
 use std::net::SocketAddr;
 
@@ -43,7 +45,22 @@ impl Writer {
                     let changed = AccessChanged::MemberRemoved { pubkey };
                     self.publish(self.subjects.access_changed(community_id), &changed).await;
                 }
-                Ok(buzz_bus::WriteOk { duplicate: !removed, message: String::new() })
+                Ok(buzz_bus::WriteOk { duplicate: !removed, message: String::new(), data: None })
+            }
+            WriteRequest::IssueToken { community_id, actor, token_hash, scopes, channel_ids, expires_in } => {
+                tokens::issue(
+                    &self.pool,
+                    community_id,
+                    &actor,
+                    &token_hash,
+                    &scopes,
+                    channel_ids.as_deref(),
+                    expires_in,
+                )
+                .await
+            }
+            WriteRequest::MarkRead { community_id, actor, channel_id, up_to } => {
+                read_model::mark_read(&self.pool, community_id, &actor, channel_id, &up_to).await
             }
         };
         metrics::histogram!("buzz_write_seconds").record(started.elapsed().as_secs_f64());

@@ -49,7 +49,7 @@ pub async fn put_member(
     store::put_member(&mut tx, community, pubkey, role.as_str()).await.map_err(sql)?;
     tx.commit().await.map_err(sql)?;
     let unchanged = previous == Some(role);
-    Ok(WriteOk { duplicate: unchanged, message: String::new() })
+    Ok(WriteOk { duplicate: unchanged, message: String::new(), data: None })
 }
 
 pub async fn remove_member(

@@ -21,11 +21,12 @@ pub async fn insert_event(
     event: &Event,
     channel: Option<Uuid>,
     ttl_seconds: Option<i32>,
+    thread_root: Option<&str>,
 ) -> Result<bool, sqlx::Error> {
     let inserted = sqlx::query(
-        "INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw, expires_at) \
+        "INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw, expires_at, thread_root) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $8::int IS NULL THEN NULL \
-                 ELSE now() + make_interval(secs => $8::int) END) \
+                 ELSE now() + make_interval(secs => $8::int) END, $9) \
          ON CONFLICT (community_id, id) DO NOTHING",
     )
     .bind(community)
@@ -36,6 +37,7 @@ pub async fn insert_event(
     .bind(channel)
     .bind(event.to_json())
     .bind(ttl_seconds)
+    .bind(thread_root)
     .execute(&mut *conn)
     .await?
     .rows_affected();
@@ -176,4 +178,24 @@ pub async fn community_active(conn: &mut PgConnection, community: Uuid) -> Resul
         .fetch_optional(conn)
         .await?;
     Ok(lifecycle.as_deref() == Some("active"))
+}
+
+/// Is `id` a conversation anchor in `channel`: an undeleted, unredacted, unexpired kind-9
+/// message that is not itself a reply?
+pub async fn is_anchor(
+    conn: &mut PgConnection,
+    community: Uuid,
+    channel: Uuid,
+    id: &str,
+) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM events WHERE community_id = $1 AND id = $2 AND channel_id = $3 \
+         AND kind = 9 AND thread_root IS NULL AND deleted_at IS NULL AND redacted_at IS NULL \
+         AND (expires_at IS NULL OR expires_at > now()))",
+    )
+    .bind(community)
+    .bind(id)
+    .bind(channel)
+    .fetch_one(conn)
+    .await
 }
