@@ -134,6 +134,23 @@ fn signed_urls(host: &str, path: &str) -> Vec<String> {
     urls
 }
 
+/// Authenticates a tenant HTTP request (NIP-98 today) and returns who is acting.
+/// `path_and_query` is what the signed `u` must name after the host. Every `/api/*` route
+/// authenticates through here.
+pub async fn http_actor(
+    state: &AppState,
+    headers: &HeaderMap,
+    host: &str,
+    method: &str,
+    path_and_query: &str,
+    body: &[u8],
+) -> Result<Actor, ApiError> {
+    let signer =
+        buzz_http_auth::authenticate(headers, method, &signed_urls(host, path_and_query), body, &state.guard)
+            .await?;
+    Ok(Actor::session(signer))
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PutMember {
@@ -154,14 +171,7 @@ async fn put_member(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let (host, community) = community_for(&state, &headers).await?;
-    let signer = buzz_http_auth::authenticate(
-        &headers,
-        "POST",
-        &signed_urls(&host, "/api/members"),
-        &body,
-        &state.guard,
-    )
-    .await?;
+    let actor = http_actor(&state, &headers, &host, "POST", "/api/members", &body).await?;
     let req: PutMember = serde_json::from_slice(&body).map_err(|e| {
         ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", format!("invalid body: {e}"))
     })?;
@@ -175,7 +185,7 @@ async fn put_member(
         &state,
         WriteRequest::PutMember {
             community_id: community.community_id,
-            actor: Actor::session(signer),
+            actor,
             pubkey: req.pubkey.clone(),
             role,
         },
@@ -192,14 +202,12 @@ async fn remove_member(
 ) -> Result<Response, ApiError> {
     let (host, community) = community_for(&state, &headers).await?;
     let path = format!("/api/members/{pubkey}");
-    let signer =
-        buzz_http_auth::authenticate(&headers, "DELETE", &signed_urls(&host, &path), &[], &state.guard)
-            .await?;
+    let actor = http_actor(&state, &headers, &host, "DELETE", &path, &[]).await?;
     write(
         &state,
         WriteRequest::RemoveMember {
             community_id: community.community_id,
-            actor: Actor::session(signer),
+            actor,
             pubkey: pubkey.clone(),
         },
     )
