@@ -66,7 +66,7 @@ impl Querier {
         }
         let reader = Reader {
             community: req.community_id,
-            pubkey: &req.reader.pubkey,
+            pubkey: req.reader.member_key(),
             channel_ids: req.reader.channel_ids.as_deref(),
         };
         let filters: Vec<_> = req.filters.iter().filter(|f| sql::can_match(f)).collect();
@@ -129,7 +129,7 @@ impl Querier {
                     .await
                     .map_err(|e| sql_error(&e))?;
                 let standing =
-                    buzz_store::access::standing(&mut conn, community_id, channel_id, &reader.pubkey)
+                    buzz_store::access::standing(&mut conn, community_id, channel_id, reader.member_key())
                         .await
                         .map_err(|e| sql_error(&e))?;
                 let cred = buzz_store::access::Credential {

@@ -39,7 +39,7 @@ pub async fn put_member(
     }
     let mut tx = pool.begin().await.map_err(sql)?;
     let me = actor_role(
-        buzz_store::access::community_role(&mut tx, community, &actor.pubkey).await.map_err(sql)?,
+        buzz_store::access::community_role(&mut tx, community, actor.member_key()).await.map_err(sql)?,
     )?;
     let previous = buzz_store::access::community_role(&mut tx, community, pubkey).await.map_err(sql)?;
     let previous = previous.as_deref().and_then(Role::parse);
@@ -66,7 +66,7 @@ pub async fn remove_member(
     }
     let mut tx = pool.begin().await.map_err(sql)?;
     let me = actor_role(
-        buzz_store::access::community_role(&mut tx, community, &actor.pubkey).await.map_err(sql)?,
+        buzz_store::access::community_role(&mut tx, community, actor.member_key()).await.map_err(sql)?,
     )?;
     let target = buzz_store::access::community_role(&mut tx, community, pubkey).await.map_err(sql)?;
     let Some(target) = target.as_deref().and_then(Role::parse) else {

@@ -152,8 +152,8 @@ impl Session {
     async fn on_auth(&mut self, event: Event) {
         let id = event.id.clone();
         let reply = |accepted: bool, message: String| RelayMessage::Ok { id: id.clone(), accepted, message };
-        let event = match verify(event).await {
-            Ok(e) => e,
+        let (event, owner) = match verify(event, true).await {
+            Ok(v) => v,
             Err(reason) => return self.send(reply(false, reason)).await,
         };
         if let Err(reason) =
@@ -161,24 +161,35 @@ impl Session {
         {
             return self.send(reply(false, format!("invalid: {reason}"))).await;
         }
+        // A NIP-OA agent authenticates with its owner's grant in the AUTH event.
+        let mut actor = Actor::session(event.pubkey.clone());
+        let mut admitted = self.is_member(&event.pubkey).await;
+        if let (Ok(false), Some(owner)) = (&admitted, owner) {
+            admitted = self.is_member(&owner).await;
+            actor.agent_of = Some(owner);
+        }
+        match admitted {
+            Ok(true) => {
+                self.actor = Some(actor);
+                self.read_cache.clear();
+                self.send(reply(true, String::new())).await;
+            }
+            Ok(false) => self.send(reply(false, "restricted: not a member of this community".into())).await,
+            Err(e) => self.send(reply(false, e.nip01())).await,
+        }
+    }
+
+    async fn is_member(&self, pubkey: &str) -> Result<bool, BusError> {
         let req =
-            AccessRequest::Member { community_id: self.community.community_id, pubkey: event.pubkey.clone() };
-        let answer: Result<Result<AccessReply, BusError>, BusError> = buzz_bus::rpc::request(
+            AccessRequest::Member { community_id: self.community.community_id, pubkey: pubkey.to_owned() };
+        let answer: Result<AccessReply, BusError> = buzz_bus::rpc::request(
             &self.state.nats,
             self.state.subjects.access(),
             &req,
             self.state.settings.bus_timeout,
         )
-        .await;
-        match answer.and_then(|r| r) {
-            Ok(AccessReply { role: Some(_), .. }) => {
-                self.actor = Some(Actor::session(event.pubkey));
-                self.read_cache.clear();
-                self.send(reply(true, String::new())).await;
-            }
-            Ok(_) => self.send(reply(false, "restricted: not a member of this community".into())).await,
-            Err(e) => self.send(reply(false, e.nip01())).await,
-        }
+        .await?;
+        Ok(answer?.role.is_some())
     }
 
     async fn on_event(&mut self, event: Event) {
@@ -198,9 +209,15 @@ impl Session {
         tokio::spawn(async move {
             let _permit = permit;
             let id = event.id.clone();
-            let (accepted, message) = match verify(event).await {
+            let (accepted, message) = match verify(event, false).await {
                 Err(reason) => (false, reason),
-                Ok(event) => {
+                Ok((_, owner)) if owner.is_some() && owner != actor.agent_of && actor.agent_of.is_some() => {
+                    (false, "restricted: the auth tag names another owner".to_owned())
+                }
+                Ok((_, None)) if actor.agent_of.is_some() => {
+                    (false, "restricted: an agent's events carry its owner's auth tag".to_owned())
+                }
+                Ok((event, _)) => {
                     let req = WriteRequest::Event { community_id, actor, event };
                     let reply: Result<WriteReply, BusError> =
                         buzz_bus::rpc::request(&state.nats, state.subjects.write(), &req, state.settings.bus_timeout).await;
@@ -383,13 +400,17 @@ impl Session {
     }
 }
 
-/// Id and signature check on the blocking pool; `Err` is the NIP-01 reason.
-async fn verify(event: Event) -> Result<Event, String> {
-    match tokio::task::spawn_blocking(move || event.verify().map(|()| event)).await {
-        Ok(Ok(e)) => Ok(e),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err("error: verification failed".into()),
-    }
+/// Id, signature and NIP-OA `auth` tag checks on the blocking pool. Returns the event and the
+/// owner named by a valid `auth` tag; `Err` is the NIP-01 reason. An AUTH event's tag is checked
+/// without its kind (an AUTH publishes nothing).
+async fn verify(event: Event, is_auth: bool) -> Result<(Event, Option<String>), String> {
+    let checked = tokio::task::spawn_blocking(move || {
+        event.verify().map_err(|e| e.to_string())?;
+        let kind = (!is_auth).then_some(event.kind);
+        let owner = buzz_core::nipoa::check_event(&event, kind).map_err(|r| format!("invalid: {r}"))?;
+        Ok((event, owner))
+    });
+    checked.await.unwrap_or_else(|_| Err("error: verification failed".into()))
 }
 
 fn event_id(raw: &str) -> Option<String> {
