@@ -94,7 +94,9 @@ async fn post_message(
             return Err(BusError::invalid("thread root must be a conversation anchor in this channel"));
         }
     }
-    store_and_announce(tx, community, event, &channel, root.as_deref()).await
+    let accepted = store_and_announce(tx, community, event, &channel, root.as_deref()).await?;
+    crate::read_model::on_message(tx, community, &accepted).await?;
+    Ok(accepted)
 }
 
 /// The anchor of a thread reply: the `e` tag marked `root` (`["e", <id>, <relay>, "root"]`).
