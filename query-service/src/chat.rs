@@ -1,8 +1,188 @@
 //! The chat read model's reads: channel summaries and mentions.
+//!
+//! Counts are computed in SQL at read time, in one repeatable-read, read-only transaction, rather
+//! than kept as counters: they are exact under any interleaving of concurrent posts (a counter would
+//! need a hot row per channel and per anchor locked by every post), and deletion, redaction and
+//! expiry (which happens by the clock, with no write to hang a decrement on) are simply filtered
+//! out. The cost is a scan of the channel's visible messages through `events_by_channel_seq`.
+//!
+//! A message is *visible* when it is a kind-9 event of the channel that is not deleted, redacted or
+//! expired. Then, for the caller:
+//! - `message_count`: visible messages, replies included;
+//! - `unread`: visible messages after the caller's marker (acceptance order) not authored by them;
+//! - `mentions`: the caller's mentions in this channel whose message is visible and after the marker;
+//! - `replies`: `{anchor id: n}` for visible anchors with at least one visible reply.
 
-use buzz_bus::{BusError, ChatReply, ChatRequest, ErrorCode};
-use sqlx::PgPool;
+use std::collections::BTreeMap;
 
-pub async fn handle(_pool: &PgPool, _req: ChatRequest) -> ChatReply {
-    Err(BusError::new(ErrorCode::Unsupported, "the chat read model is not available yet"))
+use buzz_bus::{Actor, BusError, ChatReply, ChatRequest, ErrorCode, Scope};
+use buzz_store::access::{self, Credential};
+use serde_json::{json, Value};
+use sqlx::{PgConnection, PgPool};
+use uuid::Uuid;
+
+/// Execution budget of one read-model statement.
+const STATEMENT_TIMEOUT_MS: u32 = 5000;
+/// Largest page of `GET /api/mentions`.
+pub const MAX_MENTIONS: u32 = 100;
+
+/// SQL condition: event `{a}` is a visible (not deleted, redacted or expired) event.
+fn visible(a: &str) -> String {
+    format!(
+        "{a}.deleted_at IS NULL AND {a}.redacted_at IS NULL AND ({a}.expires_at IS NULL OR {a}.expires_at > now())"
+    )
+}
+
+fn sql_error(e: &sqlx::Error) -> BusError {
+    if let sqlx::Error::Database(db) = e {
+        if db.code().as_deref() == Some("57014") {
+            return BusError::new(ErrorCode::Timeout, "query exceeded its execution budget");
+        }
+    }
+    tracing::error!(error = %e, "chat read model query failed");
+    BusError::unavailable("storage unavailable")
+}
+
+fn not_found() -> BusError {
+    BusError::new(ErrorCode::NotFound, "channel not found or not accessible")
+}
+
+fn credential(reader: &Actor) -> Credential<'_> {
+    Credential {
+        can_read_messages: reader.has_scope(Scope::MessagesRead),
+        can_write_messages: reader.has_scope(Scope::MessagesWrite),
+        channel_ids: reader.channel_ids.as_deref(),
+    }
+}
+
+pub async fn handle(pool: &PgPool, req: ChatRequest) -> ChatReply {
+    let reader = match &req {
+        ChatRequest::Summary { reader, .. } | ChatRequest::Mentions { reader, .. } => reader,
+    };
+    if !reader.has_scope(Scope::MessagesRead) {
+        return Err(BusError::restricted("token does not allow reading messages"));
+    }
+    let mut tx = pool.begin().await.map_err(|e| sql_error(&e))?;
+    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| sql_error(&e))?;
+    sqlx::query("SELECT set_config('statement_timeout', $1, true)")
+        .bind(format!("{STATEMENT_TIMEOUT_MS}ms"))
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| sql_error(&e))?;
+    let answer = match req {
+        ChatRequest::Summary { community_id, reader, channel_id } => {
+            summary(&mut tx, community_id, &reader, channel_id).await?
+        }
+        ChatRequest::Mentions { community_id, reader, limit } => {
+            mentions(&mut tx, community_id, &reader, limit).await?
+        }
+    };
+    tx.commit().await.map_err(|e| sql_error(&e))?;
+    Ok(answer)
+}
+
+async fn summary(
+    tx: &mut PgConnection,
+    community: Uuid,
+    reader: &Actor,
+    channel_id: Uuid,
+) -> Result<Value, BusError> {
+    let channel = access::load_channel(tx, community, channel_id, false).await.map_err(|e| sql_error(&e))?;
+    let standing =
+        access::standing(tx, community, channel_id, &reader.pubkey).await.map_err(|e| sql_error(&e))?;
+    if !channel.as_ref().is_some_and(|c| access::can_read(c, standing, credential(reader))) {
+        return Err(not_found());
+    }
+    let (message_count, unread, mentions, read_up_to): (i64, i64, i64, Option<String>) =
+        sqlx::query_as(&format!(
+            "WITH marker AS ( \
+             SELECT coalesce(max(seq), 0) AS seq, max(event_id) AS event_id FROM read_markers \
+             WHERE community_id = $1 AND channel_id = $2 AND pubkey = $3), \
+         msgs AS ( \
+             SELECT e.seq, e.pubkey FROM events e \
+             WHERE e.community_id = $1 AND e.channel_id = $2 AND e.kind = 9 AND {vis_e}) \
+         SELECT \
+             (SELECT count(*) FROM msgs), \
+             (SELECT count(*) FROM msgs, marker WHERE msgs.seq > marker.seq AND msgs.pubkey <> $3), \
+             (SELECT count(*) FROM mentions mn \
+                JOIN events m ON m.community_id = mn.community_id AND m.id = mn.event_id, marker \
+              WHERE mn.community_id = $1 AND mn.pubkey = $3 AND mn.channel_id = $2 \
+                AND mn.seq > marker.seq AND m.channel_id = $2 AND {vis_m}), \
+             (SELECT event_id FROM marker)",
+            vis_e = visible("e"),
+            vis_m = visible("m"),
+        ))
+        .bind(community)
+        .bind(channel_id)
+        .bind(&reader.pubkey)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(|e| sql_error(&e))?;
+    let rows: Vec<(String, i64)> = sqlx::query_as(&format!(
+        "SELECT r.thread_root, count(*) FROM events r \
+         JOIN events a ON a.community_id = r.community_id AND a.id = r.thread_root \
+         WHERE r.community_id = $1 AND r.channel_id = $2 AND r.kind = 9 AND r.thread_root IS NOT NULL \
+           AND {vis_r} AND a.channel_id = $2 AND a.kind = 9 AND {vis_a} \
+         GROUP BY r.thread_root",
+        vis_r = visible("r"),
+        vis_a = visible("a"),
+    ))
+    .bind(community)
+    .bind(channel_id)
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(|e| sql_error(&e))?;
+    let replies: BTreeMap<String, i64> = rows.into_iter().collect();
+    Ok(json!({
+        "channel_id": channel_id,
+        "message_count": message_count,
+        "unread": unread,
+        "mentions": mentions,
+        "replies": replies,
+        "read_up_to": read_up_to,
+    }))
+}
+
+/// The caller's mentions, newest (latest accepted) first, only in channels the caller can read
+/// now and only for visible messages; `read` tells whether the caller's marker has passed it.
+async fn mentions(
+    tx: &mut PgConnection,
+    community: Uuid,
+    reader: &Actor,
+    limit: u32,
+) -> Result<Value, BusError> {
+    if limit == 0 || limit > MAX_MENTIONS {
+        return Err(BusError::invalid(format!("limit must be 1 to {MAX_MENTIONS}")));
+    }
+    let rows: Vec<(String, Uuid, String, bool)> = sqlx::query_as(&format!(
+        "SELECT mn.event_id, mn.channel_id, e.raw, coalesce(rm.seq >= mn.seq, false) \
+         FROM mentions mn \
+         JOIN events e ON e.community_id = mn.community_id AND e.id = mn.event_id \
+         LEFT JOIN read_markers rm ON rm.community_id = mn.community_id AND rm.channel_id = mn.channel_id \
+              AND rm.pubkey = mn.pubkey \
+         WHERE mn.community_id = $1 AND mn.pubkey = $2 AND e.channel_id = mn.channel_id AND {vis} \
+           AND {readable} \
+         ORDER BY mn.seq DESC LIMIT $4",
+        vis = visible("e"),
+        readable = access::readable_channel_condition("mn"),
+    ))
+    .bind(community)
+    .bind(&reader.pubkey)
+    .bind(reader.channel_ids.as_deref())
+    .bind(i64::from(limit))
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(|e| sql_error(&e))?;
+    let mut out = Vec::with_capacity(rows.len());
+    for (event_id, channel_id, raw, read) in rows {
+        let event: Value = serde_json::from_str(&raw).map_err(|e| {
+            tracing::error!(error = %e, %event_id, "stored event is not JSON");
+            BusError::internal()
+        })?;
+        out.push(json!({ "event_id": event_id, "channel_id": channel_id, "read": read, "event": event }));
+    }
+    Ok(json!({ "mentions": out }))
 }
