@@ -20,7 +20,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/", get(root))
         .route("/api/members", post(put_member))
         .route("/api/members/{pubkey}", delete(remove_member))
-        .with_state(state)
+        .with_state(state.clone())
+        .merge(crate::chat_api::router(state))
         .merge(buzz_telemetry::admin_router(move || {
             let nats = ready_nats.clone();
             async move { nats.connection_state() == async_nats::connection::State::Connected }

@@ -2,6 +2,7 @@
 //! speaks NIP-01/11/42/98, checks ids and signatures off the async runtime, forwards writes and
 //! reads over NATS and fans live events out to the matching subscriptions of its sockets.
 
+pub mod chat_api;
 pub mod hosts;
 pub mod http;
 pub mod live;

@@ -1,0 +1,159 @@
+//! Tenant HTTP for the chat read model:
+//!
+//! - `GET /api/channels/{id}/summary` → `{channel_id, message_count, unread, mentions, replies, read_up_to}`
+//! - `POST /api/channels/{id}/read` with `{"up_to": <event id>}` → `{channel_id, read_up_to, moved}`
+//! - `GET /api/mentions?limit=n` (1–100, default 50) → `{mentions: [{event_id, channel_id, read, event}]}`
+//!
+//! Authenticated like every `/api` route through [`crate::http::http_actor`]; summaries and
+//! mentions are answered by the query-service over `chat`, read markers by the write-service.
+//! A missing channel and one the caller cannot read give the same 404.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use buzz_bus::{ChatReply, ChatRequest, WriteReply, WriteRequest};
+use serde::Deserialize;
+use uuid::Uuid;
+
+use crate::http::{community_for, http_actor, ApiError};
+use crate::AppState;
+
+const DEFAULT_MENTIONS: u32 = 50;
+const MAX_MENTIONS: u32 = 100;
+
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/api/channels/{id}/summary", get(summary))
+        .route("/api/channels/{id}/read", post(mark_read))
+        .route("/api/mentions", get(mentions))
+        .with_state(state)
+}
+
+fn bad_request(message: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", message)
+}
+
+/// A channel id as `h` carries it: a lowercase, hyphenated, non-nil UUID.
+fn channel_id(raw: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(raw)
+        .ok()
+        .filter(|u| !u.is_nil() && u.hyphenated().to_string() == raw)
+        .ok_or_else(|| bad_request("channel id must be a lowercase hyphenated non-nil UUID"))
+}
+
+fn path_and_query(uri: &Uri) -> &str {
+    uri.path_and_query().map_or_else(|| uri.path(), |p| p.as_str())
+}
+
+async fn chat(state: &AppState, req: &ChatRequest) -> Result<serde_json::Value, ApiError> {
+    let reply: ChatReply =
+        buzz_bus::rpc::request(&state.nats, state.subjects.chat(), req, state.settings.bus_timeout).await?;
+    Ok(reply?)
+}
+
+async fn summary(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    uri: Uri,
+    Path(id): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let (host, community) = community_for(&state, &headers).await?;
+    let reader = http_actor(&state, &headers, &host, "GET", path_and_query(&uri), &[]).await?;
+    let channel_id = channel_id(&id)?;
+    let req = ChatRequest::Summary { community_id: community.community_id, reader, channel_id };
+    Ok(Json(chat(&state, &req).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MarkRead {
+    up_to: String,
+}
+
+async fn mark_read(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    uri: Uri,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let (host, community) = community_for(&state, &headers).await?;
+    let actor = http_actor(&state, &headers, &host, "POST", path_and_query(&uri), &body).await?;
+    let channel_id = channel_id(&id)?;
+    let req: MarkRead =
+        serde_json::from_slice(&body).map_err(|e| bad_request(format!("invalid body: {e}")))?;
+    if !buzz_core::is_lower_hex(&req.up_to, 64) {
+        return Err(bad_request("up_to must be a 64-char lowercase hex event id"));
+    }
+    let write =
+        WriteRequest::MarkRead { community_id: community.community_id, actor, channel_id, up_to: req.up_to };
+    let reply: WriteReply =
+        buzz_bus::rpc::request(&state.nats, state.subjects.write(), &write, state.settings.bus_timeout)
+            .await?;
+    let ok = reply?;
+    let mut body = ok.data.unwrap_or_else(|| serde_json::json!({ "channel_id": channel_id }));
+    if let Some(map) = body.as_object_mut() {
+        map.insert("moved".into(), serde_json::Value::Bool(!ok.duplicate));
+    }
+    Ok(Json(body))
+}
+
+/// `limit` is the only query parameter; anything else is refused rather than ignored.
+fn mentions_limit(query: Option<&str>) -> Result<u32, ApiError> {
+    let mut limit = None;
+    for pair in query.unwrap_or_default().split('&').filter(|p| !p.is_empty()) {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        if name != "limit" {
+            return Err(bad_request(format!("unknown query parameter: {}", name.escape_default())));
+        }
+        if limit.is_some() {
+            return Err(bad_request("limit given more than once"));
+        }
+        let n = value
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=MAX_MENTIONS).contains(n))
+            .ok_or_else(|| bad_request(format!("limit must be an integer from 1 to {MAX_MENTIONS}")))?;
+        limit = Some(n);
+    }
+    Ok(limit.unwrap_or(DEFAULT_MENTIONS))
+}
+
+async fn mentions(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let (host, community) = community_for(&state, &headers).await?;
+    let reader = http_actor(&state, &headers, &host, "GET", path_and_query(&uri), &[]).await?;
+    let limit = mentions_limit(uri.query())?;
+    let req = ChatRequest::Mentions { community_id: community.community_id, reader, limit };
+    Ok(Json(chat(&state, &req).await?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mentions_limit_defaults_bounds_and_refuses_unknown_parameters() {
+        assert_eq!(mentions_limit(None).ok(), Some(DEFAULT_MENTIONS));
+        assert_eq!(mentions_limit(Some("limit=7")).ok(), Some(7));
+        assert_eq!(mentions_limit(Some("limit=100")).ok(), Some(100));
+        for bad in ["limit=0", "limit=101", "limit=x", "limit=", "since=1", "limit=1&limit=2"] {
+            assert!(mentions_limit(Some(bad)).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn channel_ids_are_strict_uuids() {
+        assert!(channel_id("9b353519-f4fe-4757-aef4-bec6cc0ae54c").is_ok());
+        for bad in ["x", "9B353519-F4FE-4757-AEF4-BEC6CC0AE54C", "00000000-0000-0000-0000-000000000000"] {
+            assert!(channel_id(bad).is_err(), "{bad}");
+        }
+    }
+}
