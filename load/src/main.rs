@@ -1,1 +1,62 @@
-fn main() {}
+//! `buzz-load`: a bounded load generator for buzz-relay and other Nostr relays.
+//!
+//! Layout: `config` (flags), `client` (one WebSocket connection), `nostr` (messages and events),
+//! `setup` (buzz-mode HTTP setup), `publisher` / `subscriber` (per-connection loops), `stats`
+//! (histograms and counters), `report` (summary and JSON), `run` (orchestration).
+
+mod client;
+mod config;
+#[cfg(test)]
+mod mock;
+mod nostr;
+mod publisher;
+mod report;
+mod run;
+mod setup;
+mod stats;
+mod subscriber;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context, Result};
+use clap::Parser;
+
+use crate::config::{Args, Config};
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let cfg = match Config::try_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("buzz-load: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    match run_bounded(&cfg) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("buzz-load: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_bounded(cfg: &Config) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("tokio runtime")?;
+    let deadline = cfg.hard_deadline();
+    let result = rt.block_on(async {
+        tokio::time::timeout(deadline, run::run(cfg))
+            .await
+            .map_err(|_| anyhow!("run exceeded its hard deadline of {deadline:?}"))?
+    });
+    // Never wait long for stragglers (tasks are bounded, but shutdown should be too).
+    rt.shutdown_timeout(Duration::from_secs(2));
+    let report = result?;
+    print!("{report}");
+    if let Some(path) = &cfg.json {
+        report.write_json(path).with_context(|| format!("writing {}", path.display()))?;
+        println!("  JSON report written to {}", path.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,333 @@
+//! Counters, latency histograms (microsecond resolution) and the shared log of send instants.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// Highest latency a histogram tracks (1 hour in µs); larger samples are clamped to it.
+pub const MAX_LATENCY_US: u64 = 3_600_000_000;
+/// How many distinct rejection reasons (and errors) are kept verbatim.
+pub const MAX_REASONS: usize = 5;
+
+/// A latency histogram in microseconds.
+#[derive(Debug, Clone)]
+pub struct Latency(Histogram<u64>);
+
+impl Default for Latency {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Latency {
+    #[must_use]
+    pub fn new() -> Self {
+        Self(Histogram::new_with_bounds(1, MAX_LATENCY_US, 3).expect("static histogram bounds are valid"))
+    }
+
+    pub fn record(&mut self, d: Duration) {
+        let us = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        self.record_us(us);
+    }
+
+    pub fn record_us(&mut self, us: u64) {
+        // Bounds are 1..=MAX: clamping keeps `record` infallible.
+        let _ = self.0.record(us.clamp(1, MAX_LATENCY_US));
+    }
+
+    pub fn merge(&mut self, other: &Self) {
+        // Same bounds on both sides, so adding cannot fail.
+        let _ = self.0.add(&other.0);
+    }
+
+    #[must_use]
+    pub fn summary(&self) -> Summary {
+        if self.0.is_empty() {
+            return Summary::default();
+        }
+        Summary {
+            count: self.0.len(),
+            p50_us: self.0.value_at_quantile(0.50),
+            p90_us: self.0.value_at_quantile(0.90),
+            p99_us: self.0.value_at_quantile(0.99),
+            max_us: self.0.max(),
+            mean_us: self.0.mean(),
+        }
+    }
+}
+
+/// Percentiles of one latency histogram, in microseconds (all zero when `count` is 0).
+/// Values are hdrhistogram's (3 significant digits).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Summary {
+    pub count: u64,
+    pub p50_us: u64,
+    pub p90_us: u64,
+    pub p99_us: u64,
+    pub max_us: u64,
+    pub mean_us: f64,
+}
+
+/// The first few distinct messages with how often each occurred, plus a count of the rest.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Reasons {
+    /// In JSON: `[{"reason": ..., "count": ...}]`.
+    #[serde(serialize_with = "reason_objects")]
+    pub first: Vec<(String, u64)>,
+    /// Occurrences of reasons that did not fit in `first`.
+    pub others: u64,
+}
+
+fn reason_objects<S: serde::Serializer>(first: &[(String, u64)], s: S) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Item<'a> {
+        reason: &'a str,
+        count: u64,
+    }
+    s.collect_seq(first.iter().map(|(reason, count)| Item { reason, count: *count }))
+}
+
+impl Reasons {
+    pub fn add(&mut self, reason: &str) {
+        self.add_n(reason, 1);
+    }
+
+    fn add_n(&mut self, reason: &str, n: u64) {
+        if let Some(slot) = self.first.iter_mut().find(|(r, _)| r == reason) {
+            slot.1 += n;
+        } else if self.first.len() < MAX_REASONS {
+            self.first.push((reason.to_string(), n));
+        } else {
+            self.others += n;
+        }
+    }
+
+    pub fn merge(&mut self, other: &Self) {
+        for (r, n) in &other.first {
+            self.add_n(r, *n);
+        }
+        self.others += other.others;
+    }
+
+    #[must_use]
+    pub fn total(&self) -> u64 {
+        self.first.iter().map(|(_, n)| n).sum::<u64>() + self.others
+    }
+}
+
+/// Events per second; 0 for an empty window.
+#[must_use]
+pub fn per_sec(count: u64, window: Duration) -> f64 {
+    let s = window.as_secs_f64();
+    if s > 0.0 {
+        count as f64 / s
+    } else {
+        0.0
+    }
+}
+
+/// `num / den`; `None` when `den` is 0.
+#[must_use]
+pub fn ratio(num: u64, den: u64) -> Option<f64> {
+    (den > 0).then(|| num as f64 / den as f64)
+}
+
+/// When each published event was sent, by event id: the publishers write, the subscribers read to
+/// measure live delivery latency. A plain mutex: the critical sections are one hash-map operation.
+#[derive(Debug, Default)]
+pub struct SendLog(Mutex<HashMap<String, Instant>>);
+
+impl SendLog {
+    pub fn insert(&self, id: &str, at: Instant) {
+        if let Ok(mut m) = self.0.lock() {
+            m.insert(id.to_string(), at);
+        }
+    }
+
+    #[must_use]
+    pub fn get(&self, id: &str) -> Option<Instant> {
+        self.0.lock().ok().and_then(|m| m.get(id).copied())
+    }
+}
+
+/// What one publisher connection observed.
+#[derive(Debug, Clone, Default)]
+pub struct PublisherStats {
+    /// EVENT messages written to the socket.
+    pub sent: u64,
+    pub accepted: u64,
+    pub rejected: u64,
+    pub reasons: Reasons,
+    /// EVENTs whose OK did not arrive within `--ok-timeout` (or before the drain ended).
+    pub ok_timeouts: u64,
+    /// OKs for ids this connection was not waiting for (late after a timeout, or duplicates).
+    pub unmatched_oks: u64,
+    pub ok_latency: Latency,
+    /// When this connection stopped sending and when its last OK arrived.
+    pub send_end: Option<Instant>,
+    pub last_ok: Option<Instant>,
+    pub errors: Reasons,
+    pub notices: Reasons,
+}
+
+impl PublisherStats {
+    pub fn merge(&mut self, o: &Self) {
+        self.sent += o.sent;
+        self.accepted += o.accepted;
+        self.rejected += o.rejected;
+        self.reasons.merge(&o.reasons);
+        self.ok_timeouts += o.ok_timeouts;
+        self.unmatched_oks += o.unmatched_oks;
+        self.ok_latency.merge(&o.ok_latency);
+        self.send_end = self.send_end.max(o.send_end);
+        self.last_ok = self.last_ok.max(o.last_ok);
+        self.errors.merge(&o.errors);
+        self.notices.merge(&o.notices);
+    }
+}
+
+/// What one subscriber connection observed after its EOSE.
+#[derive(Debug, Clone, Default)]
+pub struct SubscriberStats {
+    /// Receptions of events this run published (first reception per subscriber).
+    pub delivered: u64,
+    /// Repeated receptions of the same event on the same subscription.
+    pub duplicates: u64,
+    /// Events on the subscription that this run did not publish.
+    pub unknown: u64,
+    pub delivery_latency: Latency,
+    pub errors: Reasons,
+    pub notices: Reasons,
+}
+
+impl SubscriberStats {
+    pub fn merge(&mut self, o: &Self) {
+        self.delivered += o.delivered;
+        self.duplicates += o.duplicates;
+        self.unknown += o.unknown;
+        self.delivery_latency.merge(&o.delivery_latency);
+        self.errors.merge(&o.errors);
+        self.notices.merge(&o.notices);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(actual: u64, expected: u64) -> bool {
+        // hdrhistogram with 3 significant digits: within 0.1 %.
+        actual.abs_diff(expected) * 1000 <= expected
+    }
+
+    #[test]
+    fn percentiles_of_uniform_samples() {
+        let mut h = Latency::new();
+        for us in 1..=10_000 {
+            h.record_us(us);
+        }
+        let s = h.summary();
+        assert_eq!(s.count, 10_000);
+        assert!(close(s.p50_us, 5_000), "{s:?}");
+        assert!(close(s.p90_us, 9_000), "{s:?}");
+        assert!(close(s.p99_us, 9_900), "{s:?}");
+        assert!(close(s.max_us, 10_000), "{s:?}");
+        assert!((s.mean_us - 5_000.5).abs() < 10.0, "{s:?}");
+    }
+
+    #[test]
+    fn percentiles_with_a_tail() {
+        let mut h = Latency::new();
+        for _ in 0..98 {
+            h.record(Duration::from_micros(1_000));
+        }
+        h.record(Duration::from_millis(50));
+        h.record(Duration::from_secs(2));
+        let s = h.summary();
+        assert!(close(s.p50_us, 1_000));
+        assert!(close(s.p90_us, 1_000));
+        assert!(close(s.p99_us, 50_000), "{s:?}");
+        assert!(close(s.max_us, 2_000_000));
+    }
+
+    #[test]
+    fn empty_and_clamped() {
+        assert_eq!(Latency::new().summary(), Summary::default());
+        let mut h = Latency::new();
+        h.record_us(0);
+        h.record(Duration::from_secs(10 * 3600));
+        let s = h.summary();
+        assert_eq!(s.count, 2);
+        assert!(s.p50_us <= 1);
+        assert!(close(s.max_us, MAX_LATENCY_US));
+    }
+
+    #[test]
+    fn merging_histograms() {
+        let (mut a, mut b) = (Latency::new(), Latency::new());
+        a.record_us(100);
+        b.record_us(300);
+        b.record_us(300);
+        a.merge(&b);
+        let s = a.summary();
+        assert_eq!(s.count, 3);
+        assert!(close(s.p50_us, 300));
+        assert!(close(s.max_us, 300));
+    }
+
+    #[test]
+    fn rates() {
+        assert!((per_sec(1000, Duration::from_millis(500)) - 2000.0).abs() < 1e-9);
+        assert!((per_sec(3, Duration::from_secs(2)) - 1.5).abs() < 1e-9);
+        assert!(per_sec(10, Duration::ZERO).abs() < f64::EPSILON);
+        assert_eq!(ratio(1, 0), None);
+        assert_eq!(ratio(3, 4), Some(0.75));
+    }
+
+    #[test]
+    fn reasons_keep_first_distinct() {
+        let mut r = Reasons::default();
+        for i in 0..8 {
+            r.add(&format!("r{i}"));
+        }
+        r.add("r0");
+        assert_eq!(r.first.len(), MAX_REASONS);
+        assert_eq!(r.first[0], ("r0".to_string(), 2));
+        assert_eq!(r.others, 3);
+        assert_eq!(r.total(), 9);
+        let mut m = Reasons::default();
+        m.add("r7");
+        m.merge(&r);
+        assert_eq!(m.first[0], ("r7".to_string(), 1));
+        assert_eq!(m.total(), 10);
+        let json = serde_json::to_value(&m).expect("json");
+        assert_eq!(json["first"][0], serde_json::json!({"reason": "r7", "count": 1}));
+        // r7 plus r0..r3 fill the slots; r4 joins r's three others.
+        assert_eq!(json["others"], 4);
+    }
+
+    #[test]
+    fn publisher_merge() {
+        let t = Instant::now();
+        let mut a = PublisherStats { sent: 2, accepted: 1, rejected: 1, ..Default::default() };
+        a.reasons.add("blocked: x");
+        a.last_ok = Some(t);
+        let mut b = PublisherStats { sent: 3, accepted: 3, ..Default::default() };
+        b.last_ok = Some(t + Duration::from_secs(1));
+        a.merge(&b);
+        assert_eq!((a.sent, a.accepted, a.rejected), (5, 4, 1));
+        assert_eq!(a.last_ok, Some(t + Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn send_log() {
+        let log = SendLog::default();
+        let t = Instant::now();
+        log.insert("a", t);
+        assert_eq!(log.get("a"), Some(t));
+        assert_eq!(log.get("b"), None);
+    }
+}
