@@ -242,6 +242,10 @@ pub struct LiveEvent {
     pub channel_id: Option<Uuid>,
     pub audience: Audience,
     pub event: Event,
+    /// The community's access version this write saw (see `AccessChanged`): a gateway whose
+    /// cached access answers are older re-checks before delivering.
+    #[serde(default)]
+    pub access_version: i64,
 }
 
 /// `buzz.v1.access.<community>`: cached access answers for the community are stale.

@@ -171,6 +171,15 @@ pub async fn standing(
     })
 }
 
+/// Bumps the community's access version (inside the transaction that changes access) and
+/// returns the new value.
+pub async fn bump_access_version(conn: &mut PgConnection, community: Uuid) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar("UPDATE communities SET access_version = access_version + 1 WHERE id = $1 RETURNING access_version")
+        .bind(community)
+        .fetch_one(conn)
+        .await
+}
+
 /// SQL condition: channel `{alias}.channel_id` is readable by the reader. Binds: `$1` community,
 /// `$2` reader pubkey, `$3` the credential's channel restriction (`uuid[]`, NULL = unrestricted).
 /// The same rule as [`can_read`] (the credential's read scope is checked before querying).

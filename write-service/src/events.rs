@@ -8,22 +8,45 @@ use uuid::Uuid;
 
 use crate::store::{self, NewChannel};
 
+pub const KIND_DELETION: u32 = 5;
 pub const KIND_MESSAGE: u32 = 9;
+pub const KIND_PUT_USER: u32 = 9000;
+pub const KIND_REMOVE_USER: u32 = 9001;
+pub const KIND_EDIT_CHANNEL: u32 = 9002;
+pub const KIND_REDACT: u32 = 9005;
 pub const KIND_CREATE_CHANNEL: u32 = 9007;
+pub const KIND_DELETE_CHANNEL: u32 = 9008;
 
 /// The result of an accepted write: the reply, and what to publish once committed.
 pub struct Accepted {
     pub ok: WriteOk,
+    /// The accepted event, for live fan-out.
     pub live: Option<LiveEvent>,
+    /// Relay-signed events stored with it (39000/39002), also fanned out.
+    pub also: Vec<LiveEvent>,
+    /// The community's access changed (the channel concerned): gateways drop cached answers.
+    pub access_changed: Option<Uuid>,
 }
 
-fn denial(d: WriteDenial) -> BusError {
+impl Accepted {
+    #[must_use]
+    pub fn duplicate() -> Self {
+        Self { ok: duplicate(), live: None, also: Vec::new(), access_changed: None }
+    }
+}
+
+/// The relay's own key and signing, for the events the relay writes itself.
+pub struct Relay<'a> {
+    pub keys: &'a buzz_core::Keys,
+}
+
+pub(crate) fn denial(d: WriteDenial) -> BusError {
     let (prefix, message) = d.reason();
     let code = if prefix == "blocked" { ErrorCode::Blocked } else { ErrorCode::Restricted };
     BusError::new(code, message)
 }
 
-fn credential(actor: &Actor) -> Credential<'_> {
+pub(crate) fn credential(actor: &Actor) -> Credential<'_> {
     Credential {
         can_read_messages: actor.has_scope(Scope::MessagesRead),
         can_write_messages: actor.has_scope(Scope::MessagesWrite),
@@ -48,32 +71,52 @@ pub async fn write_event(
     community: Uuid,
     actor: &Actor,
     event: Event,
+    relay: &Relay<'_>,
 ) -> Result<Accepted, BusError> {
     if event.pubkey != actor.pubkey {
         return Err(BusError::restricted("event pubkey is not the authenticated pubkey"));
     }
-    if !matches!(event.kind, KIND_MESSAGE | KIND_CREATE_CHANNEL) {
+    if !matches!(
+        event.kind,
+        KIND_DELETION
+            | KIND_MESSAGE
+            | KIND_PUT_USER
+            | KIND_REMOVE_USER
+            | KIND_EDIT_CHANNEL
+            | KIND_REDACT
+            | KIND_CREATE_CHANNEL
+            | KIND_DELETE_CHANNEL
+    ) {
         return Err(BusError::blocked(format!("kind {} is not accepted by this relay", event.kind)));
     }
     let mut tx = pool.begin().await.map_err(sql)?;
     if store::event_exists(&mut tx, community, &event.id).await.map_err(sql)? {
-        return Ok(Accepted { ok: duplicate(), live: None });
+        return Ok(Accepted::duplicate());
     }
-    if !store::community_active(&mut tx, community).await.map_err(sql)? {
+    let Some(access_version) = store::active_community(&mut tx, community).await.map_err(sql)? else {
         return Err(BusError::restricted("community is not active"));
-    }
-    if access::community_role(&mut tx, community, &actor.pubkey).await.map_err(sql)?.is_none() {
+    };
+    if access::community_role(&mut tx, community, actor.member_key()).await.map_err(sql)?.is_none() {
         return Err(BusError::restricted("not a member of this community"));
     }
-    let accepted = match event.kind {
-        KIND_CREATE_CHANNEL => create_channel(&mut tx, community, actor, event).await?,
-        _ => post_message(&mut tx, community, actor, event).await?,
+    let mut accepted = match event.kind {
+        KIND_CREATE_CHANNEL => create_channel(&mut tx, community, actor, event, relay).await?,
+        KIND_MESSAGE => post_message(&mut tx, community, actor, event).await?,
+        KIND_DELETION => crate::channels::delete_own(&mut tx, community, actor, event).await?,
+        _ => crate::channels::moderate(&mut tx, community, actor, event, relay).await?,
     };
+    let version = match accepted.access_changed {
+        Some(_) => access::bump_access_version(&mut tx, community).await.map_err(sql)?,
+        None => access_version,
+    };
+    for live in accepted.live.iter_mut().chain(accepted.also.iter_mut()) {
+        live.access_version = version;
+    }
     tx.commit().await.map_err(sql)?;
     Ok(accepted)
 }
 
-fn duplicate() -> WriteOk {
+pub(crate) fn duplicate() -> WriteOk {
     WriteOk { duplicate: true, message: "duplicate: already have this event".into(), data: None }
 }
 
@@ -85,7 +128,7 @@ async fn post_message(
 ) -> Result<Accepted, BusError> {
     let channel_id = channel_tag(&event)?;
     let channel = access::load_channel(tx, community, channel_id, true).await.map_err(sql)?;
-    let standing = access::standing(tx, community, channel_id, &actor.pubkey).await.map_err(sql)?;
+    let standing = access::standing(tx, community, channel_id, actor.member_key()).await.map_err(sql)?;
     access::can_write(channel.as_ref(), standing, credential(actor)).map_err(denial)?;
     let channel = channel.ok_or_else(BusError::internal)?;
     let root = thread_root(&event)?.map(str::to_owned);
@@ -114,7 +157,7 @@ pub fn thread_root(event: &Event) -> Result<Option<&str>, BusError> {
     Ok(Some(id))
 }
 
-async fn store_and_announce(
+pub(crate) async fn store_and_announce(
     tx: &mut PgConnection,
     community: Uuid,
     event: Event,
@@ -125,13 +168,21 @@ async fn store_and_announce(
         .await
         .map_err(sql)?
     {
-        return Ok(Accepted { ok: duplicate(), live: None });
+        return Ok(Accepted::duplicate());
     }
-    let audience = if channel.is_open() { Audience::Community } else { Audience::ChannelMembers };
     Ok(Accepted {
         ok: WriteOk::applied(),
-        live: Some(LiveEvent { community_id: community, channel_id: Some(channel.id), audience, event }),
+        live: Some(live_event(community, channel, event)),
+        also: Vec::new(),
+        access_changed: None,
     })
+}
+
+/// A stored event of `channel` as it is fanned out (audience decided from the stored channel).
+#[must_use]
+pub fn live_event(community: Uuid, channel: &access::Channel, event: Event) -> LiveEvent {
+    let audience = if channel.is_open() { Audience::Community } else { Audience::ChannelMembers };
+    LiveEvent { community_id: community, channel_id: Some(channel.id), audience, event, access_version: 0 }
 }
 
 /// Kind 9007: `h`, `name`, `visibility` (open/private, default open), `channel_type`
@@ -142,6 +193,7 @@ async fn create_channel(
     community: Uuid,
     actor: &Actor,
     event: Event,
+    relay: &Relay<'_>,
 ) -> Result<Accepted, BusError> {
     if !actor.has_scope(Scope::ChannelsWrite) {
         return Err(BusError::restricted("token does not allow creating channels"));
@@ -172,7 +224,7 @@ async fn create_channel(
                 .ok_or_else(|| BusError::invalid("ttl must be a positive number of seconds"))?,
         ),
     };
-    let mut participants: Vec<String> = vec![actor.pubkey.clone()];
+    let mut participants: Vec<String> = vec![actor.member_key().to_owned()];
     if dm {
         for p in event.tags_named("p") {
             let key = p.get(1).map(String::as_str).unwrap_or_default();
@@ -201,7 +253,10 @@ async fn create_channel(
     }
     let channel =
         access::load_channel(tx, community, id, false).await.map_err(sql)?.ok_or_else(BusError::internal)?;
-    store_and_announce(tx, community, event, &channel, None).await
+    let mut accepted = store_and_announce(tx, community, event, &channel, None).await?;
+    let kinds = [crate::channels::KIND_CHANNEL_METADATA, crate::channels::KIND_CHANNEL_MEMBERS];
+    accepted.also = crate::channels::relay_state(tx, community, &channel, relay, &kinds).await?;
+    Ok(accepted)
 }
 
 pub(crate) fn sql(e: sqlx::Error) -> BusError {

@@ -1,6 +1,7 @@
 //! Write-service of buzz-relay: every state change. A write is acknowledged only after its
 //! transaction commits; what was accepted is then published for live fan-out.
 
+pub mod channels;
 pub mod events;
 pub mod members;
 pub mod read_model;
@@ -22,6 +23,8 @@ pub struct Writer {
     pub pool: sqlx::PgPool,
     pub nats: async_nats::Client,
     pub subjects: Subjects,
+    /// The relay's key, signing 39000/39002 (and later 45011).
+    pub relay: std::sync::Arc<buzz_core::Keys>,
 }
 
 impl Writer {
@@ -30,9 +33,16 @@ impl Writer {
         let started = std::time::Instant::now();
         let reply = match req {
             WriteRequest::Event { community_id, actor, event } => {
-                let accepted = events::write_event(&self.pool, community_id, &actor, event).await?;
-                if let Some(live) = accepted.live {
-                    self.publish(self.subjects.live(community_id), &live).await;
+                let relay = events::Relay { keys: &self.relay };
+                let accepted = events::write_event(&self.pool, community_id, &actor, event, &relay).await?;
+                // Access changes go out before the events that follow them, so a gateway drops
+                // its cached answers first (live events also carry the access version).
+                if let Some(channel_id) = accepted.access_changed {
+                    let changed = AccessChanged::Channel { channel_id };
+                    self.publish(self.subjects.access_changed(community_id), &changed).await;
+                }
+                for live in accepted.live.iter().chain(accepted.also.iter()) {
+                    self.publish(self.subjects.live(community_id), live).await;
                 }
                 Ok(accepted.ok)
             }
@@ -91,6 +101,7 @@ pub struct Application {
     admin: tokio::net::TcpListener,
     admin_addr: SocketAddr,
     concurrency: usize,
+    sweep_every: std::time::Duration,
 }
 
 impl Application {
@@ -99,13 +110,16 @@ impl Application {
         buzz_store::check_schema(&pool).await?;
         let nats = serve::connect(&settings.nats_url, "buzz-write").await?;
         let subjects = Subjects::new(&settings.nats_prefix).map_err(anyhow::Error::msg)?;
+        let relay = buzz_core::Keys::from_secret_hex(&settings.relay_secret_key)
+            .ok_or_else(|| anyhow::anyhow!("BUZZ_RELAY_SECRET_KEY is not a valid secret key"))?;
         let admin = tokio::net::TcpListener::bind(settings.admin_listen).await?;
         let admin_addr = admin.local_addr()?;
         Ok(Self {
-            writer: Writer { pool, nats, subjects },
+            writer: Writer { pool, nats, subjects, relay: std::sync::Arc::new(relay) },
             admin,
             admin_addr,
             concurrency: settings.concurrency,
+            sweep_every: settings.ttl_sweep_every,
         })
     }
 
@@ -127,6 +141,7 @@ impl Application {
                 async move { Some(writer.handle(m.body).await) }
             },
         );
+        tokio::spawn(sweep_loop(self.writer.pool.clone(), self.sweep_every, shutdown.clone()));
         let pool = self.writer.pool.clone();
         let nats = self.writer.nats.clone();
         let admin = axum::serve(self.admin, ready_router(pool, nats))
@@ -137,6 +152,32 @@ impl Application {
         b?;
         self.writer.nats.flush().await.ok();
         Ok(())
+    }
+}
+
+/// Removes expired TTL-channel events in batches. Reads never serve an expired event even before
+/// the sweeper reaches it (every query filters on `expires_at`); this only reclaims space.
+async fn sweep_loop(pool: sqlx::PgPool, every: std::time::Duration, shutdown: CancellationToken) {
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        loop {
+            match store::sweep_expired(&pool, 1000).await {
+                Ok(n) => {
+                    metrics::counter!("buzz_ttl_swept_total").increment(n);
+                    if n < 1000 {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "ttl sweep failed");
+                    break;
+                }
+            }
+        }
     }
 }
 

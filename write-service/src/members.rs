@@ -81,6 +81,7 @@ pub async fn remove_member(
         return Err(BusError::restricted("your role cannot remove that member"));
     }
     let removed = store::remove_member(&mut tx, community, pubkey).await.map_err(sql)?;
+    buzz_store::access::bump_access_version(&mut tx, community).await.map_err(sql)?;
     tx.commit().await.map_err(sql)?;
     Ok(removed)
 }

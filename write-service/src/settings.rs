@@ -16,6 +16,8 @@ pub struct Settings {
     pub concurrency: usize,
     /// The relay's own key (hex), signing its events (39000/39002, 45011).
     pub relay_secret_key: String,
+    /// How often expired TTL-channel events are swept.
+    pub ttl_sweep_every: std::time::Duration,
 }
 
 impl Settings {
@@ -32,6 +34,7 @@ impl Settings {
             max_db_connections: env_or("BUZZ_WRITE_DB_CONNECTIONS", 16)?,
             concurrency: env_or("BUZZ_WRITE_CONCURRENCY", 64)?,
             relay_secret_key,
+            ttl_sweep_every: std::time::Duration::from_secs(env_or("BUZZ_TTL_SWEEP_SECS", 30u64)?.max(1)),
         })
     }
 }

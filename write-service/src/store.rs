@@ -1,6 +1,7 @@
 //! SQL of the write-service that is not access: events, tags, channels, members.
 
 use buzz_core::Event;
+use buzz_store::access;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -171,13 +172,12 @@ pub async fn remove_member(
     Ok(n == 1)
 }
 
-/// Whether the community exists and is active.
-pub async fn community_active(conn: &mut PgConnection, community: Uuid) -> Result<bool, sqlx::Error> {
-    let lifecycle: Option<String> = sqlx::query_scalar("SELECT lifecycle FROM communities WHERE id = $1")
+/// The community's access version when it exists and is active.
+pub async fn active_community(conn: &mut PgConnection, community: Uuid) -> Result<Option<i64>, sqlx::Error> {
+    sqlx::query_scalar("SELECT access_version FROM communities WHERE id = $1 AND lifecycle = 'active'")
         .bind(community)
         .fetch_optional(conn)
-        .await?;
-    Ok(lifecycle.as_deref() == Some("active"))
+        .await
 }
 
 /// Is `id` a conversation anchor in `channel`: an undeleted, unredacted, unexpired kind-9
@@ -198,4 +198,174 @@ pub async fn is_anchor(
     .bind(channel)
     .fetch_one(conn)
     .await
+}
+
+/// Locks a live channel row for a change to it.
+pub async fn lock_channel(
+    conn: &mut PgConnection,
+    community: Uuid,
+    id: Uuid,
+) -> Result<Option<access::Channel>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT id, name, visibility, channel_type, ttl_seconds, archived FROM channels \
+         WHERE community_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE",
+    )
+    .bind(community)
+    .bind(id)
+    .fetch_optional(conn)
+    .await
+}
+
+pub async fn update_channel(
+    conn: &mut PgConnection,
+    community: Uuid,
+    c: &access::Channel,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE channels SET name = $3, visibility = $4, archived = $5 WHERE community_id = $1 AND id = $2",
+    )
+    .bind(community)
+    .bind(c.id)
+    .bind(&c.name)
+    .bind(&c.visibility)
+    .bind(c.archived)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+pub async fn delete_channel(conn: &mut PgConnection, community: Uuid, id: Uuid) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE channels SET deleted_at = now() WHERE community_id = $1 AND id = $2")
+        .bind(community)
+        .bind(id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Marks an active channel membership removed; false when there was none.
+pub async fn remove_channel_member(
+    conn: &mut PgConnection,
+    community: Uuid,
+    channel: Uuid,
+    pubkey: &str,
+) -> Result<bool, sqlx::Error> {
+    let n = sqlx::query(
+        "UPDATE channel_members SET removed_at = now() \
+         WHERE community_id = $1 AND channel_id = $2 AND pubkey = $3 AND removed_at IS NULL",
+    )
+    .bind(community)
+    .bind(channel)
+    .bind(pubkey)
+    .execute(conn)
+    .await?
+    .rows_affected();
+    Ok(n == 1)
+}
+
+/// The active channel role of `pubkey`.
+pub async fn channel_role(
+    conn: &mut PgConnection,
+    community: Uuid,
+    channel: Uuid,
+    pubkey: &str,
+) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT role FROM channel_members WHERE community_id = $1 AND channel_id = $2 AND pubkey = $3 AND removed_at IS NULL",
+    )
+    .bind(community)
+    .bind(channel)
+    .bind(pubkey)
+    .fetch_optional(conn)
+    .await
+}
+
+/// Active members of a channel with their roles, in a stable order.
+pub async fn channel_members(
+    conn: &mut PgConnection,
+    community: Uuid,
+    channel: Uuid,
+) -> Result<Vec<(String, String)>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT pubkey, role FROM channel_members WHERE community_id = $1 AND channel_id = $2 AND removed_at IS NULL \
+         ORDER BY added_at, pubkey",
+    )
+    .bind(community)
+    .bind(channel)
+    .fetch_all(conn)
+    .await
+}
+
+/// A stored event's author and channel, if it is live (not deleted or redacted).
+pub async fn event_owner(
+    conn: &mut PgConnection,
+    community: Uuid,
+    id: &str,
+) -> Result<Option<(String, Option<Uuid>, i64)>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT pubkey, channel_id, kind FROM events WHERE community_id = $1 AND id = $2 \
+         AND deleted_at IS NULL AND redacted_at IS NULL",
+    )
+    .bind(community)
+    .bind(id)
+    .fetch_optional(conn)
+    .await
+}
+
+pub async fn redact_event(conn: &mut PgConnection, community: Uuid, id: &str) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE events SET redacted_at = now() WHERE community_id = $1 AND id = $2 AND redacted_at IS NULL",
+    )
+    .bind(community)
+    .bind(id)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+pub async fn delete_events(
+    conn: &mut PgConnection,
+    community: Uuid,
+    ids: &[String],
+) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE events SET deleted_at = now() WHERE community_id = $1 AND id = ANY($2) AND deleted_at IS NULL")
+        .bind(community)
+        .bind(ids)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Drops the stored relay event of `kind` for a channel (addressable: only the newest is kept).
+pub async fn drop_relay_event(
+    conn: &mut PgConnection,
+    community: Uuid,
+    channel: Uuid,
+    kind: u32,
+    relay: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "DELETE FROM events WHERE community_id = $1 AND channel_id = $2 AND kind = $3 AND pubkey = $4",
+    )
+    .bind(community)
+    .bind(channel)
+    .bind(i64::from(kind))
+    .bind(relay)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Deletes up to `batch` expired events (TTL channels); replicas may run this concurrently.
+pub async fn sweep_expired(pool: &sqlx::PgPool, batch: i64) -> Result<u64, sqlx::Error> {
+    let n = sqlx::query(
+        "DELETE FROM events WHERE (community_id, id) IN ( \
+             SELECT community_id, id FROM events WHERE expires_at IS NOT NULL AND expires_at <= now() \
+             LIMIT $1 FOR UPDATE SKIP LOCKED)",
+    )
+    .bind(batch)
+    .execute(pool)
+    .await?
+    .rows_affected();
+    Ok(n)
 }

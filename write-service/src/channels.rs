@@ -1,0 +1,298 @@
+//! Channel administration (kinds 9000, 9001, 9002, 9005, 9008), NIP-09 deletion of one's own
+//! events (kind 5), and the relay-signed channel state (39000 metadata, 39002 members).
+
+use buzz_bus::{Actor, BusError, LiveEvent, Scope};
+use buzz_core::Event;
+use buzz_store::access::{self, Channel, Credential, Standing, WriteDenial};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use crate::events::{
+    channel_tag, denial, live_event, sql, store_and_announce, Accepted, Relay, KIND_DELETE_CHANNEL,
+    KIND_EDIT_CHANNEL, KIND_PUT_USER, KIND_REDACT, KIND_REMOVE_USER,
+};
+use crate::store;
+
+pub const KIND_CHANNEL_METADATA: u32 = 39000;
+pub const KIND_CHANNEL_MEMBERS: u32 = 39002;
+/// NIP-AR revisions cannot be removed with NIP-09.
+const KIND_ARTIFACT_REVISION: i64 = 45010;
+
+const UNRESTRICTED: Credential<'static> =
+    Credential { can_read_messages: true, can_write_messages: true, channel_ids: None };
+
+/// The credential's scope (its channel restriction is checked by the caller).
+fn need(actor: &Actor, scope: Scope) -> Result<(), BusError> {
+    if actor.has_scope(scope) {
+        Ok(())
+    } else {
+        Err(BusError::restricted("token does not allow this channel change"))
+    }
+}
+
+fn moderator(standing: Standing) -> Result<(), BusError> {
+    if standing.channel_admin || standing.community_admin {
+        Ok(())
+    } else {
+        Err(BusError::restricted(
+            "only channel owners and admins, or community owners and admins, may do this",
+        ))
+    }
+}
+
+fn target_pubkey(event: &Event) -> Result<String, BusError> {
+    let p = event.tag_value("p").unwrap_or_default();
+    if buzz_core::is_lower_hex(p, 64) {
+        Ok(p.to_owned())
+    } else {
+        Err(BusError::invalid("p must be a 64-char lowercase hex pubkey"))
+    }
+}
+
+/// Kinds 9000/9001/9002/9005/9008. The channel row is locked for the change; the change and its
+/// event commit together; membership, visibility, archive and deletion changes are access changes.
+pub async fn moderate(
+    tx: &mut PgConnection,
+    community: Uuid,
+    actor: &Actor,
+    event: Event,
+    relay: &Relay<'_>,
+) -> Result<Accepted, BusError> {
+    let channel_id = channel_tag(&event)?;
+    let member = actor.member_key().to_owned();
+    let locked = store::lock_channel(tx, community, channel_id).await.map_err(sql)?;
+    let standing = access::standing(tx, community, channel_id, &member).await.map_err(sql)?;
+    let Some(mut channel) = locked.filter(|c| access::can_read(c, standing, UNRESTRICTED)) else {
+        return Err(denial(WriteDenial::NotFound));
+    };
+    if actor.channel_ids.as_ref().is_some_and(|ids| !ids.contains(&channel_id)) {
+        return Err(denial(WriteDenial::Scope));
+    }
+    let dm = channel.channel_type == "dm";
+    let (metadata, members) = match event.kind {
+        KIND_PUT_USER => {
+            need(actor, Scope::ChannelsWrite)?;
+            moderator(standing)?;
+            if dm {
+                return Err(BusError::invalid("dm participants are fixed"));
+            }
+            let target = target_pubkey(&event)?;
+            let role = event.tags_named("p").next().and_then(|t| t.get(2)).map_or("member", String::as_str);
+            if !matches!(role, "member" | "admin") {
+                return Err(BusError::invalid("role must be member or admin"));
+            }
+            if access::community_role(tx, community, &target).await.map_err(sql)?.is_none() {
+                return Err(BusError::invalid("user is not a community member"));
+            }
+            if store::channel_role(tx, community, channel_id, &target).await.map_err(sql)?.as_deref()
+                == Some("owner")
+            {
+                return Err(BusError::restricted("the channel owner's role cannot be changed"));
+            }
+            store::add_channel_members(tx, community, channel_id, &[target], role).await.map_err(sql)?;
+            (false, true)
+        }
+        KIND_REMOVE_USER => {
+            if dm {
+                return Err(BusError::invalid("dm participants are fixed"));
+            }
+            let target = target_pubkey(&event)?;
+            if target == member {
+                need(actor, Scope::MessagesWrite)?;
+            } else {
+                need(actor, Scope::ChannelsWrite)?;
+                moderator(standing)?;
+                let role = store::channel_role(tx, community, channel_id, &target).await.map_err(sql)?;
+                if role.as_deref() == Some("owner") && !standing.community_admin {
+                    return Err(BusError::restricted(
+                        "only community owners and admins remove a channel owner",
+                    ));
+                }
+            }
+            if !store::remove_channel_member(tx, community, channel_id, &target).await.map_err(sql)? {
+                return Err(BusError::invalid("not a member of this channel"));
+            }
+            (false, true)
+        }
+        KIND_EDIT_CHANNEL => {
+            need(actor, Scope::ChannelsWrite)?;
+            moderator(standing)?;
+            edit(&mut channel, &event)?;
+            store::update_channel(tx, community, &channel).await.map_err(sql)?;
+            (true, false)
+        }
+        KIND_REDACT => {
+            redact(tx, community, actor, &event, channel_id, standing).await?;
+            (false, false)
+        }
+        KIND_DELETE_CHANNEL => {
+            need(actor, Scope::ChannelsWrite)?;
+            let role = store::channel_role(tx, community, channel_id, &member).await.map_err(sql)?;
+            if role.as_deref() != Some("owner") && !standing.community_admin {
+                return Err(BusError::restricted(
+                    "only the channel owner or community owners and admins delete a channel",
+                ));
+            }
+            store::delete_channel(tx, community, channel_id).await.map_err(sql)?;
+            (false, false)
+        }
+        _ => return Err(BusError::blocked(format!("kind {} is not accepted by this relay", event.kind))),
+    };
+    let access_changed =
+        matches!(event.kind, KIND_PUT_USER | KIND_REMOVE_USER | KIND_EDIT_CHANNEL | KIND_DELETE_CHANNEL)
+            .then_some(channel_id);
+    let mut accepted = store_and_announce(tx, community, event, &channel, None).await?;
+    accepted.access_changed = access_changed;
+    let kinds: Vec<u32> = [(metadata, KIND_CHANNEL_METADATA), (members, KIND_CHANNEL_MEMBERS)]
+        .into_iter()
+        .filter_map(|(changed, kind)| changed.then_some(kind))
+        .collect();
+    accepted.also = relay_state(tx, community, &channel, relay, &kinds).await?;
+    Ok(accepted)
+}
+
+/// 9002: any of `name`, `visibility` (not for DMs), `archived` ("true"/"false").
+fn edit(channel: &mut Channel, event: &Event) -> Result<(), BusError> {
+    let mut changed = false;
+    if let Some(name) = event.tag_value("name") {
+        let name = name.trim();
+        if name.is_empty() || name.len() > 256 {
+            return Err(BusError::invalid("name must be 1 to 256 bytes"));
+        }
+        channel.name = name.to_owned();
+        changed = true;
+    }
+    if let Some(v) = event.tag_value("visibility") {
+        if channel.channel_type == "dm" {
+            return Err(BusError::invalid("a dm is always private"));
+        }
+        if !matches!(v, "open" | "private") {
+            return Err(BusError::invalid("visibility must be open or private"));
+        }
+        v.clone_into(&mut channel.visibility);
+        changed = true;
+    }
+    if let Some(a) = event.tag_value("archived") {
+        channel.archived = match a {
+            "true" => true,
+            "false" => false,
+            _ => return Err(BusError::invalid("archived must be \"true\" or \"false\"")),
+        };
+        changed = true;
+    }
+    if changed {
+        Ok(())
+    } else {
+        Err(BusError::invalid("edit names none of name, visibility, archived"))
+    }
+}
+
+/// 9005: the event's author (with `messages:write`) or a moderator (with `channels:write`) redacts
+/// an event of this channel. It stays stored and counted as accepted, but is never served again.
+async fn redact(
+    tx: &mut PgConnection,
+    community: Uuid,
+    actor: &Actor,
+    event: &Event,
+    channel_id: Uuid,
+    standing: Standing,
+) -> Result<(), BusError> {
+    let target = event.tag_value("e").unwrap_or_default();
+    if !buzz_core::is_lower_hex(target, 64) {
+        return Err(BusError::invalid("e must be a 64-char lowercase hex event id"));
+    }
+    let found = store::event_owner(tx, community, target).await.map_err(sql)?;
+    let Some((author, _, _)) = found.filter(|(_, c, _)| *c == Some(channel_id)) else {
+        return Err(BusError::invalid("no such event in this channel"));
+    };
+    if author == actor.pubkey {
+        need(actor, Scope::MessagesWrite)?;
+    } else {
+        need(actor, Scope::ChannelsWrite)?;
+        moderator(standing)?;
+    }
+    store::redact_event(tx, community, target).await.map_err(sql)
+}
+
+/// Kind 5 (NIP-09): the author deletes their own events, all in one channel they can read.
+/// Artifact revisions are refused with a reason (NIP-AR moderation).
+pub async fn delete_own(
+    tx: &mut PgConnection,
+    community: Uuid,
+    actor: &Actor,
+    event: Event,
+) -> Result<Accepted, BusError> {
+    let ids: Vec<String> = event.tags_named("e").filter_map(|t| t.get(1).cloned()).collect();
+    if ids.is_empty() || ids.iter().any(|id| !buzz_core::is_lower_hex(id, 64)) {
+        return Err(BusError::invalid("a deletion names one or more events in e tags"));
+    }
+    let mut channel_id = None;
+    for id in &ids {
+        let found = store::event_owner(tx, community, id).await.map_err(sql)?;
+        let Some((_, channel, kind)) = found.filter(|(author, ..)| *author == event.pubkey) else {
+            return Err(BusError::restricted("can only delete your own events"));
+        };
+        if kind == KIND_ARTIFACT_REVISION {
+            return Err(BusError::invalid(
+                "artifact revisions cannot be deleted with kind 5; publish op=delete",
+            ));
+        }
+        if channel_id.is_some_and(|c| Some(c) != channel) {
+            return Err(BusError::invalid("a deletion names events of one channel"));
+        }
+        channel_id = channel;
+    }
+    let channel_id = channel_id.ok_or_else(|| BusError::restricted("can only delete your own events"))?;
+    let channel = access::load_channel(tx, community, channel_id, true).await.map_err(sql)?;
+    let standing = access::standing(tx, community, channel_id, actor.member_key()).await.map_err(sql)?;
+    let Some(channel) = channel.filter(|c| access::can_read(c, standing, UNRESTRICTED)) else {
+        return Err(denial(WriteDenial::NotFound));
+    };
+    if !actor.has_scope(Scope::MessagesWrite)
+        || actor.channel_ids.as_ref().is_some_and(|c| !c.contains(&channel_id))
+    {
+        return Err(denial(WriteDenial::Scope));
+    }
+    store::delete_events(tx, community, &ids).await.map_err(sql)?;
+    store_and_announce(tx, community, event, &channel, None).await
+}
+
+/// Regenerates the relay-signed channel events of `kinds` (39000 metadata, 39002 members),
+/// keeping only the newest of each.
+pub async fn relay_state(
+    tx: &mut PgConnection,
+    community: Uuid,
+    channel: &Channel,
+    relay: &Relay<'_>,
+    kinds: &[u32],
+) -> Result<Vec<LiveEvent>, BusError> {
+    let d = channel.id.to_string();
+    let mut meta = vec![
+        vec!["d".to_owned(), d.clone()],
+        vec!["name".to_owned(), channel.name.clone()],
+        vec![if channel.visibility == "open" { "public" } else { "private" }.to_owned()],
+        vec!["visibility".to_owned(), channel.visibility.clone()],
+        vec!["channel_type".to_owned(), channel.channel_type.clone()],
+        vec!["archived".to_owned(), channel.archived.to_string()],
+    ];
+    if let Some(ttl) = channel.ttl_seconds {
+        meta.push(vec!["ttl".to_owned(), ttl.to_string()]);
+    }
+    let mut members = vec![vec!["d".to_owned(), d]];
+    for (pubkey, role) in store::channel_members(tx, community, channel.id).await.map_err(sql)? {
+        members.push(vec!["p".to_owned(), pubkey, role]);
+    }
+    let mut out = Vec::new();
+    for (kind, tags) in [(KIND_CHANNEL_METADATA, meta), (KIND_CHANNEL_MEMBERS, members)] {
+        if !kinds.contains(&kind) {
+            continue;
+        }
+        let signed = relay.keys.sign_new(kind, tags, "");
+        store::drop_relay_event(tx, community, channel.id, kind, &signed.pubkey).await.map_err(sql)?;
+        if !store::insert_event(tx, community, &signed, Some(channel.id), None, None).await.map_err(sql)? {
+            continue;
+        }
+        out.push(live_event(community, channel, signed));
+    }
+    Ok(out)
+}
