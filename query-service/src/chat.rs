@@ -92,7 +92,7 @@ async fn summary(
 ) -> Result<Value, BusError> {
     let channel = access::load_channel(tx, community, channel_id, false).await.map_err(|e| sql_error(&e))?;
     let standing =
-        access::standing(tx, community, channel_id, &reader.pubkey).await.map_err(|e| sql_error(&e))?;
+        access::standing(tx, community, channel_id, reader.member_key()).await.map_err(|e| sql_error(&e))?;
     if !channel.as_ref().is_some_and(|c| access::can_read(c, standing, credential(reader))) {
         return Err(not_found());
     }
@@ -148,6 +148,8 @@ async fn summary(
 
 /// The caller's mentions, newest (latest accepted) first, only in channels the caller can read
 /// now and only for visible messages; `read` tells whether the caller's marker has passed it.
+/// Markers and mentions belong to the caller's own pubkey; access follows its member key (an
+/// agent reads with its owner's membership).
 async fn mentions(
     tx: &mut PgConnection,
     community: Uuid,
@@ -163,16 +165,17 @@ async fn mentions(
          JOIN events e ON e.community_id = mn.community_id AND e.id = mn.event_id \
          LEFT JOIN read_markers rm ON rm.community_id = mn.community_id AND rm.channel_id = mn.channel_id \
               AND rm.pubkey = mn.pubkey \
-         WHERE mn.community_id = $1 AND mn.pubkey = $2 AND e.channel_id = mn.channel_id AND {vis} \
+         WHERE mn.community_id = $1 AND mn.pubkey = $5 AND e.channel_id = mn.channel_id AND {vis} \
            AND {readable} \
          ORDER BY mn.seq DESC LIMIT $4",
         vis = visible("e"),
         readable = access::readable_channel_condition("mn"),
     ))
     .bind(community)
-    .bind(&reader.pubkey)
+    .bind(reader.member_key())
     .bind(reader.channel_ids.as_deref())
     .bind(i64::from(limit))
+    .bind(&reader.pubkey)
     .fetch_all(&mut *tx)
     .await
     .map_err(|e| sql_error(&e))?;

@@ -134,7 +134,7 @@ pub async fn mark_read(
     }
     let mut tx = pool.begin().await.map_err(sql)?;
     let channel = access::load_channel(&mut tx, community, channel_id, false).await.map_err(sql)?;
-    let standing = access::standing(&mut tx, community, channel_id, &actor.pubkey).await.map_err(sql)?;
+    let standing = access::standing(&mut tx, community, channel_id, actor.member_key()).await.map_err(sql)?;
     let cred = Credential {
         can_read_messages: actor.has_scope(Scope::MessagesRead),
         can_write_messages: actor.has_scope(Scope::MessagesWrite),
