@@ -265,8 +265,31 @@ async fn an_unreadable_private_channel_is_refused_exactly_like_a_missing_one() {
     assert_eq!((s2, &b2), (404, &b_hidden));
 
     // Her mention in the private channel is not listed; the one in the open channel is.
-    let listed = mentions(&cluster, &c, &mallory).await;
-    assert_eq!(listed.iter().map(|m| m["event_id"].clone()).collect::<Vec<_>>(), vec![json!(public.id)]);
+    let ids =
+        |v: Vec<Value>| v.iter().map(|m| m["event_id"].as_str().unwrap().to_owned()).collect::<Vec<_>>();
+    assert_eq!(ids(mentions(&cluster, &c, &mallory).await), vec![public.id.clone()]);
+
+    // Once she is put into the channel she reads its summary and her mention there is listed ...
+    let put = alice.sign_new(
+        9000,
+        vec![vec!["h".into(), secret.to_string()], vec!["p".into(), mallory_hex.clone()]],
+        "",
+    );
+    publish_ok(&mut ws, &put).await;
+    assert_eq!(counts(&summary(&cluster, 1, &c, secret, &mallory).await), (1, 1, 1, json!({})));
+    assert_eq!(ids(mentions(&cluster, &c, &mallory).await), vec![public.id.clone(), whisper.id.clone()]);
+    // ... and once removed, both are gone again at once, on either gateway.
+    let remove = alice.sign_new(
+        9001,
+        vec![vec!["h".into(), secret.to_string()], vec!["p".into(), mallory_hex.clone()]],
+        "",
+    );
+    publish_ok(&mut ws, &remove).await;
+    for g in 0..2 {
+        let (status, body) = get(&cluster, g, &c, &format!("/api/channels/{secret}/summary"), &mallory).await;
+        assert_eq!((status, &body), (404, &b_hidden));
+    }
+    assert_eq!(ids(mentions(&cluster, &c, &mallory).await), vec![public.id.clone()]);
     cluster.stop().await;
 }
 
@@ -465,26 +488,20 @@ async fn expired_deleted_and_redacted_messages_are_not_counted() {
         (3, 3, 1, json!({ anchor.id.clone(): 2 }))
     );
 
-    // Deletion (NIP-09) and redaction (9005) are another engineer's kinds; their effect on the
-    // stored rows is what the read model follows, so set it directly here.
-    sqlx::query("UPDATE events SET deleted_at = now() WHERE community_id = $1 AND id = $2")
-        .bind(c.id)
-        .bind(&r2.id)
-        .execute(&cluster.pool)
-        .await
-        .unwrap();
+    // The author deletes the mentioning reply (NIP-09): it stops counting, and so does its mention.
+    publish_ok(&mut ws, &c.owner.sign_new(5, vec![vec!["e".into(), r2.id.clone()]], "")).await;
     assert_eq!(
         counts(&summary(&cluster, 0, &c, channel, &reader).await),
         (2, 2, 0, json!({ anchor.id.clone(): 1 }))
     );
     assert!(mentions(&cluster, &c, &reader).await.is_empty());
-    // A redacted anchor is no longer an anchor: its replies are not listed under it.
-    sqlx::query("UPDATE events SET redacted_at = now() WHERE community_id = $1 AND id = $2")
-        .bind(c.id)
-        .bind(&anchor.id)
-        .execute(&cluster.pool)
-        .await
-        .unwrap();
+    // A redacted anchor (9005) is no longer an anchor: its replies are not listed under it.
+    let redact = c.owner.sign_new(
+        9005,
+        vec![vec!["h".into(), channel.to_string()], vec!["e".into(), anchor.id.clone()]],
+        "",
+    );
+    publish_ok(&mut ws, &redact).await;
     assert_eq!(counts(&summary(&cluster, 0, &c, channel, &reader).await), (1, 1, 0, json!({})));
     // A deleted message cannot be marked read.
     let (status, body) =
