@@ -35,6 +35,8 @@ pub struct Standing {
     pub channel_member: bool,
     /// Owner or admin of the channel.
     pub channel_admin: bool,
+    /// Removed from the channel by a moderator: no read or write there, open or not.
+    pub banned: bool,
 }
 
 /// Credential limits: token scopes and channel restriction.
@@ -59,6 +61,7 @@ pub fn can_read(channel: &Channel, standing: Standing, cred: Credential<'_>) -> 
     cred.can_read_messages
         && cred.allows_channel(channel.id)
         && standing.community_member
+        && !standing.banned
         && (standing.channel_member || channel.is_open())
 }
 
@@ -149,10 +152,11 @@ pub async fn standing(
     channel: Uuid,
     pubkey: &str,
 ) -> Result<Standing, sqlx::Error> {
-    let row: Option<(Option<String>, Option<String>)> = sqlx::query_as(
-        "SELECT cm.role, chm.role FROM community_members cm \
+    let row: Option<(Option<String>, Option<String>, Option<bool>)> = sqlx::query_as(
+        "SELECT cm.role, CASE WHEN chm.removed_at IS NULL THEN chm.role END, chm.banned \
+         FROM community_members cm \
          LEFT JOIN channel_members chm ON chm.community_id = cm.community_id AND chm.channel_id = $2 \
-              AND chm.pubkey = cm.pubkey AND chm.removed_at IS NULL \
+              AND chm.pubkey = cm.pubkey \
          WHERE cm.community_id = $1 AND cm.pubkey = $3",
     )
     .bind(community)
@@ -162,11 +166,12 @@ pub async fn standing(
     .await?;
     Ok(match row {
         None => Standing::default(),
-        Some((community_role, channel_role)) => Standing {
+        Some((community_role, channel_role, banned)) => Standing {
             community_member: true,
             community_admin: matches!(community_role.as_deref(), Some("owner" | "admin")),
             channel_member: channel_role.is_some(),
             channel_admin: matches!(channel_role.as_deref(), Some("owner" | "admin")),
+            banned: banned.unwrap_or(false),
         },
     })
 }
@@ -174,10 +179,12 @@ pub async fn standing(
 /// Bumps the community's access version (inside the transaction that changes access) and
 /// returns the new value.
 pub async fn bump_access_version(conn: &mut PgConnection, community: Uuid) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar("UPDATE communities SET access_version = access_version + 1 WHERE id = $1 RETURNING access_version")
-        .bind(community)
-        .fetch_one(conn)
-        .await
+    sqlx::query_scalar(
+        "UPDATE communities SET access_version = access_version + 1 WHERE id = $1 RETURNING access_version",
+    )
+    .bind(community)
+    .fetch_one(conn)
+    .await
 }
 
 /// SQL condition: channel `{alias}.channel_id` is readable by the reader. Binds: `$1` community,
@@ -190,6 +197,8 @@ pub fn readable_channel_condition(alias: &str) -> String {
             WHERE c.community_id = $1 AND c.deleted_at IS NULL \
               AND ($3::uuid[] IS NULL OR c.id = ANY($3::uuid[])) \
               AND EXISTS (SELECT 1 FROM community_members m WHERE m.community_id = $1 AND m.pubkey = $2) \
+              AND NOT EXISTS (SELECT 1 FROM channel_members b WHERE b.community_id = $1 \
+                              AND b.channel_id = c.id AND b.pubkey = $2 AND b.banned) \
               AND ((c.visibility = 'open' AND c.channel_type <> 'dm') \
                    OR EXISTS (SELECT 1 FROM channel_members cm WHERE cm.community_id = $1 \
                               AND cm.channel_id = c.id AND cm.pubkey = $2 AND cm.removed_at IS NULL)))"
@@ -217,6 +226,7 @@ mod tests {
         community_admin: false,
         channel_member: false,
         channel_admin: false,
+        banned: false,
     };
     const JOINED: Standing = Standing { channel_member: true, ..MEMBER };
 
@@ -243,6 +253,14 @@ mod tests {
         let outsider = Standing { channel_member: true, ..Standing::default() };
         assert!(!can_read(&c, outsider, FULL));
         assert_eq!(can_write(Some(&c), outsider, FULL), Err(WriteDenial::NotFound));
+    }
+
+    #[test]
+    fn a_banned_member_neither_reads_nor_writes_even_an_open_channel() {
+        let c = channel("open", "stream", false);
+        let banned = Standing { banned: true, ..MEMBER };
+        assert!(!can_read(&c, banned, FULL));
+        assert_eq!(can_write(Some(&c), banned, FULL), Err(WriteDenial::NotFound));
     }
 
     #[test]

@@ -71,11 +71,11 @@ pub async fn moderate(
     let dm = channel.channel_type == "dm";
     let (metadata, members) = match event.kind {
         KIND_PUT_USER => {
-            need(actor, Scope::ChannelsWrite)?;
-            moderator(standing)?;
             if dm {
                 return Err(BusError::invalid("dm participants are fixed"));
             }
+            need(actor, Scope::ChannelsWrite)?;
+            moderator(standing)?;
             let target = target_pubkey(&event)?;
             let role = event.tags_named("p").next().and_then(|t| t.get(2)).map_or("member", String::as_str);
             if !matches!(role, "member" | "admin") {
@@ -109,7 +109,10 @@ pub async fn moderate(
                     ));
                 }
             }
-            if !store::remove_channel_member(tx, community, channel_id, &target).await.map_err(sql)? {
+            if !store::remove_channel_member(tx, community, channel_id, &target, target != member)
+                .await
+                .map_err(sql)?
+            {
                 return Err(BusError::invalid("not a member of this channel"));
             }
             (false, true)

@@ -113,7 +113,7 @@ pub async fn add_channel_members(
     sqlx::query(
         "INSERT INTO channel_members (community_id, channel_id, pubkey, role) \
          SELECT $1, $2, p, $4 FROM UNNEST($3::text[]) AS p \
-         ON CONFLICT (community_id, channel_id, pubkey) DO UPDATE SET role = EXCLUDED.role, removed_at = NULL",
+         ON CONFLICT (community_id, channel_id, pubkey) DO UPDATE SET role = EXCLUDED.role, removed_at = NULL, banned = false",
     )
     .bind(community)
     .bind(channel)
@@ -243,20 +243,22 @@ pub async fn delete_channel(conn: &mut PgConnection, community: Uuid, id: Uuid) 
     Ok(())
 }
 
-/// Marks an active channel membership removed; false when there was none.
+/// Marks an active channel membership removed (`ban`: by a moderator); false when there was none.
 pub async fn remove_channel_member(
     conn: &mut PgConnection,
     community: Uuid,
     channel: Uuid,
     pubkey: &str,
+    ban: bool,
 ) -> Result<bool, sqlx::Error> {
     let n = sqlx::query(
-        "UPDATE channel_members SET removed_at = now() \
+        "UPDATE channel_members SET removed_at = now(), banned = $4 \
          WHERE community_id = $1 AND channel_id = $2 AND pubkey = $3 AND removed_at IS NULL",
     )
     .bind(community)
     .bind(channel)
     .bind(pubkey)
+    .bind(ban)
     .execute(conn)
     .await?
     .rows_affected();
