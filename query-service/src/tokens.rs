@@ -1,9 +1,43 @@
 //! Bearer token resolution for gateways.
 
-use buzz_bus::{AccessReply, BusError, ErrorCode};
+use buzz_bus::{AccessReply, Actor, BusError, Scope};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-pub async fn resolve(_pool: &PgPool, _community: Uuid, _token_hash: &str) -> Result<AccessReply, BusError> {
-    Err(BusError::new(ErrorCode::Unsupported, "tokens are not available yet"))
+fn parse_scope(s: &str) -> Option<Scope> {
+    match s {
+        "messages:read" => Some(Scope::MessagesRead),
+        "messages:write" => Some(Scope::MessagesWrite),
+        "channels:write" => Some(Scope::ChannelsWrite),
+        "members:write" => Some(Scope::MembersWrite),
+        _ => None,
+    }
+}
+
+/// The actor a token authenticates as, or `token: None` when the token is unknown, expired, or
+/// its signer is no longer a community member. A membership that was removed and granted again
+/// does not revive tokens minted before the removal (`added_at` is newer than the token).
+pub async fn resolve(pool: &PgPool, community: Uuid, token_hash: &str) -> Result<AccessReply, BusError> {
+    let none = AccessReply { role: None, can_read: false, token: None };
+    if !buzz_core::is_lower_hex(token_hash, 64) {
+        return Ok(none);
+    }
+    let row: Option<(String, Vec<String>, Option<Vec<Uuid>>)> = sqlx::query_as(
+        "SELECT t.pubkey, t.scopes, t.channel_ids FROM tokens t \
+         JOIN community_members m ON m.community_id = t.community_id AND m.pubkey = t.pubkey \
+         WHERE t.community_id = $1 AND t.token_hash = $2 AND t.expires_at > now() \
+           AND m.added_at <= t.created_at",
+    )
+    .bind(community)
+    .bind(token_hash)
+    .fetch_optional(pool)
+    .await
+    .map_err(|e| {
+        tracing::error!(error = %e, "token lookup failed");
+        BusError::unavailable("storage unavailable")
+    })?;
+    let Some((pubkey, scopes, channel_ids)) = row else { return Ok(none) };
+    let scopes = scopes.iter().filter_map(|s| parse_scope(s)).collect();
+    let actor = Actor { pubkey, scopes, channel_ids, fi_admitted: false, agent_of: None };
+    Ok(AccessReply { role: None, can_read: false, token: Some(actor) })
 }

@@ -1,17 +1,155 @@
 //! `POST /api/tokens`: store a token grant (by hash) bound to the signer.
+//!
+//! Rules (docs/design.md, "Tokens"): the signer must be a community member; only owners and admins
+//! may grant `members:write`; scopes are non-empty and unique; `expires_in` is 1 s to 1 year
+//! (absent = 1 year, so every token expires); a channel restriction is a non-empty list of unique
+//! non-nil UUIDs and only ever narrows what the signer may do, so it is stored without checking
+//! that the channels exist (which would reveal private channels).
 
-use buzz_bus::{Actor, BusError, ErrorCode, Scope, WriteOk};
+use std::collections::HashSet;
+
+use buzz_bus::{Actor, BusError, ErrorCode, Role, Scope, WriteOk};
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::events::sql;
+
+/// Longest and default lifetime of a token.
+pub const MAX_EXPIRES_IN: u64 = 365 * 24 * 60 * 60;
+/// Most channels one token may be restricted to.
+pub const MAX_CHANNEL_IDS: usize = 100;
+
+/// Checks a grant; returns the lifetime in seconds.
+fn validate(
+    token_hash: &str,
+    scopes: &[Scope],
+    channel_ids: Option<&[Uuid]>,
+    expires_in: Option<u64>,
+) -> Result<u64, BusError> {
+    if !buzz_core::is_lower_hex(token_hash, 64) {
+        return Err(BusError::invalid("token hash must be 64 lowercase hex"));
+    }
+    if scopes.is_empty() {
+        return Err(BusError::invalid("scopes must not be empty"));
+    }
+    let mut seen = HashSet::new();
+    if !scopes.iter().all(|s| seen.insert(*s)) {
+        return Err(BusError::invalid("scopes must not repeat"));
+    }
+    if let Some(ids) = channel_ids {
+        if ids.is_empty() {
+            return Err(BusError::invalid("channel_ids must not be empty (omit it for no restriction)"));
+        }
+        if ids.len() > MAX_CHANNEL_IDS {
+            return Err(BusError::invalid(format!("at most {MAX_CHANNEL_IDS} channel_ids")));
+        }
+        let mut seen = HashSet::new();
+        if !ids.iter().all(|id| !id.is_nil() && seen.insert(*id)) {
+            return Err(BusError::invalid("channel_ids must be unique non-nil UUIDs"));
+        }
+    }
+    match expires_in {
+        None => Ok(MAX_EXPIRES_IN),
+        Some(0) => Err(BusError::invalid("expires_in must be positive")),
+        Some(s) if s > MAX_EXPIRES_IN => {
+            Err(BusError::invalid(format!("expires_in must be at most {MAX_EXPIRES_IN} seconds")))
+        }
+        Some(s) => Ok(s),
+    }
+}
+
+fn scope_name(s: Scope) -> &'static str {
+    match s {
+        Scope::MessagesRead => "messages:read",
+        Scope::MessagesWrite => "messages:write",
+        Scope::ChannelsWrite => "channels:write",
+        Scope::MembersWrite => "members:write",
+    }
+}
+
 pub async fn issue(
-    _pool: &PgPool,
-    _community: Uuid,
-    _actor: &Actor,
-    _token_hash: &str,
-    _scopes: &[Scope],
-    _channel_ids: Option<&[Uuid]>,
-    _expires_in: Option<u64>,
+    pool: &PgPool,
+    community: Uuid,
+    actor: &Actor,
+    token_hash: &str,
+    scopes: &[Scope],
+    channel_ids: Option<&[Uuid]>,
+    expires_in: Option<u64>,
 ) -> Result<WriteOk, BusError> {
-    Err(BusError::new(ErrorCode::Unsupported, "tokens are not available yet"))
+    let expires_in = validate(token_hash, scopes, channel_ids, expires_in)?;
+    // Only a signed (NIP-98) session mints tokens; the gateway never forwards a bearer actor here,
+    // and a restricted actor could not widen itself anyway.
+    if actor.channel_ids.is_some() || !Scope::ALL.iter().all(|s| actor.has_scope(*s)) {
+        return Err(BusError::restricted("tokens are issued only to signed requests"));
+    }
+    let mut tx = pool.begin().await.map_err(sql)?;
+    let role = buzz_store::access::community_role(&mut tx, community, &actor.pubkey).await.map_err(sql)?;
+    let Some(role) = role.as_deref().and_then(Role::parse) else {
+        return Err(BusError::restricted("not a member of this community"));
+    };
+    if scopes.contains(&Scope::MembersWrite) && role < Role::Admin {
+        return Err(BusError::restricted("only community owners and admins may grant members:write"));
+    }
+    let names: Vec<&str> = scopes.iter().map(|s| scope_name(*s)).collect();
+    let secs = i64::try_from(expires_in).map_err(|_| BusError::invalid("expires_in out of range"))?;
+    let expires_at: i64 = sqlx::query_scalar(
+        "INSERT INTO tokens (community_id, token_hash, pubkey, scopes, channel_ids, expires_at) \
+         VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6::bigint)) \
+         RETURNING extract(epoch FROM expires_at)::bigint",
+    )
+    .bind(community)
+    .bind(token_hash)
+    .bind(&actor.pubkey)
+    .bind(&names)
+    .bind(channel_ids.map(<[Uuid]>::to_vec))
+    .bind(secs)
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(|e| {
+        if buzz_store::is_unique_violation(&e) {
+            BusError::new(ErrorCode::Conflict, "token already issued")
+        } else {
+            sql(e)
+        }
+    })?;
+    tx.commit().await.map_err(sql)?;
+    let data = serde_json::json!({
+        "scopes": names,
+        "channel_ids": channel_ids,
+        "expires_at": expires_at,
+    });
+    Ok(WriteOk { duplicate: false, message: String::new(), data: Some(data) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+    #[test]
+    fn scopes_must_be_present_and_unique() {
+        assert!(validate(HASH, &[], None, None).is_err());
+        assert!(validate(HASH, &[Scope::MessagesRead, Scope::MessagesRead], None, None).is_err());
+        assert_eq!(validate(HASH, &[Scope::MessagesRead], None, None), Ok(MAX_EXPIRES_IN));
+    }
+
+    #[test]
+    fn expiry_is_positive_and_at_most_a_year() {
+        let s = [Scope::MessagesRead];
+        assert!(validate(HASH, &s, None, Some(0)).is_err());
+        assert!(validate(HASH, &s, None, Some(MAX_EXPIRES_IN + 1)).is_err());
+        assert_eq!(validate(HASH, &s, None, Some(1)), Ok(1));
+    }
+
+    #[test]
+    fn channel_restrictions_are_non_empty_unique_and_non_nil() {
+        let s = [Scope::MessagesRead];
+        let a = Uuid::from_u128(1);
+        assert!(validate(HASH, &s, Some(&[]), None).is_err());
+        assert!(validate(HASH, &s, Some(&[a, a]), None).is_err());
+        assert!(validate(HASH, &s, Some(&[Uuid::nil()]), None).is_err());
+        assert!(validate(HASH, &s, Some(&[a]), None).is_ok());
+        assert!(validate("ABC", &s, Some(&[a]), None).is_err());
+    }
 }
