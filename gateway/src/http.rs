@@ -20,6 +20,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/", get(root))
         .route("/api/members", post(put_member))
         .route("/api/members/{pubkey}", delete(remove_member))
+        .route("/api/tokens", post(crate::tokens::issue))
         .with_state(state.clone())
         .merge(crate::chat_api::router(state))
         .merge(buzz_telemetry::admin_router(move || {
@@ -87,6 +88,11 @@ async fn root(
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
     let (host, community) = community_for(&state, &headers).await?;
+    // `Authorization: Bearer` on the upgrade: resolved before upgrading; invalid is 401, no socket.
+    let initial = match crate::tokens::bearer(&headers) {
+        Some(token) => Some(crate::tokens::resolve(&state, community.community_id, token).await?),
+        None => None,
+    };
     if let Ok(ws) = upgrade {
         let max = state.settings.limits.max_message_length;
         // Frames up to 4x the limit still arrive, so an oversized message gets a NOTICE and the
@@ -95,7 +101,7 @@ async fn root(
         return Ok(ws
             .max_message_size(hard_cap)
             .max_frame_size(hard_cap)
-            .on_upgrade(move |socket| crate::ws::run(socket, state, community, host)));
+            .on_upgrade(move |socket| crate::ws::run(socket, state, community, host, initial)));
     }
     let wants_nip11 = headers
         .get(header::ACCEPT)
@@ -135,7 +141,8 @@ fn signed_urls(host: &str, path: &str) -> Vec<String> {
     urls
 }
 
-/// Authenticates a tenant HTTP request (NIP-98 today) and returns who is acting.
+/// Authenticates a tenant HTTP request and returns who is acting: `Authorization: Bearer <token>`
+/// as the token's actor (its scopes and channel restriction), else NIP-98 with every scope.
 /// `path_and_query` is what the signed `u` must name after the host. Every `/api/*` route
 /// authenticates through here.
 pub async fn http_actor(
@@ -146,6 +153,9 @@ pub async fn http_actor(
     path_and_query: &str,
     body: &[u8],
 ) -> Result<Actor, ApiError> {
+    if let Some(token) = crate::tokens::bearer(headers) {
+        return crate::tokens::resolve_for_host(state, host, token).await;
+    }
     let signer =
         buzz_http_auth::authenticate(headers, method, &signed_urls(host, path_and_query), body, &state.guard)
             .await?;
@@ -206,11 +216,7 @@ async fn remove_member(
     let actor = http_actor(&state, &headers, &host, "DELETE", &path, &[]).await?;
     write(
         &state,
-        WriteRequest::RemoveMember {
-            community_id: community.community_id,
-            actor,
-            pubkey: pubkey.clone(),
-        },
+        WriteRequest::RemoveMember { community_id: community.community_id, actor, pubkey: pubkey.clone() },
     )
     .await?;
     Ok((StatusCode::OK, Json(serde_json::json!({ "pubkey": pubkey, "removed": true }))).into_response())

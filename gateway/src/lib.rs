@@ -6,7 +6,9 @@ pub mod chat_api;
 pub mod hosts;
 pub mod http;
 pub mod live;
+pub mod ratelimit;
 pub mod settings;
+pub mod tokens;
 pub mod ws;
 
 use std::net::SocketAddr;
@@ -24,6 +26,8 @@ pub struct AppState {
     pub subjects: Subjects,
     pub hosts: hosts::HostCache,
     pub guard: buzz_http_auth::ReplayGuard,
+    /// The per-pubkey write limit shared by every gateway (Redis).
+    pub rate: ratelimit::PubkeyLimiter,
     pub registry: Arc<live::Registry>,
     pub shutdown: CancellationToken,
 }
@@ -43,6 +47,11 @@ impl Application {
         let addr = listener.local_addr()?;
         let state = Arc::new(AppState {
             hosts: hosts::HostCache::new(nats.clone(), subjects.clone(), settings.bus_timeout),
+            rate: ratelimit::PubkeyLimiter::new(
+                redis.clone(),
+                &settings.redis_prefix,
+                settings.rate_pubkey_per_min,
+            ),
             guard: buzz_http_auth::ReplayGuard::new(redis, &settings.redis_prefix),
             registry: Arc::new(live::Registry::default()),
             nats,

@@ -26,6 +26,34 @@ pub struct Settings {
     pub shutdown_grace: Duration,
     /// Events from one socket being written at once.
     pub max_inflight_writes: usize,
+    /// Write rate limits (see `ratelimit`): per connection, a token bucket refilling at
+    /// `rate_conn_per_sec` up to `rate_conn_burst`; per pubkey across gateways,
+    /// `rate_pubkey_per_min` in any 60 s. All must be positive: limits cannot be switched off.
+    pub rate_conn_per_sec: f64,
+    pub rate_conn_burst: u32,
+    pub rate_pubkey_per_min: u32,
+}
+
+/// Defaults of the write rate limits.
+pub const RATE_CONN_PER_SEC: f64 = 20.0;
+pub const RATE_CONN_BURST: u32 = 100;
+pub const RATE_PUBKEY_PER_MIN: u32 = 1200;
+
+/// A rate setting: positive and finite, since 0 would silently mean either "off" or "nothing".
+fn positive_rate<T: PartialOrd + Default + std::str::FromStr + Copy>(
+    name: &str,
+    default: T,
+) -> anyhow::Result<T>
+where
+    T::Err: std::fmt::Display,
+{
+    let v: T = env_or(name, default)?;
+    if v <= T::default() {
+        anyhow::bail!(
+            "{name} must be positive (rate limits cannot be switched off; set a high value instead)"
+        );
+    }
+    Ok(v)
 }
 
 impl Settings {
@@ -50,7 +78,7 @@ impl Settings {
             }
             Ok(Duration::from_secs(v))
         };
-        Ok(Self {
+        Self {
             listen: env_or("BUZZ_GATEWAY_ADDR", SocketAddr::from(([127, 0, 0, 1], 7777)))?,
             nats_url: env_or("NATS_URL", "nats://127.0.0.1:4222".to_owned())?,
             redis_url: env_or("REDIS_URL", "redis://127.0.0.1:6379".to_owned())?,
@@ -64,7 +92,22 @@ impl Settings {
             bus_timeout: secs("BUZZ_BUS_TIMEOUT_SECS", 5)?,
             shutdown_grace: secs("BUZZ_SHUTDOWN_GRACE_SECS", 10)?,
             max_inflight_writes: env_or("BUZZ_MAX_INFLIGHT_WRITES", 32)?,
-        })
+            rate_conn_per_sec: RATE_CONN_PER_SEC,
+            rate_conn_burst: RATE_CONN_BURST,
+            rate_pubkey_per_min: RATE_PUBKEY_PER_MIN,
+        }
+        .rate_limits_from_env()
+    }
+
+    /// Reads `BUZZ_RATE_CONN_PER_SEC`, `BUZZ_RATE_CONN_BURST` and `BUZZ_RATE_PUBKEY_PER_MIN` over
+    /// the current values (also used by `buzz dev`, which starts from [`Settings::local`]).
+    pub fn rate_limits_from_env(mut self) -> anyhow::Result<Self> {
+        let per_sec: f64 = positive_rate("BUZZ_RATE_CONN_PER_SEC", self.rate_conn_per_sec)?;
+        anyhow::ensure!(per_sec.is_finite(), "BUZZ_RATE_CONN_PER_SEC must be finite");
+        self.rate_conn_per_sec = per_sec;
+        self.rate_conn_burst = positive_rate("BUZZ_RATE_CONN_BURST", self.rate_conn_burst)?;
+        self.rate_pubkey_per_min = positive_rate("BUZZ_RATE_PUBKEY_PER_MIN", self.rate_pubkey_per_min)?;
+        Ok(self)
     }
 
     /// Settings for tests and embedding: loopback, port 0.
@@ -90,6 +133,9 @@ impl Settings {
             bus_timeout: Duration::from_secs(5),
             shutdown_grace: Duration::from_secs(5),
             max_inflight_writes: 32,
+            rate_conn_per_sec: RATE_CONN_PER_SEC,
+            rate_conn_burst: RATE_CONN_BURST,
+            rate_pubkey_per_min: RATE_PUBKEY_PER_MIN,
         }
     }
 }

@@ -37,9 +37,18 @@ struct Session {
     out: mpsc::Sender<Message>,
     queries: mpsc::Sender<QueryUpdate>,
     writes: Arc<Semaphore>,
+    /// Per-connection write limit.
+    bucket: crate::ratelimit::TokenBucket,
 }
 
-pub async fn run(socket: WebSocket, state: Arc<AppState>, community: CommunityLease, host: String) {
+/// `actor`: the socket starts authenticated (a bearer token resolved before the upgrade).
+pub async fn run(
+    socket: WebSocket,
+    state: Arc<AppState>,
+    community: CommunityLease,
+    host: String,
+    actor: Option<Actor>,
+) {
     metrics::gauge!("buzz_gateway_sockets").increment(1);
     let (mut sink, mut stream) = socket.split();
     let (out_tx, mut out_rx) = mpsc::channel::<Message>(OUTBOUND_QUEUE);
@@ -62,7 +71,11 @@ pub async fn run(socket: WebSocket, state: Arc<AppState>, community: CommunityLe
         state: state.clone(),
         community,
         host,
-        actor: None,
+        actor,
+        bucket: crate::ratelimit::TokenBucket::new(
+            state.settings.rate_conn_per_sec,
+            state.settings.rate_conn_burst,
+        ),
         subs: Subs::default(),
         read_cache: HashMap::new(),
         out: out_tx,
@@ -201,6 +214,11 @@ impl Session {
             let message = "restricted: event pubkey is not the authenticated pubkey".to_owned();
             return self.send(RelayMessage::Ok { id: event.id, accepted: false, message }).await;
         }
+        if !self.bucket.try_take() {
+            metrics::counter!("buzz_gateway_rate_limited_total", "limit" => "connection").increment(1);
+            let message = "rate-limited: too many events on this connection; slow down".to_owned();
+            return self.send(RelayMessage::Ok { id: event.id, accepted: false, message }).await;
+        }
         let Ok(permit) = self.writes.clone().acquire_owned().await else { return };
         let state = self.state.clone();
         let out = self.out.clone();
@@ -209,6 +227,11 @@ impl Session {
         tokio::spawn(async move {
             let _permit = permit;
             let id = event.id.clone();
+            if let Err(message) = state.rate.check(community_id, &actor.pubkey).await {
+                let msg = RelayMessage::Ok { id, accepted: false, message };
+                let _ = out.send(Message::Text(msg.to_json().into())).await;
+                return;
+            }
             let (accepted, message) = match verify(event, false).await {
                 Err(reason) => (false, reason),
                 Ok((_, owner)) if owner.is_some() && owner != actor.agent_of && actor.agent_of.is_some() => {

@@ -1,0 +1,186 @@
+//! Bearer tokens: `POST /api/tokens` (NIP-98 only) and resolving `Authorization: Bearer <token>`
+//! for HTTP calls and the WebSocket upgrade.
+//!
+//! A token is `buzz_` + base64url(32 random bytes), shown to its holder once. Only its sha256 (hex)
+//! crosses the bus or reaches storage, and neither the token nor the header is ever logged.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use base64::Engine as _;
+use buzz_bus::{AccessReply, AccessRequest, Actor, BusError, Scope, WriteRequest};
+use rand::RngCore as _;
+use serde::Deserialize;
+use sha2::Digest as _;
+use uuid::Uuid;
+
+use crate::http::{community_for, http_actor, ApiError};
+use crate::AppState;
+
+/// Prefix of every token this relay issues.
+pub const TOKEN_PREFIX: &str = "buzz_";
+
+/// A fresh token: `buzz_` + base64url (no padding) of 32 random bytes.
+#[must_use]
+pub fn generate() -> String {
+    let mut bytes = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    format!("{TOKEN_PREFIX}{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+}
+
+/// sha256 of the token, lowercase hex: the only form that is stored.
+#[must_use]
+pub fn hash(token: &str) -> String {
+    hex::encode(sha2::Sha256::digest(token.as_bytes()))
+}
+
+/// The token of `Authorization: Bearer <token>`, if the request carries that scheme.
+#[must_use]
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, rest) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+}
+
+fn invalid_token() -> ApiError {
+    ApiError::new(StatusCode::UNAUTHORIZED, "invalid_token", "invalid or expired token")
+}
+
+/// The actor `token` authenticates as in `community`; unknown, expired or revoked is 401.
+pub async fn resolve(state: &AppState, community: Uuid, token: &str) -> Result<Actor, ApiError> {
+    if !token.starts_with(TOKEN_PREFIX) || token.len() > 128 {
+        return Err(invalid_token());
+    }
+    let req = AccessRequest::Token { community_id: community, token_hash: hash(token) };
+    let reply: Result<AccessReply, BusError> =
+        buzz_bus::rpc::request(&state.nats, state.subjects.access(), &req, state.settings.bus_timeout)
+            .await?;
+    reply?.token.ok_or_else(invalid_token)
+}
+
+/// [`resolve`] for an HTTP request whose (normalised) host is known.
+pub async fn resolve_for_host(state: &AppState, host: &str, token: &str) -> Result<Actor, ApiError> {
+    let community = state.hosts.lookup(host).await?.ok_or_else(|| {
+        ApiError::new(StatusCode::NOT_FOUND, "unknown_host", "no community is configured for this host")
+    })?;
+    resolve(state, community.community_id, token).await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IssueBody {
+    scopes: Vec<String>,
+    #[serde(default)]
+    channel_ids: Option<Vec<String>>,
+    #[serde(default)]
+    expires_in: Option<u64>,
+}
+
+fn bad_request(message: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", message)
+}
+
+fn parse_scope(s: &str) -> Option<Scope> {
+    Scope::ALL.into_iter().find(|scope| serde_json::to_value(scope).is_ok_and(|v| v == s))
+}
+
+/// A channel id as the contract spells it: lowercase, hyphenated.
+fn parse_channel(s: &str) -> Option<Uuid> {
+    let u = Uuid::parse_str(s).ok()?;
+    (u.hyphenated().to_string() == s).then_some(u)
+}
+
+/// `POST /api/tokens`: NIP-98 only (a bearer token cannot mint tokens). `201` with the token,
+/// which is never shown again.
+pub async fn issue(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let (host, community) = community_for(&state, &headers).await?;
+    if bearer(&headers).is_some() {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "restricted",
+            "tokens are issued only to NIP-98 signed requests",
+        ));
+    }
+    let actor = http_actor(&state, &headers, &host, "POST", "/api/tokens", &body).await?;
+    let req: IssueBody =
+        serde_json::from_slice(&body).map_err(|e| bad_request(format!("invalid body: {e}")))?;
+    let scopes = req
+        .scopes
+        .iter()
+        .map(|s| parse_scope(s).ok_or_else(|| bad_request(format!("unknown scope {s:?}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let channel_ids = req
+        .channel_ids
+        .map(|ids| {
+            ids.iter()
+                .map(|s| parse_channel(s).ok_or_else(|| bad_request("channel_ids must be lowercase UUIDs")))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .transpose()?;
+    let token = generate();
+    let write = WriteRequest::IssueToken {
+        community_id: community.community_id,
+        actor,
+        token_hash: hash(&token),
+        scopes,
+        channel_ids,
+        expires_in: req.expires_in,
+    };
+    let reply: buzz_bus::WriteReply =
+        buzz_bus::rpc::request(&state.nats, state.subjects.write(), &write, state.settings.bus_timeout)
+            .await?;
+    let data = reply?.data.unwrap_or_default();
+    let body = serde_json::json!({
+        "token": token,
+        "scopes": data["scopes"],
+        "channel_ids": data["channel_ids"],
+        "expires_at": data["expires_at"],
+    });
+    let mut res = (StatusCode::CREATED, Json(body)).into_response();
+    res.headers_mut().insert(header::CACHE_CONTROL, axum::http::HeaderValue::from_static("no-store"));
+    Ok(res)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_prefixed_url_safe_and_distinct() {
+        let a = generate();
+        let b = generate();
+        assert_ne!(a, b);
+        assert!(a.starts_with(TOKEN_PREFIX));
+        assert_eq!(a.len(), TOKEN_PREFIX.len() + 43);
+        assert!(a[TOKEN_PREFIX.len()..].bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_'));
+        assert_eq!(hash(&a).len(), 64);
+        assert_ne!(hash(&a), hash(&b));
+    }
+
+    #[test]
+    fn bearer_is_read_case_insensitively_and_nostr_is_not_bearer() {
+        let mut h = HeaderMap::new();
+        h.insert(header::AUTHORIZATION, "bearer buzz_abc".parse().unwrap_or_else(|_| unreachable!()));
+        assert_eq!(bearer(&h), Some("buzz_abc"));
+        h.insert(header::AUTHORIZATION, "Nostr eyJ9".parse().unwrap_or_else(|_| unreachable!()));
+        assert_eq!(bearer(&h), None);
+    }
+
+    #[test]
+    fn scopes_and_channels_parse_strictly() {
+        assert_eq!(parse_scope("members:write"), Some(Scope::MembersWrite));
+        assert_eq!(parse_scope("admin"), None);
+        let id = Uuid::new_v4();
+        assert_eq!(parse_channel(&id.to_string()), Some(id));
+        assert_eq!(parse_channel(&id.to_string().to_uppercase()), None);
+        assert_eq!(parse_channel(&id.simple().to_string()), None);
+    }
+}
