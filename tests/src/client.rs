@@ -42,6 +42,35 @@ impl WsClient {
         Ok(c)
     }
 
+    /// Connects with extra upgrade headers (e.g. `Authorization: Bearer ...`). A refused upgrade
+    /// is an error wrapping `tungstenite::Error::Http` (status and body).
+    pub async fn connect_with_headers(
+        addr: SocketAddr,
+        host: &str,
+        headers: &[(&str, &str)],
+    ) -> anyhow::Result<Self> {
+        let mut req = format!("ws://{addr}/").into_client_request()?;
+        req.headers_mut().insert("host", host.parse()?);
+        for (name, value) in headers {
+            req.headers_mut().insert(
+                tokio_tungstenite::tungstenite::http::HeaderName::from_bytes(name.as_bytes())?,
+                value.parse()?,
+            );
+        }
+        let (ws, _) = tokio_tungstenite::connect_async(req).await?;
+        let mut c = Self { ws, host: host.to_owned(), challenge: String::new(), backlog: Default::default() };
+        let first = c.recv().await.ok_or_else(|| anyhow::anyhow!("no AUTH challenge"))?;
+        anyhow::ensure!(first[0] == "AUTH", "expected AUTH, got {first}");
+        c.challenge = first[1].as_str().unwrap_or_default().to_owned();
+        Ok(c)
+    }
+
+    /// Connects with `Authorization: Bearer <token>`; panics when the upgrade is refused.
+    pub async fn with_token(addr: SocketAddr, host: &str, token: &str) -> Self {
+        let auth = format!("Bearer {token}");
+        Self::connect_with_headers(addr, host, &[("authorization", &auth)]).await.unwrap()
+    }
+
     /// Connects and authenticates as `keys`; panics when AUTH is refused.
     pub async fn authed(addr: SocketAddr, host: &str, keys: &Keys) -> Self {
         let mut c = Self::connect(addr, host).await.unwrap();

@@ -14,11 +14,13 @@ pub struct ClusterOptions {
     pub writers: usize,
     pub queriers: usize,
     pub statement_timeout_ms: u64,
+    /// Adjusts every gateway's settings before it starts (e.g. low rate limits).
+    pub gateway_settings: Option<fn(&mut buzz_gateway::Settings)>,
 }
 
 impl Default for ClusterOptions {
     fn default() -> Self {
-        Self { gateways: 2, writers: 2, queriers: 2, statement_timeout_ms: 2000 }
+        Self { gateways: 2, writers: 2, queriers: 2, statement_timeout_ms: 2000, gateway_settings: None }
     }
 }
 
@@ -152,6 +154,9 @@ impl Cluster {
                 relay.public_hex(),
             );
             settings.shutdown_grace = Duration::from_secs(2);
+            if let Some(tweak) = opts.gateway_settings {
+                tweak(&mut settings);
+            }
             let app =
                 buzz_gateway::Application::build(settings, gateway_shutdown.clone()).await.expect("gateway");
             gateways.push(app.addr());
@@ -242,6 +247,46 @@ impl Cluster {
             req = req.header("content-type", "application/json").body(bytes);
         }
         req.send().await.unwrap()
+    }
+
+    /// A tenant HTTP request to gateway `g` with `Authorization: Bearer <token>`.
+    pub async fn bearer_request(
+        &self,
+        g: usize,
+        community: &Community,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&serde_json::Value>,
+        token: &str,
+    ) -> reqwest::Response {
+        let mut req = reqwest::Client::new()
+            .request(method, format!("http://{}{path}", self.gateways[g]))
+            .header("host", &community.host)
+            .header("authorization", format!("Bearer {token}"));
+        if let Some(b) = body {
+            req = req.header("content-type", "application/json").body(b.to_string());
+        }
+        req.send().await.unwrap()
+    }
+
+    /// `POST /api/tokens` signed by `signer` through gateway `g`; the response as is.
+    pub async fn issue_token(
+        &self,
+        g: usize,
+        community: &Community,
+        signer: &Keys,
+        body: &serde_json::Value,
+    ) -> reqwest::Response {
+        self.tenant_request(g, community, reqwest::Method::POST, "/api/tokens", Some(body), signer).await
+    }
+
+    /// Issues a token and returns it; panics unless the relay answers 201.
+    pub async fn token(&self, community: &Community, signer: &Keys, body: &serde_json::Value) -> String {
+        let res = self.issue_token(0, community, signer, body).await;
+        let status = res.status();
+        let v: serde_json::Value = res.json().await.unwrap();
+        assert_eq!(status, 201, "issue token: {v}");
+        v["token"].as_str().unwrap().to_owned()
     }
 
     /// Adds `keys` to the community as `role`, signed by the owner.
