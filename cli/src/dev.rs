@@ -69,6 +69,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         max_db_connections: 16,
         concurrency: 64,
         relay_secret_key: relay.secret_hex(),
+        ttl_sweep_every: std::time::Duration::from_secs(30),
     })
     .await?;
     let query = buzz_query::Application::build(buzz_query::Settings {

@@ -117,6 +117,7 @@ impl Cluster {
                 max_db_connections: 8,
                 concurrency: 64,
                 relay_secret_key: relay.secret_hex(),
+                ttl_sweep_every: Duration::from_secs(1),
             })
             .await
             .expect("write-service");

@@ -34,6 +34,9 @@ struct Session {
     actor: Option<Actor>,
     subs: Subs,
     read_cache: HashMap<Uuid, bool>,
+    /// The community access version the cached answers and the authentication were last checked
+    /// against; a live event carrying a newer one triggers a re-check before delivery.
+    validated_version: i64,
     out: mpsc::Sender<Message>,
     queries: mpsc::Sender<QueryUpdate>,
     writes: Arc<Semaphore>,
@@ -78,6 +81,7 @@ pub async fn run(
         ),
         subs: Subs::default(),
         read_cache: HashMap::new(),
+        validated_version: 0,
         out: out_tx,
         queries: q_tx,
     };
@@ -337,10 +341,13 @@ impl Session {
     async fn on_push(&mut self, push: Push) {
         match push {
             Push::Event(ev, json) => {
-                let Some(actor) = &self.actor else { return };
-                if self.subs.map.is_empty() {
+                if self.actor.is_none() || self.subs.map.is_empty() {
                     return;
                 }
+                if ev.access_version > self.validated_version && !self.revalidate(ev.access_version).await {
+                    return;
+                }
+                let Some(actor) = &self.actor else { return };
                 let readable = match subs::live_access(actor, ev.audience, ev.channel_id) {
                     Some(b) => b,
                     None => self.can_read_channel(ev.channel_id).await,
@@ -351,20 +358,46 @@ impl Session {
             }
             Push::Access(change) => match change.as_ref() {
                 AccessChanged::MemberRemoved { pubkey } => {
-                    if self.actor.as_ref().is_some_and(|a| &a.pubkey == pubkey) {
-                        self.actor = None;
-                        self.read_cache.clear();
-                        let ids: Vec<String> = self.subs.map.drain().map(|(id, _)| id).collect();
-                        for sub_id in ids {
-                            let message = "restricted: no longer a member of this community".to_owned();
-                            self.send(RelayMessage::Closed { sub_id, message }).await;
-                        }
+                    if self.actor.as_ref().is_some_and(|a| &a.pubkey == pubkey || a.member_key() == pubkey) {
+                        self.deauthenticate().await;
                     }
                 }
                 AccessChanged::Channel { channel_id } => {
                     self.read_cache.remove(channel_id);
                 }
             },
+        }
+    }
+
+    /// The socket's key lost its community membership: drop authentication and every subscription.
+    async fn deauthenticate(&mut self) {
+        self.actor = None;
+        self.read_cache.clear();
+        let ids: Vec<String> = self.subs.map.drain().map(|(id, _)| id).collect();
+        for sub_id in ids {
+            let message = "restricted: no longer a member of this community".to_owned();
+            self.send(RelayMessage::Closed { sub_id, message }).await;
+        }
+    }
+
+    /// Access changed since this socket last checked: drop cached answers and re-check membership.
+    /// False when the event must not be delivered (no longer a member, or no answer: fail closed).
+    async fn revalidate(&mut self, version: i64) -> bool {
+        self.read_cache.clear();
+        let Some(key) = self.actor.as_ref().map(|a| a.member_key().to_owned()) else { return false };
+        match self.is_member(&key).await {
+            Ok(true) => {
+                self.validated_version = version;
+                true
+            }
+            Ok(false) => {
+                self.deauthenticate().await;
+                false
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "access re-check failed");
+                false
+            }
         }
     }
 

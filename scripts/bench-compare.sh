@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Side-by-side load comparison: nostr-rs-relay 0.8.12 and buzz-relay, measured by the same
+# buzz-load run (same publishers, subscribers, duration, closed loop) on this machine.
+# nostr-rs-relay is installed from crates.io on first use (needs Debian's protobuf-compiler).
+# Everything listens on loopback only and stops by itself.
+#
+# Usage: scripts/bench-compare.sh [buzz-load flags...]   (default: 4 publishers, 4 subscribers, 10 s)
+set -euo pipefail
+
+ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
+cd "$ROOT"
+cargo_bin=${CARGO_HOME:-${HOME:-/root}/.cargo}/bin
+[[ -x $cargo_bin/cargo ]] && PATH="$cargo_bin:$PATH"
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/buzz-target}
+NRR_ROOT=${NRR_ROOT:-/var/tmp/nostr-rs-relay}
+NRR=$NRR_ROOT/bin/nostr-rs-relay
+NRR_PORT=${NRR_PORT:-18080}
+OUT=$ROOT/target/bench
+mkdir -p "$OUT"
+
+if [[ ! -x $NRR ]]; then
+  command -v protoc >/dev/null || { apt-get update -qq && apt-get install -y -qq protobuf-compiler; }
+  # --locked pins time 0.3.25, which current rustc rejects; resolve compatible versions instead.
+  cargo install nostr-rs-relay --version 0.8.12 --root "$NRR_ROOT"
+fi
+cargo build --release -p buzz-load --bin buzz-load
+
+work=$(mktemp -d)
+nrr_pid=
+cleanup() {
+  [[ -n $nrr_pid ]] && kill "$nrr_pid" 2>/dev/null && wait "$nrr_pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+cat >"$work/config.toml" <<TOML
+[info]
+relay_url = "ws://127.0.0.1:$NRR_PORT/"
+name = "nostr-rs-relay (comparison)"
+[database]
+data_directory = "$work"
+[network]
+address = "127.0.0.1"
+port = $NRR_PORT
+TOML
+RUST_LOG=warn "$NRR" --config "$work/config.toml" >"$work/nrr.log" 2>&1 &
+nrr_pid=$!
+for _ in $(seq 1 100); do
+  (exec 3<>"/dev/tcp/127.0.0.1/$NRR_PORT") 2>/dev/null && break
+  kill -0 "$nrr_pid" 2>/dev/null || { cat "$work/nrr.log" >&2; exit 1; }
+  sleep 0.1
+done
+
+echo "=== nostr-rs-relay 0.8.12"
+"$CARGO_TARGET_DIR/release/buzz-load" --mode plain --url "ws://127.0.0.1:$NRR_PORT" --json "$OUT/nostr-rs-relay.json" "$@"
+kill "$nrr_pid"; wait "$nrr_pid" 2>/dev/null || true; nrr_pid=
+
+echo "=== buzz-relay (buzz dev: all five services in one process)"
+BUZZ_LOAD_JSON="$OUT/buzz-relay.json" bash scripts/load.sh "$@"
+
+python3 - "$OUT/buzz-relay.json" "$OUT/nostr-rs-relay.json" <<'PY'
+import json, sys
+b, n = (json.load(open(p)) for p in sys.argv[1:3])
+def get(r, *path):
+    r = r["results"]
+    for k in path:
+        r = r[k]
+    return r
+print("\n=== ratio buzz-relay / nostr-rs-relay")
+rows = [("accepted events/s", ("accepted_per_sec",), 1.0),
+        ("OK p50 ms", ("ok_latency", "p50_us"), 1000.0), ("OK p99 ms", ("ok_latency", "p99_us"), 1000.0),
+        ("delivery p50 ms", ("delivery", "latency", "p50_us"), 1000.0),
+        ("delivery p99 ms", ("delivery", "latency", "p99_us"), 1000.0)]
+for label, path, scale in rows:
+    bv, nv = get(b, *path), get(n, *path)
+    print(f"  {label:18} buzz {bv/scale:10.2f}   nostr-rs-relay {nv/scale:10.2f}   ratio {bv/nv if nv else float('nan'):.2f}")
+PY
