@@ -246,6 +246,10 @@ pub struct LiveEvent {
     /// cached access answers are older re-checks before delivering.
     #[serde(default)]
     pub access_version: i64,
+    /// For an open channel (`Audience::Community`): member keys banned from it, who must not
+    /// receive it although they are community members.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub banned: Vec<String>,
 }
 
 /// `buzz.v1.access.<community>`: cached access answers for the community are stale.

@@ -111,6 +111,9 @@ pub async fn write_event(
     };
     for live in accepted.live.iter_mut().chain(accepted.also.iter_mut()) {
         live.access_version = version;
+        if let (Audience::Community, Some(channel)) = (live.audience, live.channel_id) {
+            live.banned = store::banned_members(&mut tx, community, channel).await.map_err(sql)?;
+        }
     }
     tx.commit().await.map_err(sql)?;
     Ok(accepted)
@@ -182,7 +185,14 @@ pub(crate) async fn store_and_announce(
 #[must_use]
 pub fn live_event(community: Uuid, channel: &access::Channel, event: Event) -> LiveEvent {
     let audience = if channel.is_open() { Audience::Community } else { Audience::ChannelMembers };
-    LiveEvent { community_id: community, channel_id: Some(channel.id), audience, event, access_version: 0 }
+    LiveEvent {
+        community_id: community,
+        channel_id: Some(channel.id),
+        audience,
+        event,
+        access_version: 0,
+        banned: Vec::new(),
+    }
 }
 
 /// Kind 9007: `h`, `name`, `visibility` (open/private, default open), `channel_type`

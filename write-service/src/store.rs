@@ -371,3 +371,18 @@ pub async fn sweep_expired(pool: &sqlx::PgPool, batch: i64) -> Result<u64, sqlx:
     .rows_affected();
     Ok(n)
 }
+
+/// Keys banned from a channel (removed by a moderator), who must not get its live events.
+pub async fn banned_members(
+    conn: &mut PgConnection,
+    community: Uuid,
+    channel: Uuid,
+) -> Result<Vec<String>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT pubkey FROM channel_members WHERE community_id = $1 AND channel_id = $2 AND banned",
+    )
+    .bind(community)
+    .bind(channel)
+    .fetch_all(conn)
+    .await
+}

@@ -348,7 +348,7 @@ impl Session {
                     return;
                 }
                 let Some(actor) = &self.actor else { return };
-                let readable = match subs::live_access(actor, ev.audience, ev.channel_id) {
+                let readable = match subs::live_access(actor, &ev) {
                     Some(b) => b,
                     None => self.can_read_channel(ev.channel_id).await,
                 };

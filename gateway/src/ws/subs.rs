@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use buzz_bus::{Actor, Audience, LiveEvent, Scope};
 use buzz_core::Filter;
-use uuid::Uuid;
 
 /// Live events that arrive while stored events are still being sent are held back until `EOSE`
 /// and then sent unless they were already part of the stored answer.
@@ -54,8 +53,9 @@ impl Subs {
 /// Whether an authenticated actor may receive a live event, before any per-channel lookup.
 /// `Some(answer)` when decided here, `None` when the channel's member list must be consulted.
 #[must_use]
-pub fn live_access(actor: &Actor, audience: Audience, channel: Option<Uuid>) -> Option<bool> {
-    if !actor.has_scope(Scope::MessagesRead) {
+pub fn live_access(actor: &Actor, event: &LiveEvent) -> Option<bool> {
+    let (audience, channel) = (event.audience, event.channel_id);
+    if !actor.has_scope(Scope::MessagesRead) || event.banned.iter().any(|k| k == actor.member_key()) {
         return Some(false);
     }
     let Some(channel) = channel else { return Some(false) };
@@ -72,6 +72,8 @@ pub fn live_access(actor: &Actor, audience: Audience, channel: Option<Uuid>) -> 
 
 #[cfg(test)]
 mod tests {
+    use uuid::Uuid;
+
     use super::*;
 
     #[test]
@@ -85,16 +87,30 @@ mod tests {
         assert!(subs.open("b", vec![], 1).is_none());
     }
 
+    fn live(audience: Audience, channel: Option<Uuid>, banned: Vec<String>) -> LiveEvent {
+        let keys = buzz_core::Keys::generate();
+        LiveEvent {
+            community_id: Uuid::nil(),
+            channel_id: channel,
+            audience,
+            event: keys.sign_new(9, vec![], ""),
+            access_version: 0,
+            banned,
+        }
+    }
+
     #[test]
-    fn live_access_follows_scope_restriction_and_audience() {
+    fn live_access_follows_scope_restriction_bans_and_audience() {
         let c = Uuid::from_u128(1);
         let actor = Actor::session("a".repeat(64));
-        assert_eq!(live_access(&actor, Audience::Community, Some(c)), Some(true));
-        assert_eq!(live_access(&actor, Audience::ChannelMembers, Some(c)), None);
-        assert_eq!(live_access(&actor, Audience::Community, None), Some(false));
+        assert_eq!(live_access(&actor, &live(Audience::Community, Some(c), vec![])), Some(true));
+        assert_eq!(live_access(&actor, &live(Audience::ChannelMembers, Some(c), vec![])), None);
+        assert_eq!(live_access(&actor, &live(Audience::Community, None, vec![])), Some(false));
+        let banned = live(Audience::Community, Some(c), vec!["a".repeat(64)]);
+        assert_eq!(live_access(&actor, &banned), Some(false));
         let restricted = Actor { channel_ids: Some(vec![Uuid::from_u128(2)]), ..actor.clone() };
-        assert_eq!(live_access(&restricted, Audience::Community, Some(c)), Some(false));
+        assert_eq!(live_access(&restricted, &live(Audience::Community, Some(c), vec![])), Some(false));
         let write_only = Actor { scopes: vec![Scope::MessagesWrite], ..actor };
-        assert_eq!(live_access(&write_only, Audience::Community, Some(c)), Some(false));
+        assert_eq!(live_access(&write_only, &live(Audience::Community, Some(c), vec![])), Some(false));
     }
 }
