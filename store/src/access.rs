@@ -187,6 +187,48 @@ pub async fn bump_access_version(conn: &mut PgConnection, community: Uuid) -> Re
     .await
 }
 
+/// A post's view of its channel in one round trip: the live channel (share-locked, so it cannot
+/// change under the post), the poster's standing given their community role, and the keys banned
+/// from it (excluded from open-channel live delivery).
+pub async fn channel_for_post(
+    conn: &mut PgConnection,
+    community: Uuid,
+    channel: Uuid,
+    pubkey: &str,
+    community_role: Option<&str>,
+) -> Result<(Option<Channel>, Standing, Vec<String>), sqlx::Error> {
+    type Row = (Uuid, String, String, String, Option<i32>, bool, Option<String>, bool, Vec<String>);
+    let row: Option<Row> = sqlx::query_as(
+        "SELECT ch.id, ch.name, ch.visibility, ch.channel_type, ch.ttl_seconds, ch.archived, \
+                CASE WHEN chm.removed_at IS NULL THEN chm.role END, coalesce(chm.banned, false), \
+                ARRAY(SELECT b.pubkey FROM channel_members b \
+                      WHERE b.community_id = $1 AND b.channel_id = $2 AND b.banned) \
+         FROM channels ch \
+         LEFT JOIN channel_members chm ON chm.community_id = ch.community_id AND chm.channel_id = ch.id \
+              AND chm.pubkey = $3 \
+         WHERE ch.community_id = $1 AND ch.id = $2 AND ch.deleted_at IS NULL \
+         FOR SHARE OF ch",
+    )
+    .bind(community)
+    .bind(channel)
+    .bind(pubkey)
+    .fetch_optional(conn)
+    .await?;
+    let mut standing = Standing {
+        community_member: community_role.is_some(),
+        community_admin: matches!(community_role, Some("owner" | "admin")),
+        ..Standing::default()
+    };
+    let Some((id, name, visibility, channel_type, ttl_seconds, archived, role, banned, banned_list)) = row
+    else {
+        return Ok((None, standing, Vec::new()));
+    };
+    standing.channel_member = role.is_some();
+    standing.channel_admin = matches!(role.as_deref(), Some("owner" | "admin"));
+    standing.banned = banned;
+    Ok((Some(Channel { id, name, visibility, channel_type, ttl_seconds, archived }), standing, banned_list))
+}
+
 /// SQL condition: channel `{alias}.channel_id` is readable by the reader. Binds: `$1` community,
 /// `$2` reader pubkey, `$3` the credential's channel restriction (`uuid[]`, NULL = unrestricted).
 /// The same rule as [`can_read`] (the credential's read scope is checked before querying).

@@ -292,7 +292,11 @@ pub async fn relay_state(
         }
         let signed = relay.keys.sign_new(kind, tags, "");
         store::drop_relay_event(tx, community, channel.id, kind, &signed.pubkey).await.map_err(sql)?;
-        if !store::insert_event(tx, community, &signed, Some(channel.id), None, None).await.map_err(sql)? {
+        if store::insert_event(tx, community, &signed, Some(channel.id), None, None)
+            .await
+            .map_err(sql)?
+            .is_none()
+        {
             continue;
         }
         out.push(live_event(community, channel, signed));

@@ -26,12 +26,23 @@ pub struct Accepted {
     pub also: Vec<LiveEvent>,
     /// The community's access changed (the channel concerned): gateways drop cached answers.
     pub access_changed: Option<Uuid>,
+    /// The stored event's acceptance order.
+    pub seq: Option<i64>,
+    /// `live.banned` is already filled in (the post path reads it with the channel).
+    pub bans_resolved: bool,
 }
 
 impl Accepted {
     #[must_use]
     pub fn duplicate() -> Self {
-        Self { ok: duplicate(), live: None, also: Vec::new(), access_changed: None }
+        Self {
+            ok: duplicate(),
+            live: None,
+            also: Vec::new(),
+            access_changed: None,
+            seq: None,
+            bans_resolved: true,
+        }
     }
 }
 
@@ -90,18 +101,21 @@ pub async fn write_event(
         return Err(BusError::blocked(format!("kind {} is not accepted by this relay", event.kind)));
     }
     let mut tx = pool.begin().await.map_err(sql)?;
-    if store::event_exists(&mut tx, community, &event.id).await.map_err(sql)? {
-        return Ok(Accepted::duplicate());
-    }
-    let Some(access_version) = store::active_community(&mut tx, community).await.map_err(sql)? else {
+    let Some(admission) =
+        store::admission(&mut tx, community, &event.id, actor.member_key()).await.map_err(sql)?
+    else {
         return Err(BusError::restricted("community is not active"));
     };
-    if access::community_role(&mut tx, community, actor.member_key()).await.map_err(sql)?.is_none() {
-        return Err(BusError::restricted("not a member of this community"));
+    if admission.duplicate {
+        return Ok(Accepted::duplicate());
     }
+    let Some(role) = admission.role else {
+        return Err(BusError::restricted("not a member of this community"));
+    };
+    let access_version = admission.access_version;
     let mut accepted = match event.kind {
         KIND_CREATE_CHANNEL => create_channel(&mut tx, community, actor, event, relay).await?,
-        KIND_MESSAGE => post_message(&mut tx, community, actor, event).await?,
+        KIND_MESSAGE => post_message(&mut tx, community, actor, event, &role).await?,
         KIND_DELETION => crate::channels::delete_own(&mut tx, community, actor, event).await?,
         _ => crate::channels::moderate(&mut tx, community, actor, event, relay).await?,
     };
@@ -109,9 +123,10 @@ pub async fn write_event(
         Some(_) => access::bump_access_version(&mut tx, community).await.map_err(sql)?,
         None => access_version,
     };
+    let bans_resolved = accepted.bans_resolved;
     for live in accepted.live.iter_mut().chain(accepted.also.iter_mut()) {
         live.access_version = version;
-        if let (Audience::Community, Some(channel)) = (live.audience, live.channel_id) {
+        if let (Audience::Community, Some(channel), false) = (live.audience, live.channel_id, bans_resolved) {
             live.banned = store::banned_members(&mut tx, community, channel).await.map_err(sql)?;
         }
     }
@@ -128,10 +143,13 @@ async fn post_message(
     community: Uuid,
     actor: &Actor,
     event: Event,
+    community_role: &str,
 ) -> Result<Accepted, BusError> {
     let channel_id = channel_tag(&event)?;
-    let channel = access::load_channel(tx, community, channel_id, true).await.map_err(sql)?;
-    let standing = access::standing(tx, community, channel_id, actor.member_key()).await.map_err(sql)?;
+    let (channel, standing, banned) =
+        access::channel_for_post(tx, community, channel_id, actor.member_key(), Some(community_role))
+            .await
+            .map_err(sql)?;
     access::can_write(channel.as_ref(), standing, credential(actor)).map_err(denial)?;
     let channel = channel.ok_or_else(BusError::internal)?;
     let root = thread_root(&event)?.map(str::to_owned);
@@ -140,7 +158,11 @@ async fn post_message(
             return Err(BusError::invalid("thread root must be a conversation anchor in this channel"));
         }
     }
-    let accepted = store_and_announce(tx, community, event, &channel, root.as_deref()).await?;
+    let mut accepted = store_and_announce(tx, community, event, &channel, root.as_deref()).await?;
+    if let Some(live) = accepted.live.as_mut().filter(|l| l.audience == Audience::Community) {
+        live.banned = banned;
+    }
+    accepted.bans_resolved = true;
     crate::read_model::on_message(tx, community, &accepted).await?;
     Ok(accepted)
 }
@@ -167,17 +189,20 @@ pub(crate) async fn store_and_announce(
     channel: &access::Channel,
     thread_root: Option<&str>,
 ) -> Result<Accepted, BusError> {
-    if !store::insert_event(tx, community, &event, Some(channel.id), channel.ttl_seconds, thread_root)
-        .await
-        .map_err(sql)?
-    {
+    let Some(seq) =
+        store::insert_event(tx, community, &event, Some(channel.id), channel.ttl_seconds, thread_root)
+            .await
+            .map_err(sql)?
+    else {
         return Ok(Accepted::duplicate());
-    }
+    };
     Ok(Accepted {
         ok: WriteOk::applied(),
         live: Some(live_event(community, channel, event)),
         also: Vec::new(),
         access_changed: None,
+        seq: Some(seq),
+        bans_resolved: false,
     })
 }
 

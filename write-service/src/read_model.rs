@@ -30,12 +30,7 @@ pub async fn on_message(tx: &mut PgConnection, community: Uuid, accepted: &Accep
     let Some(live) = accepted.live.as_ref().filter(|_| !accepted.ok.duplicate) else { return Ok(()) };
     let event = &live.event;
     let Some(channel) = live.channel_id.filter(|_| event.kind == KIND_MESSAGE) else { return Ok(()) };
-    let seq: i64 = sqlx::query_scalar("SELECT seq FROM events WHERE community_id = $1 AND id = $2")
-        .bind(community)
-        .bind(&event.id)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(sql)?;
+    let Some(seq) = accepted.seq else { return Ok(()) };
     record_mentions(tx, community, channel, event, seq, &mentioned(event)).await.map_err(sql)?;
     advance_marker(tx, community, channel, &event.pubkey, seq, &event.id).await.map_err(sql)?;
     Ok(())

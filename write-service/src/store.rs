@@ -5,17 +5,8 @@ use buzz_store::access;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-/// Is this exact event already stored in the community?
-pub async fn event_exists(conn: &mut PgConnection, community: Uuid, id: &str) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM events WHERE community_id = $1 AND id = $2)")
-        .bind(community)
-        .bind(id)
-        .fetch_one(conn)
-        .await
-}
-
-/// Stores the event and its tag index rows; false when it was already there (a concurrent
-/// duplicate), in which case nothing was written.
+/// Stores the event and its tag index rows in one statement; returns its acceptance `seq`, or
+/// `None` when it was already there (a concurrent duplicate), in which case nothing was written.
 pub async fn insert_event(
     conn: &mut PgConnection,
     community: Uuid,
@@ -23,28 +14,7 @@ pub async fn insert_event(
     channel: Option<Uuid>,
     ttl_seconds: Option<i32>,
     thread_root: Option<&str>,
-) -> Result<bool, sqlx::Error> {
-    let inserted = sqlx::query(
-        "INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw, expires_at, thread_root) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $8::int IS NULL THEN NULL \
-                 ELSE now() + make_interval(secs => $8::int) END, $9) \
-         ON CONFLICT (community_id, id) DO NOTHING",
-    )
-    .bind(community)
-    .bind(&event.id)
-    .bind(&event.pubkey)
-    .bind(i64::from(event.kind))
-    .bind(event.created_at)
-    .bind(channel)
-    .bind(event.to_json())
-    .bind(ttl_seconds)
-    .bind(thread_root)
-    .execute(&mut *conn)
-    .await?
-    .rows_affected();
-    if inserted == 0 {
-        return Ok(false);
-    }
+) -> Result<Option<i64>, sqlx::Error> {
     let (names, hashes): (Vec<&str>, Vec<Vec<u8>>) = event
         .tags
         .iter()
@@ -55,20 +25,60 @@ pub async fn insert_event(
             _ => None,
         })
         .unzip();
-    if !names.is_empty() {
-        sqlx::query(
-            "INSERT INTO event_tags (community_id, event_id, name, value_hash, created_at) \
-             SELECT $1, $2, n, h, $5 FROM UNNEST($3::text[], $4::bytea[]) AS t(n, h)",
-        )
-        .bind(community)
-        .bind(&event.id)
-        .bind(&names)
-        .bind(&hashes)
-        .bind(event.created_at)
-        .execute(conn)
-        .await?;
-    }
-    Ok(true)
+    sqlx::query_scalar(
+        "WITH e AS ( \
+             INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw, expires_at, thread_root) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $8::int IS NULL THEN NULL \
+                     ELSE now() + make_interval(secs => $8::int) END, $9) \
+             ON CONFLICT (community_id, id) DO NOTHING \
+             RETURNING seq), \
+         t AS ( \
+             INSERT INTO event_tags (community_id, event_id, name, value_hash, created_at) \
+             SELECT $1, $2, n, h, $5 FROM e, UNNEST($10::text[], $11::bytea[]) AS u(n, h)) \
+         SELECT seq FROM e",
+    )
+    .bind(community)
+    .bind(&event.id)
+    .bind(&event.pubkey)
+    .bind(i64::from(event.kind))
+    .bind(event.created_at)
+    .bind(channel)
+    .bind(event.to_json())
+    .bind(ttl_seconds)
+    .bind(thread_root)
+    .bind(&names)
+    .bind(&hashes)
+    .fetch_optional(conn)
+    .await
+}
+
+/// What every event write needs to know first, in one round trip: whether the community is
+/// active (and its access version), whether this exact event is stored, and the writer's
+/// community role.
+pub struct Admission {
+    pub access_version: i64,
+    pub duplicate: bool,
+    pub role: Option<String>,
+}
+
+pub async fn admission(
+    conn: &mut PgConnection,
+    community: Uuid,
+    event_id: &str,
+    member: &str,
+) -> Result<Option<Admission>, sqlx::Error> {
+    let row: Option<(i64, bool, Option<String>)> = sqlx::query_as(
+        "SELECT c.access_version, \
+                EXISTS (SELECT 1 FROM events e WHERE e.community_id = c.id AND e.id = $2), \
+                (SELECT m.role FROM community_members m WHERE m.community_id = c.id AND m.pubkey = $3) \
+         FROM communities c WHERE c.id = $1 AND c.lifecycle = 'active'",
+    )
+    .bind(community)
+    .bind(event_id)
+    .bind(member)
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.map(|(access_version, duplicate, role)| Admission { access_version, duplicate, role }))
 }
 
 pub struct NewChannel<'a> {
@@ -170,14 +180,6 @@ pub async fn remove_member(
     .execute(conn)
     .await?;
     Ok(n == 1)
-}
-
-/// The community's access version when it exists and is active.
-pub async fn active_community(conn: &mut PgConnection, community: Uuid) -> Result<Option<i64>, sqlx::Error> {
-    sqlx::query_scalar("SELECT access_version FROM communities WHERE id = $1 AND lifecycle = 'active'")
-        .bind(community)
-        .fetch_optional(conn)
-        .await
 }
 
 /// Is `id` a conversation anchor in `channel`: an undeleted, unredacted, unexpired kind-9
