@@ -40,19 +40,34 @@ pub struct Actor {
     /// For a NIP-OA agent: the owner whose community membership admits it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_of: Option<String>,
+    /// When the credential stops being valid (a token's expiry, unix seconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<i64>,
 }
 
 impl Actor {
     /// A NIP-42 or NIP-98 session: every scope.
     #[must_use]
     pub fn session(pubkey: String) -> Self {
-        Self { pubkey, scopes: Scope::ALL.to_vec(), channel_ids: None, fi_admitted: false, agent_of: None }
+        Self {
+            pubkey,
+            scopes: Scope::ALL.to_vec(),
+            channel_ids: None,
+            fi_admitted: false,
+            agent_of: None,
+            expires_at: None,
+        }
     }
     /// The key whose community and channel membership count for this actor: the owner of an
     /// agent, else the actor itself.
     #[must_use]
     pub fn member_key(&self) -> &str {
         self.agent_of.as_deref().unwrap_or(&self.pubkey)
+    }
+    /// Whether the credential has expired at `now` (unix seconds).
+    #[must_use]
+    pub fn expired(&self, now: i64) -> bool {
+        self.expires_at.is_some_and(|t| now >= t)
     }
     #[must_use]
     pub fn has_scope(&self, scope: Scope) -> bool {

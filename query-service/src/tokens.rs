@@ -22,8 +22,8 @@ pub async fn resolve(pool: &PgPool, community: Uuid, token_hash: &str) -> Result
     if !buzz_core::is_lower_hex(token_hash, 64) {
         return Ok(none);
     }
-    let row: Option<(String, Vec<String>, Option<Vec<Uuid>>)> = sqlx::query_as(
-        "SELECT t.pubkey, t.scopes, t.channel_ids FROM tokens t \
+    let row: Option<(String, Vec<String>, Option<Vec<Uuid>>, i64)> = sqlx::query_as(
+        "SELECT t.pubkey, t.scopes, t.channel_ids, floor(extract(epoch FROM t.expires_at))::bigint FROM tokens t \
          JOIN community_members m ON m.community_id = t.community_id AND m.pubkey = t.pubkey \
          WHERE t.community_id = $1 AND t.token_hash = $2 AND t.expires_at > now() \
            AND m.added_at <= t.created_at",
@@ -36,8 +36,15 @@ pub async fn resolve(pool: &PgPool, community: Uuid, token_hash: &str) -> Result
         tracing::error!(error = %e, "token lookup failed");
         BusError::unavailable("storage unavailable")
     })?;
-    let Some((pubkey, scopes, channel_ids)) = row else { return Ok(none) };
+    let Some((pubkey, scopes, channel_ids, expires_at)) = row else { return Ok(none) };
     let scopes = scopes.iter().filter_map(|s| parse_scope(s)).collect();
-    let actor = Actor { pubkey, scopes, channel_ids, fi_admitted: false, agent_of: None };
+    let actor = Actor {
+        pubkey,
+        scopes,
+        channel_ids,
+        fi_admitted: false,
+        agent_of: None,
+        expires_at: Some(expires_at),
+    };
     Ok(AccessReply { role: None, can_read: false, token: Some(actor) })
 }

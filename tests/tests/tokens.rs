@@ -364,3 +364,22 @@ async fn a_revoked_membership_makes_the_token_invalid() {
     let _ok = WsClient::with_token(cluster.gateways[1], &team.host, &fresh).await;
     cluster.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_socket_loses_its_token_authentication_when_the_token_expires() {
+    let cluster = Cluster::start().await;
+    let team = cluster.community("open-expiry.test").await;
+    let alice = cluster.member(&team).await;
+    let token = cluster.token(&team, &alice, &json!({"scopes": ["messages:read"], "expires_in": 2})).await;
+    let mut c = WsClient::with_token(cluster.gateways[1], &team.host, &token).await;
+    assert!(c.req("before", &[json!({"kinds": [9]})]).await.closed.is_none());
+    let expires_at: i64 =
+        sqlx::query_scalar("SELECT ceil(extract(epoch FROM expires_at))::bigint FROM tokens")
+            .fetch_one(&cluster.pool)
+            .await
+            .unwrap();
+    eventually(Duration::from_secs(5), || async { buzz_core::unix_now() >= expires_at }).await;
+    let r = c.req("after", &[json!({"kinds": [9]})]).await;
+    assert_eq!(r.closed.as_deref(), Some("auth-required: authenticate to read"));
+    cluster.stop().await;
+}

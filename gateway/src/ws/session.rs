@@ -148,7 +148,11 @@ impl Session {
             );
             return self.send(RelayMessage::Notice(notice)).await;
         }
-        match ClientMessage::parse(text, limits) {
+        if self.actor.as_ref().is_some_and(|a| a.expired(buzz_core::unix_now())) {
+            self.expire().await;
+        }
+        let state = self.state.clone();
+        match ClientMessage::parse(text, &state.settings.limits) {
             Ok(ClientMessage::Event(event)) => self.on_event(*event).await,
             Ok(ClientMessage::Req { sub_id, filters }) => self.on_req(sub_id, filters, false).await,
             Ok(ClientMessage::Count { sub_id, filters }) => self.on_req(sub_id, filters, true).await,
@@ -344,6 +348,9 @@ impl Session {
                 if self.actor.is_none() || self.subs.map.is_empty() {
                     return;
                 }
+                if self.actor.as_ref().is_some_and(|a| a.expired(buzz_core::unix_now())) {
+                    return self.expire().await;
+                }
                 if ev.access_version > self.validated_version && !self.revalidate(ev.access_version).await {
                     return;
                 }
@@ -366,6 +373,17 @@ impl Session {
                     self.read_cache.remove(channel_id);
                 }
             },
+        }
+    }
+
+    /// The socket's token expired: drop authentication and every subscription; the client may
+    /// authenticate again (NIP-42) or reconnect with a new token.
+    async fn expire(&mut self) {
+        self.actor = None;
+        self.read_cache.clear();
+        let ids: Vec<String> = self.subs.map.drain().map(|(id, _)| id).collect();
+        for sub_id in ids {
+            self.send(RelayMessage::Closed { sub_id, message: "auth-required: token expired".into() }).await;
         }
     }
 
