@@ -9,6 +9,7 @@ pub mod limits;
 pub mod message;
 pub mod nip42;
 pub mod nip98;
+pub mod nipar;
 pub mod nipoa;
 
 pub use event::{Event, EventError, UnsignedEvent};
