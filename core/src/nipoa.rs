@@ -88,6 +88,19 @@ pub fn grant(owner: &crate::Keys, agent: &str, conditions: &str) -> Vec<String> 
     vec!["auth".into(), owner.public_hex(), conditions.into(), sig]
 }
 
+/// Checks an event's `auth` tag, if any: the owner's grant must verify for the event's author and
+/// allow its kind and time. Returns the owner for a valid tag. `kind: None` for AUTH events.
+pub fn check_event(event: &Event, kind: Option<u32>) -> Result<Option<String>, String> {
+    let Some(auth) = auth_tag(event)? else { return Ok(None) };
+    if !verify(&event.pubkey, &auth) {
+        return Err("unverified auth tag".into());
+    }
+    if !allows(&auth.conditions, kind, event.created_at)? {
+        return Err("auth tag conditions do not allow this event".into());
+    }
+    Ok(Some(auth.owner))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -147,17 +160,4 @@ mod tests {
         assert!(auth_tag(&short).is_err());
         assert_eq!(auth_tag(&agent.sign_new(9, vec![], "")), Ok(None));
     }
-}
-
-/// Checks an event's `auth` tag, if any: the owner's grant must verify for the event's author and
-/// allow its kind and time. Returns the owner for a valid tag. `kind: None` for AUTH events.
-pub fn check_event(event: &Event, kind: Option<u32>) -> Result<Option<String>, String> {
-    let Some(auth) = auth_tag(event)? else { return Ok(None) };
-    if !verify(&event.pubkey, &auth) {
-        return Err("unverified auth tag".into());
-    }
-    if !allows(&auth.conditions, kind, event.created_at)? {
-        return Err("auth tag conditions do not allow this event".into());
-    }
-    Ok(Some(auth.owner))
 }
