@@ -97,6 +97,7 @@ pub async fn write_event(
             | KIND_REDACT
             | KIND_CREATE_CHANNEL
             | KIND_DELETE_CHANNEL
+            | buzz_core::nipar::KIND_REVISION
     ) {
         return Err(BusError::blocked(format!("kind {} is not accepted by this relay", event.kind)));
     }
@@ -117,6 +118,9 @@ pub async fn write_event(
         KIND_CREATE_CHANNEL => create_channel(&mut tx, community, actor, event, relay).await?,
         KIND_MESSAGE => post_message(&mut tx, community, actor, event, &role).await?,
         KIND_DELETION => crate::channels::delete_own(&mut tx, community, actor, event).await?,
+        buzz_core::nipar::KIND_REVISION => {
+            crate::artifacts::write_revision(&mut tx, community, actor, event, &role, relay).await?
+        }
         _ => crate::channels::moderate(&mut tx, community, actor, event, relay).await?,
     };
     let version = match accepted.access_changed {

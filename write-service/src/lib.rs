@@ -1,6 +1,7 @@
 //! Write-service of buzz-relay: every state change. A write is acknowledged only after its
 //! transaction commits; what was accepted is then published for live fan-out.
 
+pub mod artifacts;
 pub mod channels;
 pub mod events;
 pub mod members;
@@ -156,7 +157,8 @@ impl Application {
 }
 
 /// Removes expired TTL-channel events in batches. Reads never serve an expired event even before
-/// the sweeper reaches it (every query filters on `expires_at`); this only reclaims space.
+/// the sweeper reaches it (every query filters on `expires_at`); this only reclaims space. Then
+/// removes revision events past their community's retention (never a current revision).
 async fn sweep_loop(pool: sqlx::PgPool, every: std::time::Duration, shutdown: CancellationToken) {
     let mut tick = tokio::time::interval(every);
     loop {
@@ -177,6 +179,10 @@ async fn sweep_loop(pool: sqlx::PgPool, every: std::time::Duration, shutdown: Ca
                     break;
                 }
             }
+        }
+        match artifacts::retention::sweep_all(&pool).await {
+            Ok(n) => metrics::counter!("buzz_artifact_retention_swept_total").increment(n),
+            Err(e) => tracing::warn!(error = %e, "artifact retention sweep failed"),
         }
     }
 }

@@ -1,0 +1,227 @@
+//! NIP-AR revisions (kind 45010): identity, compare-and-swap, moves, delete/restore, mentions.
+//!
+//! One transaction per revision, in this order:
+//!
+//! 1. The envelope is validated without I/O (`buzz_core::nipar::parse`).
+//! 2. Identity and CAS under the artifact row lock: a create claims `(community, d)` (a taken d
+//!    is `conflict: artifact identity is taken`, deleted ones included); any other op locks the
+//!    row `FOR UPDATE`. An already accepted revision id is then `OK true` (`duplicate:`) and
+//!    nothing is applied, whatever has happened since; otherwise `prev` must be the current
+//!    revision (`conflict: prev is not the current revision`, also for an unknown d). These
+//!    answers name nothing but the identity, so they come before anything access-dependent.
+//! 3. Access, exactly the kind-9 rule: write in the stored home (create: in `h`), and for a move
+//!    also in the destination. Denials are the kind-9 texts, which never reveal a channel.
+//! 4. Rules that describe the stored artifact (deleted, type, home, root), now that the sender
+//!    is known to be able to write where it lives.
+//! 5. Store the revision in `events` (channel = its `h`), advance the artifact, record the
+//!    revision id forever, mention only the `p` keys the previous revision did not carry, and
+//!    for a move store the relay-signed kind-45011 removal in the source.
+//!
+//! Timestamps never decide anything here.
+
+pub mod retention;
+mod sql;
+
+use buzz_bus::{Actor, Audience, BusError, ErrorCode, LiveEvent, WriteOk};
+use buzz_core::nipar::{self, Envelope, Op};
+use buzz_core::Event;
+use buzz_store::access::{self, Channel};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use crate::events::{credential, denial, live_event, sql as sql_error, Accepted, Relay};
+
+pub use retention::sweep_retention;
+pub use sql::Artifact;
+
+/// The reasons a revision is refused for the artifact's state. None names its home, type, title
+/// or current revision.
+pub const STALE_PREV: &str = "prev is not the current revision";
+pub const IDENTITY_TAKEN: &str = "artifact identity is taken";
+pub const DELETED: &str = "artifact is deleted; only restore is accepted";
+
+fn conflict(message: &str) -> BusError {
+    BusError::new(ErrorCode::Conflict, message)
+}
+
+/// A channel the sender may post in (the kind-9 rule), share-locked, with its banned keys.
+struct Writable {
+    channel: Channel,
+    banned: Vec<String>,
+}
+
+async fn writable(
+    tx: &mut PgConnection,
+    community: Uuid,
+    actor: &Actor,
+    community_role: &str,
+    channel_id: Uuid,
+) -> Result<Writable, BusError> {
+    let (channel, standing, banned) =
+        access::channel_for_post(tx, community, channel_id, actor.member_key(), Some(community_role))
+            .await
+            .map_err(sql_error)?;
+    access::can_write(channel.as_ref(), standing, credential(actor)).map_err(denial)?;
+    let channel = channel.ok_or_else(BusError::internal)?;
+    Ok(Writable { channel, banned })
+}
+
+fn announce(community: Uuid, at: &Writable, event: Event) -> LiveEvent {
+    let mut live = live_event(community, &at.channel, event);
+    if live.audience == Audience::Community {
+        live.banned.clone_from(&at.banned);
+    }
+    live
+}
+
+/// Kind 45010. `community_role` is the sender's (member key's) community role.
+pub async fn write_revision(
+    tx: &mut PgConnection,
+    community: Uuid,
+    actor: &Actor,
+    event: Event,
+    community_role: &str,
+    relay: &Relay<'_>,
+) -> Result<Accepted, BusError> {
+    let env = nipar::parse(&event).map_err(BusError::invalid)?;
+    let mentioned = crate::read_model::mentioned(&event);
+
+    // 2. Identity and CAS, under the artifact row lock.
+    let current = if env.op == Op::Create {
+        if !sql::claim(tx, community, &env, &event.id, &mentioned).await.map_err(sql_error)? {
+            // Taken (a lost race included): wait for and lock the winner, then tell a
+            // resubmission from a new create.
+            sql::lock(tx, community, env.d).await.map_err(sql_error)?;
+            if sql::accepted(tx, community, &event.id).await.map_err(sql_error)? {
+                return Ok(Accepted::duplicate());
+            }
+            return Err(conflict(IDENTITY_TAKEN));
+        }
+        None
+    } else {
+        let Some(row) = sql::lock(tx, community, env.d).await.map_err(sql_error)? else {
+            // An unknown d has no current revision to name: the same answer as a stale prev.
+            return Err(conflict(STALE_PREV));
+        };
+        if sql::accepted(tx, community, &event.id).await.map_err(sql_error)? {
+            return Ok(Accepted::duplicate());
+        }
+        if env.prev.as_deref() != Some(row.current_revision.as_str()) {
+            return Err(conflict(STALE_PREV));
+        }
+        Some(row)
+    };
+
+    // 3. Access: the kind-9 rule in the stored home, and in the destination of a move.
+    let home_id = current.as_ref().map_or(env.h, |row| row.home_channel);
+    let home = writable(tx, community, actor, community_role, home_id).await?;
+    let destination = if env.op == Op::Move && env.h != home_id {
+        Some(writable(tx, community, actor, community_role, env.h).await?)
+    } else {
+        None
+    };
+
+    // 4. The artifact's own rules.
+    if let Some(row) = &current {
+        check_transition(&env, row)?;
+    }
+    if let Some(root) = &env.root {
+        // On creation, on a move, or when changed, root must be an anchor in h (the destination
+        // of a move); an unchanged root may have lost its anchor since.
+        let unchanged = current.as_ref().is_some_and(|row| row.root.as_deref() == Some(root.as_str()));
+        if (env.op == Op::Move || !unchanged)
+            && !crate::store::is_anchor(tx, community, env.h, root).await.map_err(sql_error)?
+        {
+            return Err(BusError::invalid(if env.op == Op::Move {
+                "a move's root must be absent or a conversation anchor in the destination"
+            } else {
+                "root must be an existing, undeleted conversation anchor in h"
+            }));
+        }
+    }
+
+    // 5. Store and advance.
+    let at = destination.as_ref().unwrap_or(&home);
+    let Some(seq) =
+        crate::store::insert_event(tx, community, &event, Some(at.channel.id), at.channel.ttl_seconds, None)
+            .await
+            .map_err(sql_error)?
+    else {
+        return Ok(Accepted::duplicate());
+    };
+    if current.is_some() {
+        sql::advance(tx, community, &env, &event.id, &mentioned).await.map_err(sql_error)?;
+    }
+    sql::record(tx, community, &env, &event.id, seq).await.map_err(sql_error)?;
+    let added: Vec<String> = match &current {
+        Some(row) => mentioned.iter().filter(|k| !row.mentioned.contains(k)).cloned().collect(),
+        None => mentioned,
+    };
+    crate::read_model::record_mentions(tx, community, at.channel.id, &event, seq, &added)
+        .await
+        .map_err(sql_error)?;
+
+    let mut also = Vec::new();
+    if let (Some(row), Some(_)) = (&current, &destination) {
+        let removal = removal(relay, &env, &row.current_revision, home.channel.id);
+        crate::store::insert_event(
+            tx,
+            community,
+            &removal,
+            Some(home.channel.id),
+            home.channel.ttl_seconds,
+            None,
+        )
+        .await
+        .map_err(sql_error)?
+        .ok_or_else(BusError::internal)?;
+        also.push(announce(community, &home, removal));
+    }
+    Ok(Accepted {
+        ok: WriteOk::applied(),
+        live: Some(announce(community, at, event)),
+        also,
+        access_changed: None,
+        seq: Some(seq),
+        bans_resolved: true,
+    })
+}
+
+/// Rules between the current revision and the next one, checked once the sender may write in the
+/// artifact's home (so they reveal nothing the sender cannot read).
+fn check_transition(env: &Envelope, row: &Artifact) -> Result<(), BusError> {
+    match (row.deleted, env.op) {
+        (true, Op::Restore) => {}
+        (true, _) => return Err(BusError::invalid(DELETED)),
+        (false, Op::Restore) => return Err(BusError::invalid("only a deleted artifact can be restored")),
+        (false, _) => {}
+    }
+    if env.type_name != row.type_name {
+        return Err(BusError::invalid("type is immutable"));
+    }
+    match env.op {
+        Op::Move if env.h == row.home_channel => {
+            Err(BusError::invalid("a move changes h; use op=update to stay in the home channel"))
+        }
+        Op::Move => Ok(()),
+        _ if env.h != row.home_channel => {
+            Err(BusError::invalid("h must be the artifact's home channel; use op=move to change it"))
+        }
+        Op::Delete if env.root != row.root => Err(BusError::invalid("a deletion preserves the current root")),
+        _ => Ok(()),
+    }
+}
+
+/// The relay-signed kind-45011 removal a move leaves in the source: the artifact (`d`), the source
+/// scope (`h`) and the revision it replaced (`e`); no destination metadata and no content.
+fn removal(relay: &Relay<'_>, env: &Envelope, replaced: &str, source: Uuid) -> Event {
+    relay.keys.sign_new(
+        nipar::KIND_REMOVAL,
+        vec![
+            vec!["d".to_owned(), env.d.to_string()],
+            vec!["h".to_owned(), source.to_string()],
+            vec!["e".to_owned(), replaced.to_owned()],
+        ],
+        "",
+    )
+}

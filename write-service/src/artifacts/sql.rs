@@ -1,0 +1,120 @@
+//! SQL of the artifact write path. Every statement is keyed by community first.
+
+use buzz_core::nipar::Envelope;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+/// An artifact's stored identity and current state, as locked for a revision.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Artifact {
+    #[sqlx(rename = "type")]
+    pub type_name: String,
+    pub current_revision: String,
+    pub home_channel: Uuid,
+    pub root: Option<String>,
+    pub deleted: bool,
+    pub mentioned: Vec<String>,
+}
+
+/// Claims `(community, d)` for a create whose revision becomes current. False when the d is
+/// taken (ever: deleted artifacts keep their row); a concurrent claim waits for the other
+/// transaction and then loses.
+pub async fn claim(
+    conn: &mut PgConnection,
+    community: Uuid,
+    env: &Envelope,
+    revision: &str,
+    mentioned: &[String],
+) -> Result<bool, sqlx::Error> {
+    let n = sqlx::query(
+        "INSERT INTO artifacts (community_id, d, type, current_revision, home_channel, root, mentioned) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (community_id, d) DO NOTHING",
+    )
+    .bind(community)
+    .bind(env.d)
+    .bind(&env.type_name)
+    .bind(revision)
+    .bind(env.h)
+    .bind(env.root.as_deref())
+    .bind(mentioned)
+    .execute(conn)
+    .await?
+    .rows_affected();
+    Ok(n == 1)
+}
+
+/// Locks the artifact row for the rest of the transaction.
+pub async fn lock(
+    conn: &mut PgConnection,
+    community: Uuid,
+    d: Uuid,
+) -> Result<Option<Artifact>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT type, current_revision, home_channel, root, deleted, mentioned FROM artifacts \
+         WHERE community_id = $1 AND d = $2 FOR UPDATE",
+    )
+    .bind(community)
+    .bind(d)
+    .fetch_optional(conn)
+    .await
+}
+
+/// Was this revision id ever accepted in the community (whether or not its event is still kept)?
+pub async fn accepted(conn: &mut PgConnection, community: Uuid, revision: &str) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM artifact_revisions WHERE community_id = $1 AND revision_id = $2)",
+    )
+    .bind(community)
+    .bind(revision)
+    .fetch_one(conn)
+    .await
+}
+
+/// Makes `revision` current (the row is locked by the caller).
+pub async fn advance(
+    conn: &mut PgConnection,
+    community: Uuid,
+    env: &Envelope,
+    revision: &str,
+    mentioned: &[String],
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE artifacts SET current_revision = $3, home_channel = $4, root = $5, deleted = $6, \
+                mentioned = $7, updated_at = now() \
+         WHERE community_id = $1 AND d = $2",
+    )
+    .bind(community)
+    .bind(env.d)
+    .bind(revision)
+    .bind(env.h)
+    .bind(env.root.as_deref())
+    .bind(env.op == buzz_core::nipar::Op::Delete)
+    .bind(mentioned)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Records an accepted revision, kept forever (retention removes events, never these rows).
+pub async fn record(
+    conn: &mut PgConnection,
+    community: Uuid,
+    env: &Envelope,
+    revision: &str,
+    seq: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO artifact_revisions (community_id, revision_id, d, prev, op, channel_id, accepted_seq) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(community)
+    .bind(revision)
+    .bind(env.d)
+    .bind(env.prev.as_deref())
+    .bind(env.op.as_str())
+    .bind(env.h)
+    .bind(seq)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
