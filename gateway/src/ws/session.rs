@@ -481,7 +481,10 @@ async fn verify(event: Event, is_auth: bool) -> Result<(Event, Option<String>), 
     let checked = tokio::task::spawn_blocking(move || {
         event.verify().map_err(|e| e.to_string())?;
         let kind = (!is_auth).then_some(event.kind);
-        let owner = buzz_core::nipoa::check_event(&event, kind).map_err(|r| format!("invalid: {r}"))?;
+        let artifact = event.kind == buzz_core::nipar::KIND_REVISION;
+        let owner = buzz_core::nipoa::check_event(&event, kind).map_err(|r| {
+            format!("invalid: {}", if artifact { r.replace("auth tag", "artifact auth tag") } else { r })
+        })?;
         Ok((event, owner))
     });
     checked.await.unwrap_or_else(|_| Err("error: verification failed".into()))
