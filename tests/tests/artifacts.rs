@@ -162,6 +162,12 @@ async fn a_create_and_its_updates_form_one_chain_each_naming_the_current_revisio
             (u2.id.clone(), Some(u1.id.clone()), "update".into()),
         ]
     );
+    // A regular stored event, not addressable: every revision is kept, none replaces another.
+    let kept: Vec<String> = sqlx::query_scalar("SELECT id FROM events WHERE kind = 45010 ORDER BY seq")
+        .fetch_all(&cluster.pool)
+        .await
+        .unwrap();
+    assert_eq!(kept, vec![c.id.clone(), u1.id.clone(), u2.id.clone()]);
     assert_eq!(a.req("cur", &[json!({"ids": [u2.id]})]).await.events, vec![u2.clone()]);
     cluster.stop().await;
 }
@@ -408,7 +414,10 @@ async fn root_must_be_an_undeleted_conversation_anchor_in_h_on_create_or_change_
     let fresh = message(&alice, channel, "new anchor");
     ok(&mut a, &fresh).await;
     ok(&mut a, &rev(&alice, "update", d, channel, Some(&u2.id), &[root(&fresh.id)])).await;
-    // Replies stay conversation messages: the revision is not a reply.
+    // Replies belong to the conversation: a kind-9 reply cannot name a revision as its root...
+    let to_revision = vec!["e".to_owned(), c.id.clone(), String::new(), "root".to_owned()];
+    refused(&mut a, &tagged(&alice, 9, channel, vec![to_revision]), "invalid:").await;
+    // ...and a revision is not a reply.
     let replies = scalar(&cluster, "SELECT count(*) FROM events WHERE thread_root = $1", &fresh.id).await;
     assert_eq!(replies, 0);
     cluster.stop().await;
@@ -612,6 +621,13 @@ async fn a_moves_root_must_be_absent_or_an_anchor_in_the_destination() {
     ok(&mut a, &c).await;
     refused(&mut a, &rev(&alice, "move", d, destination, Some(&c.id), &[root(&here.id)]), "invalid:").await;
     ok(&mut a, &rev(&alice, "move", d, destination, Some(&c.id), &[root(&there.id)])).await;
+    // Conversation messages stay where they are.
+    let homes: Vec<(String, Uuid)> =
+        sqlx::query_as("SELECT id, channel_id FROM events WHERE kind = 9 ORDER BY seq")
+            .fetch_all(&cluster.pool)
+            .await
+            .unwrap();
+    assert_eq!(homes, vec![(here.id.clone(), source), (there.id.clone(), destination)]);
     cluster.stop().await;
 }
 
@@ -790,5 +806,29 @@ async fn a_revision_mentions_only_the_p_tags_the_previous_revision_did_not_carry
     let u4 = rev(&alice, "update", d, channel, Some(&u3.id), &[p(&carol), p(&bob)]);
     ok(&mut a, &u4).await;
     assert_eq!((mentions(bob.clone()).await, mentions(carol.clone()).await), (2, 1));
+    cluster.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_artifact_is_identified_by_community_and_d_so_another_community_may_use_the_same_d() {
+    let Setup { cluster, alice, channel, mut a, .. } = setup().await;
+    let other = cluster.community("other.test").await;
+    let carol = cluster.member(&other).await;
+    let mut c = WsClient::authed(cluster.gateways[1], &other.host, &carol).await;
+    let their_channel = self::channel(&mut c, &carol, "open").await;
+    let d = Uuid::new_v4();
+    let ours = create(&alice, d, channel);
+    ok(&mut a, &ours).await;
+    let theirs = create(&carol, d, their_channel);
+    ok(&mut c, &theirs).await;
+    ok(&mut c, &update(&carol, d, their_channel, &theirs)).await;
+    // Nothing crosses communities: ours is unchanged and still accepts its own next revision.
+    ok(&mut a, &update(&alice, d, channel, &ours)).await;
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM artifacts WHERE d = $1")
+        .bind(d)
+        .fetch_one(&cluster.pool)
+        .await
+        .unwrap();
+    assert_eq!(rows, 2);
     cluster.stop().await;
 }
