@@ -1,18 +1,8 @@
 use buzz_policy::{Application, Settings};
-use tokio_util::sync::CancellationToken;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let _telemetry = buzz_telemetry::init("buzz-policy")?;
-    let settings = Settings::from_env()?;
-    let app = Application::build(settings).await?;
-    let shutdown = CancellationToken::new();
-    tokio::spawn({
-        let shutdown = shutdown.clone();
-        async move {
-            buzz_telemetry::runtime::shutdown_signal().await;
-            shutdown.cancel();
-        }
-    });
-    app.run(shutdown).await
+    let app = Application::build(Settings::from_env()?).await?;
+    app.run(buzz_telemetry::runtime::cancel_on_signal()).await
 }

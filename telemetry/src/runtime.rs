@@ -24,6 +24,18 @@ pub fn env_required(name: &str) -> anyhow::Result<String> {
     }
 }
 
+/// A token cancelled on SIGINT or SIGTERM: what every service's `main` hands to `run`.
+#[must_use]
+pub fn cancel_on_signal() -> tokio_util::sync::CancellationToken {
+    let token = tokio_util::sync::CancellationToken::new();
+    let cancel = token.clone();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        cancel.cancel();
+    });
+    token
+}
+
 /// Resolves on SIGINT or SIGTERM.
 pub async fn shutdown_signal() {
     let ctrl_c = async {

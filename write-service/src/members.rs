@@ -24,13 +24,14 @@ fn actor_role(role: Option<String>) -> Result<Role, BusError> {
         .ok_or_else(|| BusError::restricted("only community owners and admins manage members"))
 }
 
-pub async fn put_member(
+/// The common start of a membership change: scope, target key shape, and the actor's role
+/// (owner or admin), inside the transaction that will make the change.
+async fn begin_as_manager(
     pool: &PgPool,
     community: Uuid,
     actor: &Actor,
     pubkey: &str,
-    role: Role,
-) -> Result<WriteOk, BusError> {
+) -> Result<(sqlx::Transaction<'static, sqlx::Postgres>, Role), BusError> {
     if !actor.has_scope(Scope::MembersWrite) {
         return Err(BusError::restricted("token does not allow managing members"));
     }
@@ -38,9 +39,19 @@ pub async fn put_member(
         return Err(BusError::invalid("pubkey must be 64 lowercase hex"));
     }
     let mut tx = pool.begin().await.map_err(sql)?;
-    let me = actor_role(
-        buzz_store::access::community_role(&mut tx, community, actor.member_key()).await.map_err(sql)?,
-    )?;
+    let role =
+        buzz_store::access::community_role(&mut tx, community, actor.member_key()).await.map_err(sql)?;
+    Ok((tx, actor_role(role)?))
+}
+
+pub async fn put_member(
+    pool: &PgPool,
+    community: Uuid,
+    actor: &Actor,
+    pubkey: &str,
+    role: Role,
+) -> Result<WriteOk, BusError> {
+    let (mut tx, me) = begin_as_manager(pool, community, actor, pubkey).await?;
     let previous = buzz_store::access::community_role(&mut tx, community, pubkey).await.map_err(sql)?;
     let previous = previous.as_deref().and_then(Role::parse);
     if !may_grant(me, previous, role) {
@@ -58,16 +69,7 @@ pub async fn remove_member(
     actor: &Actor,
     pubkey: &str,
 ) -> Result<bool, BusError> {
-    if !actor.has_scope(Scope::MembersWrite) {
-        return Err(BusError::restricted("token does not allow managing members"));
-    }
-    if !buzz_core::is_lower_hex(pubkey, 64) {
-        return Err(BusError::invalid("pubkey must be 64 lowercase hex"));
-    }
-    let mut tx = pool.begin().await.map_err(sql)?;
-    let me = actor_role(
-        buzz_store::access::community_role(&mut tx, community, actor.member_key()).await.map_err(sql)?,
-    )?;
+    let (mut tx, me) = begin_as_manager(pool, community, actor, pubkey).await?;
     let target = buzz_store::access::community_role(&mut tx, community, pubkey).await.map_err(sql)?;
     let Some(target) = target.as_deref().and_then(Role::parse) else {
         return Err(BusError::new(buzz_bus::ErrorCode::NotFound, "not a member"));
