@@ -22,7 +22,9 @@ pub async fn resolve(pool: &PgPool, community: Uuid, token_hash: &str) -> Result
     if !buzz_core::is_lower_hex(token_hash, 64) {
         return Ok(none);
     }
-    let row: Option<(String, Vec<String>, Option<Vec<Uuid>>, i64)> = sqlx::query_as(
+    // (pubkey, scopes, channel restriction, expiry in unix seconds)
+    type Grant = (String, Vec<String>, Option<Vec<Uuid>>, i64);
+    let row: Option<Grant> = sqlx::query_as(
         "SELECT t.pubkey, t.scopes, t.channel_ids, floor(extract(epoch FROM t.expires_at))::bigint FROM tokens t \
          JOIN community_members m ON m.community_id = t.community_id AND m.pubkey = t.pubkey \
          WHERE t.community_id = $1 AND t.token_hash = $2 AND t.expires_at > now() \
