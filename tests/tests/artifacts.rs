@@ -832,3 +832,34 @@ async fn an_artifact_is_identified_by_community_and_d_so_another_community_may_u
     assert_eq!(rows, 2);
     cluster.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn normal_event_size_and_write_quotas_apply_to_revisions() {
+    let cluster = Cluster::start_with(buzz_tests::ClusterOptions {
+        gateway_settings: Some(|s| {
+            s.rate_conn_burst = 2;
+            s.rate_conn_per_sec = 0.001;
+            s.rate_pubkey_per_min = 10_000;
+        }),
+        ..Default::default()
+    })
+    .await;
+    let team = cluster.community("team.test").await;
+    let alice = cluster.member(&team).await;
+    let channel = Uuid::new_v4();
+    let mut setup = WsClient::authed(cluster.gateways[0], &team.host, &alice).await;
+    ok(&mut setup, &create_channel(&alice, channel, "work", "open")).await;
+    let mut big = WsClient::authed(cluster.gateways[0], &team.host, &alice).await;
+    let huge =
+        alice.sign_new(45010, envelope("create", Uuid::new_v4(), channel, None, &[]), &"x".repeat(70_000));
+    refused(&mut big, &huge, "invalid: content longer than").await;
+    let mut a = WsClient::authed(cluster.gateways[1], &team.host, &alice).await;
+    let d = Uuid::new_v4();
+    let c = create(&alice, d, channel);
+    ok(&mut a, &c).await;
+    let u1 = update(&alice, d, channel, &c);
+    ok(&mut a, &u1).await;
+    refused(&mut a, &update(&alice, d, channel, &u1), "rate-limited:").await;
+    assert_eq!(stored(&cluster, d).await.0, u1.id);
+    cluster.stop().await;
+}
