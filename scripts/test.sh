@@ -43,6 +43,10 @@ bash scripts/deps-up.sh
 
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/buzz-target}
 
+# The Helm chart: lint, offline render and Kubernetes schema checks (fast; before the Rust suite so
+# the test runner's summary stays the last line).
+bash scripts/chart-test.sh || exit $?
+
 echo "test.sh: cargo build --workspace --all-targets (CARGO_TARGET_DIR=$CARGO_TARGET_DIR)" >&2
 cargo build --workspace --all-targets || exit $?
 
