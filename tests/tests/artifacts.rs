@@ -782,7 +782,7 @@ async fn revisions_never_change_chat_counts_replies_unread_or_read_markers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_revision_mentions_only_the_p_tags_the_previous_revision_did_not_carry() {
-    let Setup { cluster, team, alice, bob, channel, mut a, .. } = setup().await;
+    let Setup { cluster, team, alice, bob, channel, mut a, mut b } = setup().await;
     let carol = cluster.member(&team).await;
     let mentions = |keys: Keys| {
         let (cluster, team) = (&cluster, &team);
@@ -805,6 +805,12 @@ async fn a_revision_mentions_only_the_p_tags_the_previous_revision_did_not_carry
     ok(&mut a, &u3).await;
     let u4 = rev(&alice, "update", d, channel, Some(&u3.id), &[p(&carol), p(&bob)]);
     ok(&mut a, &u4).await;
+    assert_eq!((mentions(bob.clone()).await, mentions(carol.clone()).await), (2, 1));
+    // A key the previous revision carried is not mentioned again, even when that revision's author
+    // was the key itself.
+    let u5 = rev(&bob, "update", d, channel, Some(&u4.id), &[p(&carol), p(&bob)]);
+    ok(&mut b, &u5).await;
+    ok(&mut a, &rev(&alice, "update", d, channel, Some(&u5.id), &[p(&carol), p(&bob)])).await;
     assert_eq!((mentions(bob.clone()).await, mentions(carol.clone()).await), (2, 1));
     cluster.stop().await;
 }

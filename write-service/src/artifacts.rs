@@ -84,11 +84,14 @@ pub async fn write_revision(
     relay: &Relay<'_>,
 ) -> Result<Accepted, BusError> {
     let env = nipar::parse(&event).map_err(BusError::invalid)?;
+    // Every `p` key the revision carries (its author's too: carried over, it must not mention
+    // them when someone else writes the next revision), and the ones it may mention.
+    let carried = p_keys(&event);
     let mentioned = crate::read_model::mentioned(&event);
 
     // 2. Identity and CAS, under the artifact row lock.
     let current = if env.op == Op::Create {
-        if !sql::claim(tx, community, &env, &event.id, &mentioned).await.map_err(sql_error)? {
+        if !sql::claim(tx, community, &env, &event.id, &carried).await.map_err(sql_error)? {
             // Taken (a lost race included): wait for and lock the winner, then tell a
             // resubmission from a new create.
             sql::lock(tx, community, env.d).await.map_err(sql_error)?;
@@ -150,7 +153,7 @@ pub async fn write_revision(
         return Ok(Accepted::duplicate());
     };
     if current.is_some() {
-        sql::advance(tx, community, &env, &event.id, &mentioned).await.map_err(sql_error)?;
+        sql::advance(tx, community, &env, &event.id, &carried).await.map_err(sql_error)?;
     }
     sql::record(tx, community, &env, &event.id, seq).await.map_err(sql_error)?;
     let added: Vec<String> = match &current {
@@ -185,6 +188,19 @@ pub async fn write_revision(
         seq: Some(seq),
         bans_resolved: true,
     })
+}
+
+/// The distinct well-formed `p` pubkeys of a revision, sorted.
+fn p_keys(event: &Event) -> Vec<String> {
+    let mut keys: Vec<String> = event
+        .tags_named("p")
+        .filter_map(|t| t.get(1))
+        .filter(|k| buzz_core::is_lower_hex(k, 64))
+        .cloned()
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys
 }
 
 /// Rules between the current revision and the next one, checked once the sender may write in the

@@ -4,7 +4,8 @@ use buzz_core::nipar::Envelope;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-/// An artifact's stored identity and current state, as locked for a revision.
+/// An artifact's stored identity and current state, as locked for a revision. `mentioned`: the
+/// `p` keys the current revision carries.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Artifact {
     #[sqlx(rename = "type")]
