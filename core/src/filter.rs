@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::event::Event;
 use crate::is_lower_hex;
-use crate::limits::Limits;
+use crate::limits::{ArtifactLimits, Limits};
 
 /// A REQ/COUNT filter. Tag conditions are keyed by tag name without the `#`.
 /// Serialises back to NIP-01 form (`#x` keys, absent fields omitted).
@@ -84,7 +84,18 @@ impl Filter {
     /// Checks the filter against `limits`: at most `max_filter_values` values per field, tag values at
     /// most `max_tag_value_length` bytes. Multi-character tag names on a filter without `artifact` are
     /// `Unsupported("multi-character tag filters need an artifact query ...")`.
+    ///
+    /// Artifact queries (`artifact` set) are checked by [`Filter::validate_artifact`] instead; a
+    /// generic filter with `offset` is `Unsupported` (pagination by offset is an artifact query).
     pub fn validate(&self, limits: &Limits) -> Result<(), FilterError> {
+        if let Some(form) = &self.artifact {
+            return self.validate_artifact(form, &limits.artifacts);
+        }
+        if self.offset.is_some() {
+            return Err(FilterError::Unsupported(
+                "offset needs an artifact query (\"artifact\":\"current\" or \"history\")".into(),
+            ));
+        }
         let max = limits.max_filter_values;
         let too_many = |field: &str| invalid(&format!("too many values in {field} (max {max})"));
         if self.ids.as_ref().is_some_and(|v| v.len() > max) {
@@ -115,6 +126,82 @@ impl Filter {
         Ok(())
     }
 
+    /// NIP-AR artifact query form: `current` (tag predicates, `limit`, `offset`) or `history`
+    /// (`#d` with artifact UUIDs, `limit`, `offset`). Every over-limit value is `Invalid` naming the
+    /// limit; an unknown form, `snapshot` (not available yet), or NIP-01 fields are `Unsupported`.
+    pub fn validate_artifact(&self, form: &str, limits: &ArtifactLimits) -> Result<(), FilterError> {
+        match form {
+            "current" | "history" => {}
+            "snapshot" => {
+                return Err(FilterError::Unsupported("snapshot transport is not available yet".into()))
+            }
+            other => {
+                return Err(FilterError::Unsupported(format!(
+                    "artifact query {} is not supported (current, history)",
+                    quoted(other)
+                )))
+            }
+        }
+        if self.ids.is_some()
+            || self.authors.is_some()
+            || self.kinds.is_some()
+            || self.since.is_some()
+            || self.until.is_some()
+        {
+            return Err(FilterError::Unsupported(
+                "artifact queries take only #<tag> predicates, limit and offset".into(),
+            ));
+        }
+        if self.tags.len() > limits.max_predicates {
+            return Err(invalid(&format!("too many tag predicates (max {})", limits.max_predicates)));
+        }
+        let mut total = 0usize;
+        for (name, values) in &self.tags {
+            if name.len() > limits.max_tag_name_bytes {
+                return Err(invalid(&format!("tag name longer than {} bytes", limits.max_tag_name_bytes)));
+            }
+            if values.len() > limits.max_values_per_predicate {
+                return Err(invalid(&format!(
+                    "too many values in #{name} (max {})",
+                    limits.max_values_per_predicate
+                )));
+            }
+            if values.iter().any(|v| v.len() > limits.max_tag_value_bytes) {
+                return Err(invalid(&format!(
+                    "#{name} value longer than {} bytes",
+                    limits.max_tag_value_bytes
+                )));
+            }
+            total += name.len() + values.iter().map(String::len).sum::<usize>();
+        }
+        if total > limits.max_total_tag_bytes {
+            return Err(invalid(&format!(
+                "tag predicates longer than {} bytes in total",
+                limits.max_total_tag_bytes
+            )));
+        }
+        if self.limit.is_some_and(|l| l > limits.max_limit) {
+            return Err(invalid(&format!("limit above {}", limits.max_limit)));
+        }
+        if self.offset.is_some_and(|o| o > limits.max_offset) {
+            return Err(invalid(&format!("offset above {}", limits.max_offset)));
+        }
+        if form == "history" {
+            let Some(ds) = self.tags.get("d") else {
+                return Err(invalid("an artifact history query needs #d"));
+            };
+            if self.tags.len() > 1 {
+                return Err(FilterError::Unsupported(
+                    "an artifact history query takes only #d, limit and offset".into(),
+                ));
+            }
+            if !ds.iter().all(|d| is_lower_uuid(d)) {
+                return Err(invalid("#d values must be lowercase hyphenated UUIDs"));
+            }
+        }
+        Ok(())
+    }
+
     /// The effective limit: `min(limit.unwrap_or(default_limit), max_limit)`.
     #[must_use]
     pub fn effective_limit(&self, limits: &Limits) -> u32 {
@@ -125,8 +212,12 @@ impl Filter {
     /// against the first value of tags named x: AND across names, OR within a name). `limit` is ignored.
     /// An empty `ids`/`authors`/`kinds`/tag value list matches nothing. `artifact` and `offset` are
     /// ignored too (they shape stored queries, not live matching).
+    /// An artifact query matches only revisions (kind 45010) live.
     #[must_use]
     pub fn matches(&self, event: &Event) -> bool {
+        if self.artifact.is_some() && event.kind != crate::nipar::KIND_REVISION {
+            return false;
+        }
         if self.since.is_some_and(|s| event.created_at < s)
             || self.until.is_some_and(|u| event.created_at > u)
         {
@@ -189,6 +280,11 @@ impl Filter {
 
 /// Longest tag name accepted after `#` in a filter key.
 const MAX_TAG_NAME_BYTES: usize = 64;
+
+/// A lowercase hyphenated UUID, as artifact `d` tags are.
+fn is_lower_uuid(s: &str) -> bool {
+    uuid::Uuid::try_parse(s).is_ok_and(|u| u.hyphenated().to_string() == s)
+}
 
 fn invalid(msg: &str) -> FilterError {
     FilterError::Invalid(msg.to_owned())

@@ -15,7 +15,7 @@ pub mod nipoa;
 pub use event::{Event, EventError, UnsignedEvent};
 pub use filter::{Filter, FilterError};
 pub use keys::Keys;
-pub use limits::Limits;
+pub use limits::{ArtifactLimits, Limits};
 pub use message::{ClientMessage, ParseError, RelayMessage};
 
 /// True when `s` is exactly `len` lowercase hex characters.

@@ -21,6 +21,51 @@ pub struct Limits {
     pub max_filter_values: usize,
     pub auth_required: bool,
     pub restricted_writes: bool,
+    /// NIP-AR artifact queries; advertised in NIP-11 `artifacts`, not in `limitation`.
+    #[serde(skip)]
+    pub artifacts: ArtifactLimits,
+}
+
+/// Limits of NIP-AR artifact queries (`{"artifact":"current"|"history", ...}`), enforced by
+/// `Filter::validate` and the query-service, advertised in NIP-11 `artifacts`. Over a limit is an
+/// explicit `invalid:` error, never a silently shortened query.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ArtifactLimits {
+    /// Bytes of one tag name after `#` (the tag index bounds names to 64 bytes).
+    pub max_tag_name_bytes: usize,
+    /// Bytes of one requested tag value.
+    pub max_tag_value_bytes: usize,
+    /// Bytes of every tag name and value of the query together.
+    pub max_total_tag_bytes: usize,
+    /// Tag names (`#<name>` predicates) per query.
+    pub max_predicates: usize,
+    /// Values per tag name.
+    pub max_values_per_predicate: usize,
+    /// Largest `limit` (page size); a larger one is refused, not clamped.
+    pub max_limit: u32,
+    /// Page size when the query names no `limit`.
+    pub default_limit: u32,
+    /// Largest `offset`.
+    pub max_offset: u32,
+    /// Execution budget of one query in milliseconds (PostgreSQL `statement_timeout`); a query
+    /// that exceeds it fails with `error: query exceeded its execution budget`.
+    pub execution_budget_ms: u64,
+}
+
+impl Default for ArtifactLimits {
+    fn default() -> Self {
+        Self {
+            max_tag_name_bytes: 64,
+            max_tag_value_bytes: 1024,
+            max_total_tag_bytes: 8192,
+            max_predicates: 8,
+            max_values_per_predicate: 100,
+            max_limit: 500,
+            default_limit: 100,
+            max_offset: 10_000,
+            execution_budget_ms: 2000,
+        }
+    }
 }
 
 impl Default for Limits {
@@ -38,6 +83,7 @@ impl Default for Limits {
             max_filter_values: 256,
             auth_required: true,
             restricted_writes: true,
+            artifacts: ArtifactLimits::default(),
         }
     }
 }

@@ -22,7 +22,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/members/{pubkey}", delete(remove_member))
         .route("/api/tokens", post(crate::tokens::issue))
         .with_state(state.clone())
-        .merge(crate::chat_api::router(state))
+        .merge(crate::chat_api::router(state.clone()))
+        .merge(crate::query_api::router(state))
         .merge(buzz_telemetry::admin_router(move || {
             let nats = ready_nats.clone();
             async move { nats.connection_state() == async_nats::connection::State::Connected }
@@ -127,7 +128,28 @@ pub fn nip11(state: &AppState) -> serde_json::Value {
         "software": "buzz-relay",
         "version": env!("CARGO_PKG_VERSION"),
         "supported_nips": [1, 11, 29, 42, 45, 98],
+        "supported_extensions": ["nip-ar"],
         "limitation": state.settings.limits,
+        "artifacts": artifacts_nip11(&state.settings.limits.artifacts),
+    })
+}
+
+/// NIP-11 `artifacts`: the NIP-AR kinds, the query forms and every enforced artifact query limit.
+/// (`artifacts.snapshot` is advertised once the snapshot transport exists.)
+fn artifacts_nip11(l: &buzz_core::ArtifactLimits) -> serde_json::Value {
+    serde_json::json!({
+        "revision_kind": buzz_core::nipar::KIND_REVISION,
+        "removal_kind": buzz_core::nipar::KIND_REMOVAL,
+        "queries": ["current", "history"],
+        "max_tag_name_bytes": l.max_tag_name_bytes,
+        "max_tag_value_bytes": l.max_tag_value_bytes,
+        "max_total_tag_bytes": l.max_total_tag_bytes,
+        "max_predicates": l.max_predicates,
+        "max_values_per_predicate": l.max_values_per_predicate,
+        "max_limit": l.max_limit,
+        "default_limit": l.default_limit,
+        "max_offset": l.max_offset,
+        "execution_budget_ms": l.execution_budget_ms,
     })
 }
 

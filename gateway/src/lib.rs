@@ -6,6 +6,7 @@ pub mod chat_api;
 pub mod hosts;
 pub mod http;
 pub mod live;
+pub mod query_api;
 pub mod ratelimit;
 pub mod settings;
 pub mod tokens;

@@ -7,11 +7,38 @@ use buzz_core::Limits;
 use futures::TryStreamExt;
 use sqlx::PgPool;
 
+use crate::artifacts;
 use crate::sql::{self, Reader};
 
 /// Largest frame of events put on the bus (NATS' default payload limit is 1 MiB).
 const FRAME_BYTES: usize = 256 * 1024;
 const FRAME_EVENTS: usize = 200;
+
+/// Streamed events: de-duplicated across filters, cut into frames of bounded size.
+#[derive(Default)]
+struct Frames {
+    seen: HashSet<String>,
+    batch: Vec<String>,
+    batch_bytes: usize,
+    total: u64,
+}
+
+impl Frames {
+    /// Adds one row; returns a full frame to emit.
+    fn push(&mut self, id: String, raw: String) -> Option<Vec<String>> {
+        if !self.seen.insert(id) {
+            return None;
+        }
+        self.batch_bytes += raw.len();
+        self.batch.push(raw);
+        self.total += 1;
+        if self.batch.len() >= FRAME_EVENTS || self.batch_bytes >= FRAME_BYTES {
+            self.batch_bytes = 0;
+            return Some(std::mem::take(&mut self.batch));
+        }
+        None
+    }
+}
 
 pub struct Querier {
     pub pool: PgPool,
@@ -56,23 +83,40 @@ impl Querier {
             return Err(BusError::restricted("token does not allow reading messages"));
         }
         for f in &req.filters {
-            if f.artifact.is_some() {
-                return Err(BusError::new(
-                    ErrorCode::Unsupported,
-                    "artifact queries are not supported by this relay version",
-                ));
-            }
             f.validate(&self.limits).map_err(|e| BusError::invalid(e.to_string()))?;
         }
+        let artifact = match req.filters.as_slice() {
+            [f] => match f.artifact.as_deref() {
+                Some(form) => Some((
+                    f,
+                    artifacts::Form::parse(form).ok_or_else(|| {
+                        BusError::new(ErrorCode::Unsupported, "artifact query form is not supported")
+                    })?,
+                )),
+                None => None,
+            },
+            many if many.iter().any(|f| f.artifact.is_some()) => {
+                return Err(BusError::new(
+                    ErrorCode::Unsupported,
+                    "an artifact query must be the only filter of its request",
+                ))
+            }
+            _ => None,
+        };
         let reader = Reader {
             community: req.community_id,
             pubkey: req.reader.member_key(),
             channel_ids: req.reader.channel_ids.as_deref(),
         };
         let filters: Vec<_> = req.filters.iter().filter(|f| sql::can_match(f)).collect();
+        let budget_ms = if artifact.is_some() {
+            self.statement_timeout_ms.min(self.limits.artifacts.execution_budget_ms)
+        } else {
+            self.statement_timeout_ms
+        };
         let mut tx = self.pool.begin().await.map_err(|e| sql_error(&e))?;
         sqlx::query("SELECT set_config('statement_timeout', $1, true), set_config('transaction_read_only', 'on', true)")
-            .bind(format!("{}ms", self.statement_timeout_ms))
+            .bind(format!("{budget_ms}ms"))
             .execute(&mut *tx)
             .await
             .map_err(|e| sql_error(&e))?;
@@ -80,38 +124,34 @@ impl Querier {
             if filters.is_empty() {
                 return Ok(QueryFrameBody::Count { count: 0 });
             }
-            let count: i64 = sql::count_events(&reader, &filters)
-                .build_query_scalar()
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(|e| sql_error(&e))?;
+            let mut qb = match artifact {
+                Some((f, form)) => artifacts::count(form, &reader, f),
+                None => sql::count_events(&reader, &filters),
+            };
+            let count: i64 = qb.build_query_scalar().fetch_one(&mut *tx).await.map_err(|e| sql_error(&e))?;
             return Ok(QueryFrameBody::Count { count: u64::try_from(count).unwrap_or(0) });
         }
-        let mut seen = HashSet::new();
-        let mut batch = Vec::new();
-        let mut batch_bytes = 0;
-        let mut total = 0u64;
+        let mut out = Frames::default();
         for f in filters {
-            let limit = f.effective_limit(&self.limits);
-            let mut qb = sql::select_events(&reader, f, limit);
+            let mut qb = match artifact {
+                Some((_, form)) => {
+                    let limits = &self.limits.artifacts;
+                    let limit = f.limit.unwrap_or(limits.default_limit).min(limits.max_limit);
+                    artifacts::select(form, &reader, f, limit, f.offset.unwrap_or(0))
+                }
+                None => sql::select_events(&reader, f, f.effective_limit(&self.limits)),
+            };
             let mut rows = qb.build_query_as::<(String, String)>().fetch(&mut *tx);
             while let Some((id, raw)) = rows.try_next().await.map_err(|e| sql_error(&e))? {
-                if !seen.insert(id) {
-                    continue;
-                }
-                batch_bytes += raw.len();
-                batch.push(raw);
-                total += 1;
-                if batch.len() >= FRAME_EVENTS || batch_bytes >= FRAME_BYTES {
-                    emit(QueryFrameBody::Events { events: std::mem::take(&mut batch) }).await;
-                    batch_bytes = 0;
+                if let Some(events) = out.push(id, raw) {
+                    emit(QueryFrameBody::Events { events }).await;
                 }
             }
         }
-        if !batch.is_empty() {
-            emit(QueryFrameBody::Events { events: batch }).await;
+        if !out.batch.is_empty() {
+            emit(QueryFrameBody::Events { events: out.batch }).await;
         }
-        Ok(QueryFrameBody::Done { total })
+        Ok(QueryFrameBody::Done { total: out.total })
     }
 
     pub async fn access(&self, req: AccessRequest) -> Result<AccessReply, BusError> {

@@ -1,6 +1,7 @@
 //! Query-service of buzz-relay: REQ and COUNT over stored events with access checks in SQL before
 //! limits, under a statement timeout, streamed to the gateway in numbered frames.
 
+pub mod artifacts;
 pub mod chat;
 pub mod handler;
 pub mod settings;

@@ -22,15 +22,22 @@ pub fn can_match(filter: &Filter) -> bool {
         || filter.limit == Some(0))
 }
 
-fn start<'a>(select: &str, reader: &Reader<'a>) -> QueryBuilder<'a, Postgres> {
+/// A statement that starts by binding the reader as `$1`, `$2`, `$3`, the binds
+/// [`buzz_store::access::readable_channel_condition`] expects.
+pub(crate) fn with_reader<'a>(reader: &Reader<'a>) -> QueryBuilder<'a, Postgres> {
     let mut qb = QueryBuilder::new("WITH reader AS (SELECT ");
     qb.push_bind(reader.community)
         .push("::uuid AS community, ")
         .push_bind(reader.pubkey.to_owned())
         .push("::text AS pubkey, ")
         .push_bind(reader.channel_ids.map(<[Uuid]>::to_vec))
-        .push("::uuid[] AS restriction) ")
-        .push(select)
+        .push("::uuid[] AS restriction) ");
+    qb
+}
+
+fn start<'a>(select: &str, reader: &Reader<'a>) -> QueryBuilder<'a, Postgres> {
+    let mut qb = with_reader(reader);
+    qb.push(select)
         .push(" FROM events e WHERE e.community_id = $1 AND e.redacted_at IS NULL AND e.deleted_at IS NULL ")
         .push("AND (e.expires_at IS NULL OR e.expires_at > now()) AND ")
         .push(buzz_store::access::readable_channel_condition("e"));
@@ -53,6 +60,14 @@ fn push_conditions(qb: &mut QueryBuilder<'_, Postgres>, f: &Filter) {
     }
     if let Some(until) = f.until {
         qb.push(" AND e.created_at <= ").push_bind(until);
+    }
+    // NIP-AR: a generic filter that can match revisions sees only current revisions of artifacts
+    // that are not deleted (a retired artifact's current revision is redacted, excluded above).
+    if f.kinds.as_ref().is_none_or(|k| k.contains(&buzz_core::nipar::KIND_REVISION)) {
+        qb.push(" AND (e.kind <> ").push(i64::from(buzz_core::nipar::KIND_REVISION)).push(
+            " OR EXISTS (SELECT 1 FROM artifacts a WHERE a.community_id = e.community_id \
+                   AND a.current_revision = e.id AND NOT a.deleted))",
+        );
     }
     for (name, values) in &f.tags {
         let hashes: Vec<Vec<u8>> = values.iter().map(|v| buzz_store::tag_value_hash(v)).collect();

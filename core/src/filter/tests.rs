@@ -151,3 +151,35 @@ fn matching() {
     }
     assert!(Filter { limit: Some(0), ..Filter::default() }.matches(&e), "limit is ignored");
 }
+
+#[test]
+fn artifact_queries_are_checked_against_the_artifact_limits() {
+    let limits = Limits::default();
+    let ok = |v: serde_json::Value| parse(v).expect("parse").validate(&limits);
+    assert_eq!(
+        ok(json!({"artifact": "current", "#project": ["a", "b"], "limit": 500, "offset": 10})),
+        Ok(())
+    );
+    assert_eq!(ok(json!({"artifact": "history", "#d": ["04737c81-e5e8-4412-bb47-f446813cfeba"]})), Ok(()));
+    for (v, unsupported) in [
+        (json!({"artifact": "current", "limit": 501}), false),
+        (json!({"artifact": "current", "offset": 10_001}), false),
+        (json!({"artifact": "current", "#t": vec!["x"; 101]}), false),
+        (json!({"artifact": "history"}), false),
+        (json!({"artifact": "history", "#d": ["04737C81-E5E8-4412-BB47-F446813CFEBA"]}), false),
+        (json!({"artifact": "current", "kinds": [45010]}), true),
+        (json!({"artifact": "snapshot"}), true),
+        (json!({"artifact": "latest"}), true),
+        (json!({"offset": 1}), true),
+    ] {
+        let err = ok(v.clone()).expect_err("refused");
+        assert_eq!(matches!(err, FilterError::Unsupported(_)), unsupported, "{v}: {err}");
+    }
+}
+
+#[test]
+fn an_artifact_filter_matches_only_revisions_live() {
+    let f = parse(json!({"artifact": "current", "#project": ["p"]})).expect("parse");
+    assert!(f.matches(&ev('a', 'b', 45010, 1, &[&["project", "p"]])));
+    assert!(!f.matches(&ev('a', 'b', 9, 1, &[&["project", "p"]])));
+}

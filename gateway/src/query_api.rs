@@ -1,0 +1,144 @@
+//! `POST /query` (contract "Messages and errors"): a NIP-98 signed (or bearer) artifact query over
+//! HTTP. The body is a JSON array of exactly one filter, `{"artifact":"current"|"history", ...}`,
+//! answered with a JSON array of events in the query's order; `POST /query?count=1` answers
+//! `{"count":n}` with the same access and matching. The query runs in the query-service over the
+//! bus exactly as a WebSocket REQ/COUNT does (same frames, same checks).
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{RawQuery, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use buzz_bus::QueryRequest;
+use buzz_core::Filter;
+use tokio::sync::mpsc;
+
+use crate::http::{community_for, http_actor, ApiError};
+use crate::ws::query::{self, QueryUpdate};
+use crate::AppState;
+
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new().route("/query", post(handle)).with_state(state)
+}
+
+fn bad(code: &'static str, message: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, code, message)
+}
+
+/// The one filter of the body, checked like a REQ filter.
+fn parse_body(state: &AppState, body: &[u8]) -> Result<Filter, ApiError> {
+    let value: serde_json::Value =
+        serde_json::from_slice(body).map_err(|_| bad("invalid", "invalid: body is not JSON"))?;
+    let filters = value
+        .as_array()
+        .ok_or_else(|| bad("invalid", "invalid: body must be a JSON array of exactly one filter"))?;
+    let [one] = filters.as_slice() else {
+        return Err(bad("invalid", "invalid: body must be a JSON array of exactly one filter"));
+    };
+    if one.get("artifact").and_then(serde_json::Value::as_str) == Some("snapshot") {
+        return Err(bad("unsupported", "unsupported: snapshot transport is not available yet"));
+    }
+    let filter = Filter::from_value(one).map_err(|e| filter_error(&e))?;
+    if filter.artifact.is_none() {
+        return Err(bad(
+            "unsupported",
+            "unsupported: POST /query takes an artifact query (\"artifact\":\"current\" or \"history\")",
+        ));
+    }
+    filter.validate(&state.settings.limits).map_err(|e| filter_error(&e))?;
+    Ok(filter)
+}
+
+fn filter_error(e: &buzz_core::FilterError) -> ApiError {
+    let code = match e {
+        buzz_core::FilterError::Invalid(_) => "invalid",
+        buzz_core::FilterError::Unsupported(_) => "unsupported",
+    };
+    bad(code, e.to_string())
+}
+
+async fn handle(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let (host, community) = community_for(&state, &headers).await?;
+    let path = match &raw {
+        Some(q) => format!("/query?{q}"),
+        None => "/query".to_owned(),
+    };
+    let actor = http_actor(&state, &headers, &host, "POST", &path, &body).await?;
+    let count = match raw.as_deref() {
+        None | Some("") => false,
+        Some("count=1") => true,
+        Some(_) => return Err(bad("invalid", "invalid: the only query parameter is count=1")),
+    };
+    if body.len() > state.settings.limits.max_message_length {
+        return Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "invalid", "invalid: body too large"));
+    }
+    let filter = parse_body(&state, &body)?;
+    // The same membership check as a WebSocket AUTH: only community members (and their agents) query.
+    let member = buzz_bus::AccessRequest::Member {
+        community_id: community.community_id,
+        pubkey: actor.member_key().to_owned(),
+    };
+    let role: Result<buzz_bus::AccessReply, buzz_bus::BusError> =
+        buzz_bus::rpc::request(&state.nats, state.subjects.access(), &member, state.settings.bus_timeout)
+            .await?;
+    if role?.role.is_none() {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "restricted",
+            "restricted: not a member of this community",
+        ));
+    }
+    let req =
+        QueryRequest { community_id: community.community_id, reader: actor, filters: vec![filter], count };
+    let (tx, mut rx) = mpsc::channel(16);
+    let task = tokio::spawn(query::run(
+        state.nats.clone(),
+        state.subjects.query(),
+        req,
+        String::new(),
+        u64::from(!count),
+        state.settings.bus_timeout,
+        tx,
+    ));
+    let mut events: Vec<String> = Vec::new();
+    let mut outcome = None;
+    while let Some(update) = rx.recv().await {
+        match update {
+            QueryUpdate::Events { events: batch, .. } => events.extend(batch),
+            QueryUpdate::Done { result, .. } => {
+                outcome = Some(result);
+                break;
+            }
+        }
+    }
+    let _ = task.await;
+    let result = outcome.ok_or_else(|| {
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "the query answer was interrupted")
+    })?;
+    let answered = result.map_err(|e| {
+        let nip01 = e.nip01();
+        let mut err = ApiError::from(e);
+        err.message = nip01;
+        err
+    })?;
+    if count {
+        return Ok(Json(serde_json::json!({ "count": answered.unwrap_or(0) })).into_response());
+    }
+    // Events are the stored JSON as is: joined, never re-serialised.
+    let mut body = String::with_capacity(events.iter().map(|e| e.len() + 1).sum::<usize>() + 2);
+    body.push('[');
+    body.push_str(&events.join(","));
+    body.push(']');
+    let mut res = (StatusCode::OK, body).into_response();
+    res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(res)
+}
