@@ -145,13 +145,13 @@ pub async fn write_revision(
 
     // 5. Store and advance.
     let at = destination.as_ref().unwrap_or(&home);
-    let Some(seq) =
+    // The id is not in artifact_revisions (checked under the lock), so it cannot be stored yet;
+    // if it were, the store is inconsistent and the whole transaction rolls back.
+    let seq =
         crate::store::insert_event(tx, community, &event, Some(at.channel.id), at.channel.ttl_seconds, None)
             .await
             .map_err(sql_error)?
-    else {
-        return Ok(Accepted::duplicate());
-    };
+            .ok_or_else(BusError::internal)?;
     if current.is_some() {
         sql::advance(tx, community, &env, &event.id, &carried).await.map_err(sql_error)?;
     }

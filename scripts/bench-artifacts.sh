@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# NIP-AR revision benchmark: sustained revisions/s and p50/p99 OK latency for create+update
+# chains with 100k existing artifacts (seeded by SQL), through the in-process cluster (2 gateways,
+# 2 write and 2 query replicas) on the local PostgreSQL, Redis and NATS, release build.
+#
+# Usage: scripts/bench-artifacts.sh
+# Environment (defaults): BUZZ_BENCH_SEED=100000 BUZZ_BENCH_CLIENTS=8 BUZZ_BENCH_SECS=15
+#   BUZZ_BENCH_CHAIN=9 (updates per create). Prints one `BENCH {json}` line; results are also
+#   written to target/bench/artifacts.json under the repo.
+set -euo pipefail
+
+ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
+cd "$ROOT"
+cargo_bin=${CARGO_HOME:-${HOME:-/root}/.cargo}/bin
+[[ -x $cargo_bin/cargo ]] && PATH="$cargo_bin:$PATH"
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/buzz-target}
+
+bash scripts/deps-up.sh
+mkdir -p target/bench
+RUST_LOG=${RUST_LOG:-warn} cargo test -q --release -p buzz-tests --test artifacts_bench -- \
+  --ignored --nocapture bench_artifact_revisions 2>&1 | tee target/bench/artifacts.log
+grep '^BENCH ' target/bench/artifacts.log | tail -1 | cut -d' ' -f2- >target/bench/artifacts.json
+echo "report: target/bench/artifacts.json"

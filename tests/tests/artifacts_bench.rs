@@ -1,0 +1,161 @@
+//! Benchmark (ignored by default; run it with `scripts/bench-artifacts.sh`): sustained NIP-AR
+//! revision throughput and OK latency for create+update chains on a store that already holds
+//! `BUZZ_BENCH_SEED` artifacts (default 100 000, seeded by SQL), through the in-process cluster
+//! (2 gateways, 2 write and 2 query replicas) with write rate limits raised out of the way.
+//!
+//! Each of `BUZZ_BENCH_CLIENTS` connections (default 8, alternating gateways, one member key each)
+//! runs a closed loop for `BUZZ_BENCH_SECS` (default 15): create an artifact, then
+//! `BUZZ_BENCH_CHAIN` (default 9) updates each naming the previous revision, then the next
+//! artifact. Latency is from sending `EVENT` to receiving its `OK`; signing happens before the
+//! clock starts. Prints one JSON line.
+
+#![allow(clippy::unwrap_used)]
+
+use std::time::{Duration, Instant};
+
+use buzz_core::{Event, Keys};
+use buzz_tests::client::{create_channel, WsClient};
+use buzz_tests::{Cluster, ClusterOptions};
+use serde_json::json;
+use uuid::Uuid;
+
+fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn revision(keys: &Keys, op: &str, d: Uuid, h: Uuid, prev: Option<&str>, n: usize) -> Event {
+    let mut tags = vec![
+        vec!["ar".to_owned(), "1".to_owned()],
+        vec!["d".to_owned(), d.to_string()],
+        vec!["h".to_owned(), h.to_string()],
+        vec!["type".to_owned(), "buzz.task".to_owned()],
+        vec!["title".to_owned(), format!("Task {d}")],
+        vec!["op".to_owned(), op.to_owned()],
+        vec!["status".to_owned(), if n.is_multiple_of(2) { "open" } else { "doing" }.to_owned()],
+    ];
+    if let Some(prev) = prev {
+        tags.push(vec!["prev".to_owned(), prev.to_owned()]);
+    }
+    keys.sign_new(45010, tags, &json!({"version": 1, "n": n}).to_string())
+}
+
+/// `seed` artifacts of one revision each, with their events and tag index rows, in one statement
+/// per table.
+async fn seed(cluster: &Cluster, community: Uuid, channel: Uuid, author: &str, seed: i64) {
+    let mut conn = cluster.pool.acquire().await.unwrap();
+    sqlx::query(
+        "CREATE TEMP TABLE seed AS SELECT g, gen_random_uuid() AS d, \
+             encode(sha256(('seed' || g)::bytea), 'hex') AS id FROM generate_series(1, $1::bigint) g",
+    )
+    .bind(seed)
+    .execute(&mut *conn)
+    .await
+    .unwrap();
+    let sql = [
+        "INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw) \
+             SELECT $1, id, $3, 45010, 1700000000 + g, $2, '{}' FROM seed",
+        "INSERT INTO event_tags (community_id, event_id, name, value_hash, created_at) \
+             SELECT $1, s.id, t.name, sha256(convert_to(t.value, 'UTF8')), 1700000000 + s.g FROM seed s, \
+             LATERAL (VALUES ('d', s.d::text), ('h', $2::text), ('type', 'buzz.task'), ('status', 'open')) \
+             AS t(name, value) WHERE $3 <> ''",
+        "INSERT INTO artifacts (community_id, d, type, current_revision, home_channel) \
+             SELECT $1, d, 'buzz.task', id, $2 FROM seed WHERE $3 <> ''",
+        "INSERT INTO artifact_revisions (community_id, revision_id, d, op, channel_id, accepted_seq) \
+             SELECT $1, s.id, s.d, 'create', $2, e.seq FROM seed s \
+             JOIN events e ON e.community_id = $1 AND e.id = s.id WHERE $3 <> ''",
+    ];
+    for statement in sql {
+        sqlx::query(statement).bind(community).bind(channel).bind(author).execute(&mut *conn).await.unwrap();
+    }
+    for table in ["events", "event_tags", "artifacts", "artifact_revisions"] {
+        sqlx::query(&format!("ANALYZE {table}")).execute(&mut *conn).await.unwrap();
+    }
+}
+
+fn percentile(sorted: &[Duration], per_mille: usize) -> f64 {
+    sorted[(sorted.len() - 1) * per_mille / 1000].as_secs_f64() * 1000.0
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "benchmark: scripts/bench-artifacts.sh"]
+async fn bench_artifact_revisions() {
+    let seed_count: i64 = env("BUZZ_BENCH_SEED", 100_000);
+    let clients: usize = env("BUZZ_BENCH_CLIENTS", 8);
+    let secs: u64 = env("BUZZ_BENCH_SECS", 15);
+    let chain: usize = env("BUZZ_BENCH_CHAIN", 9);
+    let cluster = Cluster::start_with(ClusterOptions {
+        gateway_settings: Some(|s| {
+            s.rate_conn_per_sec = 1_000_000.0;
+            s.rate_conn_burst = 1_000_000;
+            s.rate_pubkey_per_min = 100_000_000;
+        }),
+        ..Default::default()
+    })
+    .await;
+    let team = cluster.community("bench.test").await;
+    let channel = Uuid::new_v4();
+    let mut owner = WsClient::authed(cluster.gateways[0], &team.host, &team.owner).await;
+    let (ok, msg) = owner.publish(&create_channel(&team.owner, channel, "bench", "open")).await;
+    assert!(ok, "{msg}");
+    let seeded = Instant::now();
+    seed(&cluster, team.id, channel, &team.owner.public_hex(), seed_count).await;
+    let seed_secs = seeded.elapsed().as_secs_f64();
+
+    let mut sockets = Vec::new();
+    for i in 0..clients {
+        let keys = cluster.member(&team).await;
+        sockets.push((WsClient::authed(cluster.gateways[i % 2], &team.host, &keys).await, keys));
+    }
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(secs);
+    let tasks: Vec<_> = sockets
+        .into_iter()
+        .map(|(mut ws, keys)| {
+            tokio::spawn(async move {
+                let mut latencies = Vec::new();
+                'run: loop {
+                    let d = Uuid::new_v4();
+                    let mut prev: Option<String> = None;
+                    for n in 0..=chain {
+                        if Instant::now() >= deadline {
+                            break 'run;
+                        }
+                        let op = if prev.is_none() { "create" } else { "update" };
+                        let event = revision(&keys, op, d, channel, prev.as_deref(), n);
+                        let sent = Instant::now();
+                        let (ok, msg) = ws.publish(&event).await;
+                        latencies.push(sent.elapsed());
+                        assert!(ok && msg.is_empty(), "revision refused: {msg}");
+                        prev = Some(event.id);
+                    }
+                }
+                latencies
+            })
+        })
+        .collect();
+    let mut latencies = Vec::new();
+    for t in tasks {
+        latencies.extend(t.await.unwrap());
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    latencies.sort_unstable();
+    let artifacts: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM artifacts").fetch_one(&cluster.pool).await.unwrap();
+    let report = json!({
+        "seeded_artifacts": seed_count,
+        "seed_seconds": (seed_secs * 10.0).round() / 10.0,
+        "artifacts_after": artifacts,
+        "clients": clients,
+        "chain": chain + 1,
+        "seconds": (elapsed * 100.0).round() / 100.0,
+        "revisions": latencies.len(),
+        "revisions_per_second": (latencies.len() as f64 / elapsed * 10.0).round() / 10.0,
+        "ok_latency_ms": {
+            "p50": (percentile(&latencies, 500) * 100.0).round() / 100.0,
+            "p99": (percentile(&latencies, 990) * 100.0).round() / 100.0,
+            "max": (percentile(&latencies, 1000) * 100.0).round() / 100.0,
+        },
+    });
+    println!("BENCH {report}");
+    cluster.stop().await;
+}
