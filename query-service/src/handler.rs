@@ -120,6 +120,18 @@ impl Querier {
             .execute(&mut *tx)
             .await
             .map_err(|e| sql_error(&e))?;
+        if artifact.is_some() {
+            // Plan each artifact query for its actual values: a cached generic plan cannot know how
+            // selective a tag value is and degrades to scanning every artifact. Index probes are
+            // priced as on SSD so that the plan starts from the (selective) tag index.
+            sqlx::query(
+                "SELECT set_config('plan_cache_mode', 'force_custom_plan', true), \
+                        set_config('random_page_cost', '1.1', true)",
+            )
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| sql_error(&e))?;
+        }
         if req.count {
             if filters.is_empty() {
                 return Ok(QueryFrameBody::Count { count: 0 });

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# NIP-AR query benchmark: p50/p99 first-page latency of a current-state `#type` + `#project` query
+# (REQ to EOSE, through the in-process cluster) with 200k artifacts in 500 channels, 50k of them
+# readable by the reader, seeded by SQL; prints the statement's EXPLAIN (ANALYZE, BUFFERS) too.
+#
+# Usage: scripts/bench-queries.sh
+# Environment (defaults): BUZZ_BENCH_ARTIFACTS=200000 BUZZ_BENCH_CHANNELS=500 BUZZ_BENCH_QUERIES=300.
+# Prints one `BENCH {json}` line; results are also written to target/bench/queries.json.
+set -euo pipefail
+
+ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
+cd "$ROOT"
+cargo_bin=${CARGO_HOME:-${HOME:-/root}/.cargo}/bin
+[[ -x $cargo_bin/cargo ]] && PATH="$cargo_bin:$PATH"
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/buzz-target}
+
+bash scripts/deps-up.sh
+mkdir -p target/bench
+RUST_LOG=${RUST_LOG:-warn} cargo test -q --release -p buzz-tests --test artifact_queries_bench -- \
+  --ignored --nocapture bench_current_query_first_page 2>&1 | tee target/bench/queries.log
+grep '^BENCH ' target/bench/queries.log | tail -1 | cut -d' ' -f2- >target/bench/queries.json
+echo "report: target/bench/queries.json"
