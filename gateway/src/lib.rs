@@ -81,7 +81,14 @@ impl Application {
         ));
         tracing::info!(addr = %self.addr, "gateway listening");
         let app = http::router(state.clone());
-        axum::serve(self.listener, app.into_make_service_with_connect_info::<SocketAddr>())
+        // Small protocol frames (OK, EVENT, EOSE) must not wait for Nagle's algorithm and delayed
+        // ACKs: without TCP_NODELAY a REQ answer can sit ~40 ms in the kernel.
+        let listener = axum::serve::ListenerExt::tap_io(self.listener, |tcp: &mut tokio::net::TcpStream| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!(error = %e, "could not set TCP_NODELAY");
+            }
+        });
+        axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
             .with_graceful_shutdown(shutdown.clone().cancelled_owned())
             .await?;
         let deadline = tokio::time::Instant::now() + state.settings.shutdown_grace;
