@@ -23,6 +23,8 @@ use crate::AppState;
 
 /// Outbound messages queued per socket before the writer applies backpressure.
 const OUTBOUND_QUEUE: usize = 1024;
+/// Most queued messages written before a flush.
+const FLUSH_EVERY: usize = 64;
 /// Live pushes queued per socket; a socket that falls this far behind is closed.
 const LIVE_QUEUE: usize = 4096;
 
@@ -56,9 +58,27 @@ pub async fn run(
     let (mut sink, mut stream) = socket.split();
     let (out_tx, mut out_rx) = mpsc::channel::<Message>(OUTBOUND_QUEUE);
     let writer = tokio::spawn(async move {
-        while let Some(m) = out_rx.recv().await {
-            let close = matches!(m, Message::Close(_));
-            if sink.send(m).await.is_err() || close {
+        // Write whatever is queued, then flush once: a REQ answer of many events becomes a few
+        // large writes instead of one syscall (and TCP segment) per event.
+        'outer: while let Some(first) = out_rx.recv().await {
+            let mut next = Some(first);
+            let mut fed = 0;
+            while let Some(m) = next.take() {
+                let close = matches!(m, Message::Close(_));
+                if sink.feed(m).await.is_err() {
+                    break 'outer;
+                }
+                if close {
+                    let _ = sink.flush().await;
+                    break 'outer;
+                }
+                // At most FLUSH_EVERY messages per flush, so a busy socket still flushes regularly.
+                fed += 1;
+                if fed < FLUSH_EVERY {
+                    next = out_rx.try_recv().ok();
+                }
+            }
+            if sink.flush().await.is_err() {
                 break;
             }
         }
