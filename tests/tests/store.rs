@@ -68,3 +68,39 @@ async fn every_gateway_serves_health_readiness_and_prometheus_metrics() {
     assert_eq!(policy.status(), 200);
     cluster.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_req_answer_larger_than_one_flush_arrives_whole_and_in_order() {
+    let cluster = Cluster::start().await;
+    let team = cluster.community("team.test").await;
+    let alice = cluster.member(&team).await;
+    let channel = Uuid::new_v4();
+    let mut a = WsClient::authed(cluster.gateways[0], &team.host, &alice).await;
+    assert!(a.publish(&create_channel(&alice, channel, "general", "open")).await.0);
+    let mut sent = Vec::new();
+    // Three connections: each stays under the per-connection write burst.
+    let mut writers = vec![
+        WsClient::authed(cluster.gateways[0], &team.host, &alice).await,
+        WsClient::authed(cluster.gateways[1], &team.host, &alice).await,
+        WsClient::authed(cluster.gateways[0], &team.host, &alice).await,
+    ];
+    for i in 0..150 {
+        let ev = alice.sign(buzz_core::UnsignedEvent {
+            pubkey: alice.public_hex(),
+            created_at: 1_700_000_000 + i,
+            kind: 9,
+            tags: vec![vec!["h".into(), channel.to_string()]],
+            content: format!("m{i}"),
+        });
+        let w = &mut writers[usize::try_from(i % 3).unwrap()];
+        assert!(w.publish(&ev).await.0);
+        sent.push(ev.id);
+    }
+    // 150 stored events (plus EOSE) are more than the gateway writes per flush (64).
+    let mut b = WsClient::authed(cluster.gateways[1], &team.host, &alice).await;
+    let got = b.req("all", &[json!({"kinds": [9], "#h": [channel.to_string()], "limit": 500})]).await;
+    let ids: Vec<String> = got.events.iter().map(|e| e.id.clone()).collect();
+    sent.reverse(); // newest first
+    assert_eq!(ids, sent);
+    cluster.stop().await;
+}
