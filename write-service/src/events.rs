@@ -128,10 +128,16 @@ pub async fn write_event(
         None => access_version,
     };
     let bans_resolved = accepted.bans_resolved;
+    // The primary event and the relay's own events are usually in one channel: read its bans once.
+    let mut bans: Option<(Uuid, Vec<String>)> = None;
     for live in accepted.live.iter_mut().chain(accepted.also.iter_mut()) {
         live.access_version = version;
         if let (Audience::Community, Some(channel), false) = (live.audience, live.channel_id, bans_resolved) {
-            live.banned = store::banned_members(&mut tx, community, channel).await.map_err(sql)?;
+            if bans.as_ref().is_none_or(|(c, _)| *c != channel) {
+                let list = store::banned_members(&mut tx, community, channel).await.map_err(sql)?;
+                bans = Some((channel, list));
+            }
+            live.banned = bans.as_ref().map(|(_, list)| list.clone()).unwrap_or_default();
         }
     }
     tx.commit().await.map_err(sql)?;
