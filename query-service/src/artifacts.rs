@@ -6,7 +6,8 @@
 //! - `current`: each artifact's current revision (`artifacts.current_revision`), omitted when the
 //!   artifact is deleted, retired (its current revision redacted) or expired, or when the reader
 //!   cannot read the current revision's channel. `#<name>` matches the name and FIRST value of a
-//!   tag of the current revision only (`event_tags`): AND across names, OR within a name. Order:
+//!   tag of the current revision only (`artifact_current_tags`, maintained by the write path):
+//!   AND across names, OR within a name. Order:
 //!   most recently changed first (`artifacts.updated_at DESC`), then `d`, a total order.
 //! - `history`: the revisions of the `#d` artifacts, each under its own channel's access (a move
 //!   never lets the destination read the source's earlier revisions), redacted, deleted and
@@ -46,19 +47,36 @@ fn visible(qb: &mut QueryBuilder<'_, Postgres>) {
     .push(buzz_store::access::readable_channel_condition("e"));
 }
 
+/// `readable`: the reader's readable channel ids, computed once per statement, so that every
+/// channel condition below is an index condition (`= ANY(...)`) rather than a join.
+const READABLE: &str = "(SELECT ids FROM readable)::uuid[]";
+
 fn from_current<'a>(select: &str, reader: &Reader<'a>, f: &Filter) -> QueryBuilder<'a, Postgres> {
     let mut qb = with_reader(reader);
-    qb.push(select).push(
-        " FROM artifacts a JOIN events e ON e.community_id = a.community_id AND e.id = a.current_revision \
-          WHERE a.community_id = $1 AND NOT a.deleted",
-    );
-    visible(&mut qb);
+    qb.push(", readable AS MATERIALIZED (SELECT ")
+        .push(buzz_store::access::readable_channel_ids())
+        .push(" AS ids) ")
+        .push(select)
+        .push(
+            " FROM artifacts a JOIN events e ON e.community_id = a.community_id AND e.id = a.current_revision \
+              WHERE a.community_id = $1 AND NOT a.deleted AND a.home_channel = ANY(",
+        )
+        .push(READABLE)
+        .push(
+            ") AND e.channel_id = a.home_channel AND e.redacted_at IS NULL AND e.deleted_at IS NULL \
+              AND (e.expires_at IS NULL OR e.expires_at > now())",
+        );
+    // `artifact_current_tags` holds exactly the current revision's tags of each live artifact,
+    // beside its home channel: older revisions cannot match, and the channel condition filters
+    // inside the index whichever predicate the plan starts from.
     for (name, values) in &f.tags {
         let hashes: Vec<Vec<u8>> = values.iter().map(|v| buzz_store::tag_value_hash(v)).collect();
         qb.push(
-            " AND EXISTS (SELECT 1 FROM event_tags t WHERE t.community_id = $1 \
-              AND t.event_id = a.current_revision AND t.name = ",
+            " AND EXISTS (SELECT 1 FROM artifact_current_tags t WHERE t.community_id = $1 \
+              AND t.d = a.d AND t.home_channel = ANY(",
         )
+        .push(READABLE)
+        .push(") AND t.name = ")
         .push_bind(name.clone())
         .push(" AND t.value_hash = ANY(")
         .push_bind(hashes)

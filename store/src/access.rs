@@ -229,22 +229,30 @@ pub async fn channel_for_post(
     Ok((Some(Channel { id, name, visibility, channel_type, ttl_seconds, archived }), standing, banned_list))
 }
 
-/// SQL condition: channel `{alias}.channel_id` is readable by the reader. Binds: `$1` community,
-/// `$2` reader pubkey, `$3` the credential's channel restriction (`uuid[]`, NULL = unrestricted).
-/// The same rule as [`can_read`] (the credential's read scope is checked before querying).
+/// The read rule in SQL, as a condition on a channel row `c`. Binds: `$1` community, `$2` reader
+/// pubkey, `$3` the credential's channel restriction (`uuid[]`, NULL = unrestricted). The same rule
+/// as [`can_read`] (the credential's read scope is checked before querying).
+const READABLE_CHANNEL: &str = "c.community_id = $1 AND c.deleted_at IS NULL \
+      AND ($3::uuid[] IS NULL OR c.id = ANY($3::uuid[])) \
+      AND EXISTS (SELECT 1 FROM community_members m WHERE m.community_id = $1 AND m.pubkey = $2) \
+      AND NOT EXISTS (SELECT 1 FROM channel_members b WHERE b.community_id = $1 \
+                      AND b.channel_id = c.id AND b.pubkey = $2 AND b.banned) \
+      AND ((c.visibility = 'open' AND c.channel_type <> 'dm') \
+           OR EXISTS (SELECT 1 FROM channel_members cm WHERE cm.community_id = $1 \
+                      AND cm.channel_id = c.id AND cm.pubkey = $2 AND cm.removed_at IS NULL))";
+
+/// SQL condition: channel `{alias}.channel_id` is readable by the reader (binds as
+/// the read rule above).
 pub fn readable_channel_condition(alias: &str) -> String {
-    format!(
-        "{alias}.channel_id IN (\
-            SELECT c.id FROM channels c \
-            WHERE c.community_id = $1 AND c.deleted_at IS NULL \
-              AND ($3::uuid[] IS NULL OR c.id = ANY($3::uuid[])) \
-              AND EXISTS (SELECT 1 FROM community_members m WHERE m.community_id = $1 AND m.pubkey = $2) \
-              AND NOT EXISTS (SELECT 1 FROM channel_members b WHERE b.community_id = $1 \
-                              AND b.channel_id = c.id AND b.pubkey = $2 AND b.banned) \
-              AND ((c.visibility = 'open' AND c.channel_type <> 'dm') \
-                   OR EXISTS (SELECT 1 FROM channel_members cm WHERE cm.community_id = $1 \
-                              AND cm.channel_id = c.id AND cm.pubkey = $2 AND cm.removed_at IS NULL)))"
-    )
+    format!("{alias}.channel_id IN (SELECT c.id FROM channels c WHERE {READABLE_CHANNEL})")
+}
+
+/// SQL expression: the ids of every channel the reader can read, as one `uuid[]` (binds as
+/// the read rule above). For statements that filter by channel inside an index
+/// (`channel = ANY(...)`) instead of joining against the channel list.
+#[must_use]
+pub fn readable_channel_ids() -> String {
+    format!("ARRAY(SELECT c.id FROM channels c WHERE {READABLE_CHANNEL})")
 }
 
 #[cfg(test)]

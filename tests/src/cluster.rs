@@ -318,6 +318,23 @@ impl Cluster {
         keys
     }
 
+    /// For tests that seed artifacts by SQL (bypassing the write path): builds their
+    /// `artifact_current_tags` rows from the current revisions' `event_tags`, as the write path
+    /// would have, and analyses the table.
+    pub async fn index_seeded_artifacts(&self, community: Uuid) {
+        sqlx::query(
+            "INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at) \
+             SELECT DISTINCT a.community_id, a.d, t.name, t.value_hash, a.home_channel, a.updated_at \
+             FROM artifacts a JOIN event_tags t ON t.community_id = a.community_id AND t.event_id = a.current_revision \
+             WHERE a.community_id = $1 AND NOT a.deleted ON CONFLICT DO NOTHING",
+        )
+        .bind(community)
+        .execute(&self.pool)
+        .await
+        .unwrap();
+        sqlx::query("ANALYZE artifact_current_tags").execute(&self.pool).await.unwrap();
+    }
+
     /// Stops every service and drops the test database.
     pub async fn stop(self) {
         self.shutdown.cancel();

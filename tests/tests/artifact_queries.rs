@@ -158,7 +158,7 @@ async fn project_queries_return_exactly_the_current_members_and_older_revisions_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn deleted_and_retired_artifacts_are_omitted_from_current_queries_and_counts() {
+async fn deleted_and_retired_artifacts_are_omitted_from_current_queries_and_counts_until_restored() {
     let Setup { cluster, alice, mut a, open, .. } = setup().await;
     let (_, kept) = task(&mut a, &alice, open, TASK, &[]).await;
     let (dd, gone) = task(&mut a, &alice, open, TASK, &[]).await;
@@ -172,6 +172,19 @@ async fn deleted_and_retired_artifacts_are_omitted_from_current_queries_and_coun
     // The deletion stays readable in history, the retired revision does not.
     let h = json!({"artifact": "history", "#d": [dd.to_string()]});
     assert_eq!(ids(&mut a, h).await, idv(&[&gone, &del]));
+    // A restore brings the artifact back under the restoring revision's tags, and only those.
+    let project = Uuid::new_v4().to_string();
+    let back = rev(&alice, "restore", dd, open, Some(&del), TASK, &[tag("project", &project)]);
+    ok(&mut a, &back).await;
+    let q = json!({"artifact": "current", "#type": [TASK]});
+    assert_eq!(ids(&mut a, q.clone()).await, idv(&[&back, &kept]));
+    assert_eq!(count(&mut a, q).await, 2);
+    assert_eq!(ids(&mut a, json!({"artifact": "current", "#project": [project]})).await, idv(&[&back]));
+    // Deleting it again takes it out of every tag it had.
+    let again = rev(&alice, "delete", dd, open, Some(&back), TASK, &[]);
+    ok(&mut a, &again).await;
+    assert!(ids(&mut a, json!({"artifact": "current", "#project": [project]})).await.is_empty());
+    assert_eq!(count(&mut a, json!({"artifact": "current", "#d": [dd.to_string()]})).await, 0);
     cluster.stop().await;
 }
 
@@ -440,6 +453,7 @@ async fn a_query_over_its_execution_budget_is_an_explicit_error_never_a_short_pa
     .execute(&cluster.pool)
     .await
     .unwrap();
+    cluster.index_seeded_artifacts(team.id).await;
     sqlx::query("ANALYZE").execute(&cluster.pool).await.unwrap();
     let q = json!({"artifact": "current", "#type": [TASK], "offset": 10000});
     let reason = closed(&mut b, std::slice::from_ref(&q)).await;

@@ -70,6 +70,8 @@ async fn seed(cluster: &Cluster, community: Uuid, channel: Uuid, author: &str, s
     for table in ["events", "event_tags", "artifacts", "artifact_revisions"] {
         sqlx::query(&format!("ANALYZE {table}")).execute(&mut *conn).await.unwrap();
     }
+    drop(conn);
+    cluster.index_seeded_artifacts(community).await;
 }
 
 fn percentile(sorted: &[Duration], per_mille: usize) -> f64 {

@@ -13,9 +13,10 @@
 //!    also in the destination. Denials are the kind-9 texts, which never reveal a channel.
 //! 4. Rules that describe the stored artifact (deleted, type, home, root), now that the sender
 //!    is known to be able to write where it lives.
-//! 5. Store the revision in `events` (channel = its `h`), advance the artifact, record the
-//!    revision id forever, mention only the `p` keys the previous revision did not carry, and
-//!    for a move store the relay-signed kind-45011 removal in the source.
+//! 5. Store the revision in `events` (channel = its `h`), advance the artifact and its
+//!    current-tag index (`artifact_current_tags`), record the revision id forever, mention only
+//!    the `p` keys the previous revision did not carry, and for a move store the relay-signed
+//!    kind-45011 removal in the source.
 //!
 //! Timestamps never decide anything here.
 
@@ -155,6 +156,7 @@ pub async fn write_revision(
     if current.is_some() {
         sql::advance(tx, community, &env, &event.id, &carried).await.map_err(sql_error)?;
     }
+    sql::index_current_tags(tx, community, env.d).await.map_err(sql_error)?;
     sql::record(tx, community, &env, &event.id, seq).await.map_err(sql_error)?;
     let added: Vec<String> = match &current {
         Some(row) => mentioned.iter().filter(|k| !row.mentioned.contains(k)).cloned().collect(),
