@@ -1,6 +1,7 @@
 //! NIP-AR artifact queries (`../shared/spec/NIP-AR.md`, "Current state and queries"): SQL for the
-//! `current` and `history` forms. Access (the one read rule, `readable_channel_condition`) and tag
-//! matching are conditions of the statement itself, so they apply before `LIMIT`/`OFFSET` and
+//! `current` and `history` forms. Access (the one read rule: `readable_channel_condition`, or the
+//! reader's readable channel ids it yields, bound as an array) and tag matching are conditions of
+//! the statement itself, so they apply before `LIMIT`/`OFFSET` and
 //! counts. Values are always bound.
 //!
 //! - `current`: each artifact's current revision (`artifacts.current_revision`), omitted when the
@@ -17,7 +18,7 @@ use buzz_core::Filter;
 use sqlx::{Postgres, QueryBuilder};
 use uuid::Uuid;
 
-use crate::sql::{with_reader, Reader};
+use crate::sql::{prefixed_with_reader, with_reader, Reader};
 
 /// The artifact query forms this relay answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,51 +48,75 @@ fn visible(qb: &mut QueryBuilder<'_, Postgres>) {
     .push(buzz_store::access::readable_channel_condition("e"));
 }
 
-/// `readable`: the reader's readable channel ids, computed once per statement, so that every
-/// channel condition below is an index condition (`= ANY(...)`) rather than a join.
-const READABLE: &str = "(SELECT ids FROM readable)::uuid[]";
-
-fn from_current<'a>(select: &str, reader: &Reader<'a>, f: &Filter) -> QueryBuilder<'a, Postgres> {
-    let mut qb = with_reader(reader);
-    qb.push(", readable AS MATERIALIZED (SELECT ")
-        .push(buzz_store::access::readable_channel_ids())
-        .push(" AS ids) ")
-        .push(select)
+/// Conditions every served current revision meets once its artifact is joined (`a`) to it
+/// (`e`). `artifact_current_tags` already guarantees them for a tagged query; they are repeated
+/// there so that a row the index got wrong is withheld rather than served. (The revision's
+/// channel is the artifact's home, written in one transaction; stating `e.channel_id =
+/// a.home_channel` as well would only make the planner underestimate every join by far.)
+fn served_current(qb: &mut QueryBuilder<'_, Postgres>, readable: &[Uuid]) {
+    qb.push(" AND NOT a.deleted AND a.home_channel = ANY(")
+        .push_bind(readable.to_vec())
         .push(
-            " FROM artifacts a JOIN events e ON e.community_id = a.community_id AND e.id = a.current_revision \
-              WHERE a.community_id = $1 AND NOT a.deleted AND a.home_channel = ANY(",
-        )
-        .push(READABLE)
-        .push(
-            ") AND e.channel_id = a.home_channel AND e.redacted_at IS NULL AND e.deleted_at IS NULL \
+            ") AND e.redacted_at IS NULL AND e.deleted_at IS NULL \
               AND (e.expires_at IS NULL OR e.expires_at > now())",
         );
-    // `artifact_current_tags` holds exactly the current revision's tags of each live artifact,
-    // beside its home channel: older revisions cannot match, and the channel condition filters
-    // inside the index whichever predicate the plan starts from.
-    for (name, values) in &f.tags {
-        let hashes: Vec<Vec<u8>> = values.iter().map(|v| buzz_store::tag_value_hash(v)).collect();
-        qb.push(
-            " AND EXISTS (SELECT 1 FROM artifact_current_tags t WHERE t.community_id = $1 \
-              AND t.d = a.d AND t.home_channel = ANY(",
-        )
-        .push(READABLE)
-        .push(") AND t.name = ")
-        .push_bind(name.clone())
-        .push(" AND t.value_hash = ANY(")
-        .push_bind(hashes)
-        .push("))");
-    }
+}
+
+/// `current` without tag predicates: every served artifact, from `artifacts` and `events`.
+/// `readable` (the reader's readable channel ids, computed by the access rule when the query's
+/// transaction opened) is bound as an array value, which the planner can estimate.
+fn untagged<'a>(prefix: &str, select: &str, reader: &Reader<'a>, readable: &[Uuid]) -> QueryBuilder<'a, Postgres> {
+    let mut qb = prefixed_with_reader(prefix, reader);
+    qb.push(select).push(
+        " FROM artifacts a JOIN events e ON e.community_id = a.community_id AND e.id = a.current_revision \
+          WHERE a.community_id = $1",
+    );
+    served_current(&mut qb, readable);
     qb
 }
 
-fn from_history<'a>(select: &str, reader: &Reader<'a>, f: &Filter) -> QueryBuilder<'a, Postgres> {
+/// `current` with tag predicates: the matching artifacts as `t.d, t.updated_at`, entirely from
+/// `artifact_current_tags`, which holds exactly the current revision's tags of each served
+/// artifact beside its home channel and expiry (older revisions cannot match). One predicate
+/// leads, filtered by readable channel and expiry inside the index; the others are index-only
+/// probes on the same artifact (the planner may start from any of them). The lead is a
+/// predicate with a single value when there is one (one row per artifact); otherwise rows are
+/// de-duplicated.
+fn push_candidates(qb: &mut QueryBuilder<'_, Postgres>, readable: &[Uuid], f: &Filter) {
+    let lead = f.tags.iter().find(|(_, v)| v.len() == 1).or_else(|| f.tags.iter().next());
+    let Some((lead_name, lead_values)) = lead else {
+        return;
+    };
+    let hashes = |values: &[String]| -> Vec<Vec<u8>> { values.iter().map(|v| buzz_store::tag_value_hash(v)).collect() };
+    qb.push("SELECT t.d, t.updated_at FROM artifact_current_tags t WHERE t.community_id = $1 AND t.name = ")
+        .push_bind(lead_name.clone())
+        .push(" AND t.value_hash = ANY(")
+        .push_bind(hashes(lead_values))
+        .push(") AND t.home_channel = ANY(")
+        .push_bind(readable.to_vec())
+        .push(") AND (t.expires_at IS NULL OR t.expires_at > now())");
+    for (name, values) in f.tags.iter().filter(|(n, _)| *n != lead_name) {
+        qb.push(
+            " AND EXISTS (SELECT 1 FROM artifact_current_tags u WHERE u.community_id = $1 \
+              AND u.d = t.d AND u.name = ",
+        )
+        .push_bind(name.clone())
+        .push(" AND u.value_hash = ANY(")
+        .push_bind(hashes(values))
+        .push("))");
+    }
+    if lead_values.len() > 1 {
+        qb.push(" GROUP BY t.d, t.updated_at");
+    }
+}
+
+fn from_history<'a>(prefix: &str, select: &str, reader: &Reader<'a>, f: &Filter) -> QueryBuilder<'a, Postgres> {
     let ds: Vec<Uuid> = f
         .tags
         .get("d")
         .map(|v| v.iter().filter_map(|d| Uuid::try_parse(d).ok()).collect())
         .unwrap_or_default();
-    let mut qb = with_reader(reader);
+    let mut qb = prefixed_with_reader(prefix, reader);
     qb.push(select)
         .push(
             " FROM artifact_revisions r JOIN events e ON e.community_id = r.community_id AND e.id = r.revision_id \
@@ -107,30 +132,81 @@ fn from_history<'a>(select: &str, reader: &Reader<'a>, f: &Filter) -> QueryBuild
 pub fn select<'a>(
     form: Form,
     reader: &Reader<'a>,
+    readable: &[Uuid],
     f: &Filter,
     limit: u32,
     offset: u32,
 ) -> QueryBuilder<'a, Postgres> {
-    let mut qb = match form {
-        Form::Current => {
-            let mut qb = from_current("SELECT e.id, e.raw", reader, f);
+    select_after("", form, reader, readable, f, limit, offset)
+}
+
+/// [`select`] under `EXPLAIN (ANALYZE, BUFFERS)`: one text row per plan line (benchmarks and
+/// index checks).
+pub fn explain_select<'a>(
+    form: Form,
+    reader: &Reader<'a>,
+    readable: &[Uuid],
+    f: &Filter,
+    limit: u32,
+    offset: u32,
+) -> QueryBuilder<'a, Postgres> {
+    select_after("EXPLAIN (ANALYZE, BUFFERS) ", form, reader, readable, f, limit, offset)
+}
+
+fn select_after<'a>(
+    prefix: &str,
+    form: Form,
+    reader: &Reader<'a>,
+    readable: &[Uuid],
+    f: &Filter,
+    limit: u32,
+    offset: u32,
+) -> QueryBuilder<'a, Postgres> {
+    let page = |qb: &mut QueryBuilder<'a, Postgres>| {
+        qb.push(" LIMIT ").push_bind(i64::from(limit)).push(" OFFSET ").push_bind(i64::from(offset));
+    };
+    match form {
+        Form::Current if f.tags.is_empty() => {
+            let mut qb = untagged(prefix, "SELECT e.id, e.raw", reader, readable);
             qb.push(" ORDER BY a.updated_at DESC, a.d");
+            page(&mut qb);
+            qb
+        }
+        Form::Current => {
+            // The page is chosen in the index; events are read for its rows only.
+            let mut qb = prefixed_with_reader(prefix, reader);
+            qb.push("SELECT e.id, e.raw FROM (");
+            push_candidates(&mut qb, readable, f);
+            qb.push(" ORDER BY t.updated_at DESC, t.d");
+            page(&mut qb);
+            qb.push(
+                ") m JOIN artifacts a ON a.community_id = $1 AND a.d = m.d \
+                 JOIN events e ON e.community_id = $1 AND e.id = a.current_revision WHERE TRUE",
+            );
+            served_current(&mut qb, readable);
+            qb.push(" ORDER BY m.updated_at DESC, m.d");
             qb
         }
         Form::History => {
-            let mut qb = from_history("SELECT e.id, e.raw", reader, f);
+            let mut qb = from_history(prefix, "SELECT e.id, e.raw", reader, f);
             qb.push(" ORDER BY r.accepted_seq, r.revision_id");
+            page(&mut qb);
             qb
         }
-    };
-    qb.push(" LIMIT ").push_bind(i64::from(limit)).push(" OFFSET ").push_bind(i64::from(offset));
-    qb
+    }
 }
 
 /// Every match, with the same access and matching as [`select`] (page fields do not apply).
-pub fn count<'a>(form: Form, reader: &Reader<'a>, f: &Filter) -> QueryBuilder<'a, Postgres> {
+pub fn count<'a>(form: Form, reader: &Reader<'a>, readable: &[Uuid], f: &Filter) -> QueryBuilder<'a, Postgres> {
     match form {
-        Form::Current => from_current("SELECT count(*)", reader, f),
-        Form::History => from_history("SELECT count(*)", reader, f),
+        Form::Current if f.tags.is_empty() => untagged("", "SELECT count(*)", reader, readable),
+        Form::Current => {
+            let mut qb = with_reader(reader);
+            qb.push("SELECT count(*) FROM (");
+            push_candidates(&mut qb, readable, f);
+            qb.push(") m");
+            qb
+        }
+        Form::History => from_history("", "SELECT count(*)", reader, f),
     }
 }

@@ -114,30 +114,14 @@ impl Querier {
         } else {
             self.statement_timeout_ms
         };
-        let mut tx = self.pool.begin().await.map_err(|e| sql_error(&e))?;
-        sqlx::query("SELECT set_config('statement_timeout', $1, true), set_config('transaction_read_only', 'on', true)")
-            .bind(format!("{budget_ms}ms"))
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| sql_error(&e))?;
-        if artifact.is_some() {
-            // Plan each artifact query for its actual values: a cached generic plan cannot know how
-            // selective a tag value is and degrades to scanning every artifact. Index probes are
-            // priced as on SSD so that the plan starts from the (selective) tag index.
-            sqlx::query(
-                "SELECT set_config('plan_cache_mode', 'force_custom_plan', true), \
-                        set_config('random_page_cost', '1.1', true)",
-            )
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| sql_error(&e))?;
-        }
+        let (mut tx, readable) =
+            self.open(&reader, budget_ms, artifact.is_some()).await.map_err(|e| sql_error(&e))?;
         if req.count {
             if filters.is_empty() {
                 return Ok(QueryFrameBody::Count { count: 0 });
             }
             let mut qb = match artifact {
-                Some((f, form)) => artifacts::count(form, &reader, f),
+                Some((f, form)) => artifacts::count(form, &reader, &readable, f),
                 None => sql::count_events(&reader, &filters),
             };
             let count: i64 = qb.build_query_scalar().fetch_one(&mut *tx).await.map_err(|e| sql_error(&e))?;
@@ -149,7 +133,7 @@ impl Querier {
                 Some((_, form)) => {
                     let limits = &self.limits.artifacts;
                     let limit = f.limit.unwrap_or(limits.default_limit).min(limits.max_limit);
-                    artifacts::select(form, &reader, f, limit, f.offset.unwrap_or(0))
+                    artifacts::select(form, &reader, &readable, f, limit, f.offset.unwrap_or(0))
                 }
                 None => sql::select_events(&reader, f, f.effective_limit(&self.limits)),
             };
@@ -164,6 +148,45 @@ impl Querier {
             emit(QueryFrameBody::Events { events: out.batch }).await;
         }
         Ok(QueryFrameBody::Done { total: out.total })
+    }
+
+    /// Opens a query's transaction: one read-only snapshot (REPEATABLE READ, so every statement of
+    /// the answer sees the same store), its execution budget, and for artifact queries their plan
+    /// settings and the reader's readable channels, all in one round trip after `BEGIN`.
+    ///
+    /// Artifact queries plan each execution for its actual values (a cached generic plan cannot
+    /// know how selective a tag value is and degrades to scanning every artifact), price index
+    /// probes as on SSD, and bind the readable channel ids as an array value: the planner then
+    /// knows how many channels the reader has and picks between walking a tag newest-first and
+    /// collecting a selective tag's matches.
+    pub async fn open(
+        &self,
+        reader: &Reader<'_>,
+        budget_ms: u64,
+        artifact: bool,
+    ) -> Result<(sqlx::Transaction<'static, sqlx::Postgres>, Vec<uuid::Uuid>), sqlx::Error> {
+        let mut tx = self.pool.begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY").await?;
+        let budget = format!("{budget_ms}ms");
+        if !artifact {
+            sqlx::query("SELECT set_config('statement_timeout', $1, true)")
+                .bind(budget)
+                .execute(&mut *tx)
+                .await?;
+            return Ok((tx, Vec::new()));
+        }
+        let (_, _, _, readable): (String, String, String, Vec<uuid::Uuid>) = sqlx::query_as(&format!(
+            "SELECT set_config('statement_timeout', $4, true), \
+                    set_config('plan_cache_mode', 'force_custom_plan', true), \
+                    set_config('random_page_cost', '1.1', true), {}",
+            buzz_store::access::readable_channel_ids()
+        ))
+        .bind(reader.community)
+        .bind(reader.pubkey)
+        .bind(reader.channel_ids.map(<[uuid::Uuid]>::to_vec))
+        .bind(budget)
+        .fetch_one(&mut *tx)
+        .await?;
+        Ok((tx, readable))
     }
 
     pub async fn access(&self, req: AccessRequest) -> Result<AccessReply, BusError> {

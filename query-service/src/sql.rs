@@ -25,7 +25,12 @@ pub fn can_match(filter: &Filter) -> bool {
 /// A statement that starts by binding the reader as `$1`, `$2`, `$3`, the binds
 /// [`buzz_store::access::readable_channel_condition`] expects.
 pub(crate) fn with_reader<'a>(reader: &Reader<'a>) -> QueryBuilder<'a, Postgres> {
-    let mut qb = QueryBuilder::new("WITH reader AS (SELECT ");
+    prefixed_with_reader("", reader)
+}
+
+/// [`with_reader`] after `prefix` (e.g. `EXPLAIN ...`).
+pub(crate) fn prefixed_with_reader<'a>(prefix: &str, reader: &Reader<'a>) -> QueryBuilder<'a, Postgres> {
+    let mut qb = QueryBuilder::new(format!("{prefix}WITH reader AS (SELECT "));
     qb.push_bind(reader.community)
         .push("::uuid AS community, ")
         .push_bind(reader.pubkey.to_owned())

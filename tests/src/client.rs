@@ -29,12 +29,26 @@ pub struct ReqResult {
     pub closed: Option<String>,
 }
 
+/// Opens the socket with `TCP_NODELAY`, as browsers and `buzz-load` do: with Nagle on, a message
+/// sent right after another (`CLOSE` then `REQ`) waits for the relay's delayed ACK, about 40 ms.
+async fn connect(
+    req: tokio_tungstenite::tungstenite::handshake::client::Request,
+) -> Result<
+    (
+        tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+        tokio_tungstenite::tungstenite::handshake::client::Response,
+    ),
+    tokio_tungstenite::tungstenite::Error,
+> {
+    tokio_tungstenite::connect_async_with_config(req, None, true).await
+}
+
 impl WsClient {
     /// Connects to `addr` with `Host: host` and reads the AUTH challenge.
     pub async fn connect(addr: SocketAddr, host: &str) -> anyhow::Result<Self> {
         let mut req = format!("ws://{addr}/").into_client_request()?;
         req.headers_mut().insert("host", host.parse()?);
-        let (ws, _) = tokio_tungstenite::connect_async(req).await?;
+        let (ws, _) = connect(req).await?;
         let mut c = Self { ws, host: host.to_owned(), challenge: String::new(), backlog: Default::default() };
         let first = c.recv().await.ok_or_else(|| anyhow::anyhow!("no AUTH challenge"))?;
         anyhow::ensure!(first[0] == "AUTH", "expected AUTH, got {first}");
@@ -57,7 +71,7 @@ impl WsClient {
                 value.parse()?,
             );
         }
-        let (ws, _) = tokio_tungstenite::connect_async(req).await?;
+        let (ws, _) = connect(req).await?;
         let mut c = Self { ws, host: host.to_owned(), challenge: String::new(), backlog: Default::default() };
         let first = c.recv().await.ok_or_else(|| anyhow::anyhow!("no AUTH challenge"))?;
         anyhow::ensure!(first[0] == "AUTH", "expected AUTH, got {first}");

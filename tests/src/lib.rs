@@ -6,6 +6,7 @@
 
 pub mod client;
 pub mod cluster;
+pub mod seed;
 
 pub use client::WsClient;
 pub use cluster::{Cluster, ClusterOptions, Community};

@@ -316,9 +316,14 @@ pub async fn event_owner(
     .await
 }
 
+/// Redacts a stored event. A redacted current artifact revision retires its artifact: it leaves
+/// the current-state index (`artifact_current_tags`) in the same statement.
 pub async fn redact_event(conn: &mut PgConnection, community: Uuid, id: &str) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "UPDATE events SET redacted_at = now() WHERE community_id = $1 AND id = $2 AND redacted_at IS NULL",
+        "WITH r AS (UPDATE events SET redacted_at = now() \
+                    WHERE community_id = $1 AND id = $2 AND redacted_at IS NULL RETURNING id) \
+         DELETE FROM artifact_current_tags x USING artifacts a, r \
+         WHERE a.community_id = $1 AND a.current_revision = r.id AND x.community_id = $1 AND x.d = a.d",
     )
     .bind(community)
     .bind(id)

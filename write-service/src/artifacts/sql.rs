@@ -121,23 +121,25 @@ pub async fn record(
 }
 
 /// Makes `artifact_current_tags` hold exactly the tags of the artifact's current revision (none
-/// while it is deleted), with its home channel and change time. Runs after the revision's event
-/// (and so its `event_tags`) is stored and the artifact advanced, in the same transaction. Rows
-/// that stay are updated in place; the delete and the upsert never touch the same row.
+/// while it is deleted), with its home channel, change time and expiry. Runs after the revision's
+/// event (and so its `event_tags`) is stored and the artifact advanced, in the same transaction.
+/// Rows that stay are updated in place; the delete and the upsert never touch the same row.
 pub async fn index_current_tags(conn: &mut PgConnection, community: Uuid, d: Uuid) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "WITH cur AS (SELECT community_id, d, current_revision, home_channel, updated_at, deleted \
-                      FROM artifacts WHERE community_id = $1 AND d = $2), \
+        "WITH cur AS (SELECT a.community_id, a.d, a.current_revision, a.home_channel, a.updated_at, \
+                             e.expires_at, NOT a.deleted AND e.redacted_at IS NULL AND e.deleted_at IS NULL AS served \
+                      FROM artifacts a JOIN events e ON e.community_id = a.community_id AND e.id = a.current_revision \
+                      WHERE a.community_id = $1 AND a.d = $2), \
               tags AS (SELECT DISTINCT t.name, t.value_hash FROM cur \
                        JOIN event_tags t ON t.community_id = cur.community_id AND t.event_id = cur.current_revision \
-                       WHERE NOT cur.deleted), \
+                       WHERE cur.served), \
               gone AS (DELETE FROM artifact_current_tags x WHERE x.community_id = $1 AND x.d = $2 \
                        AND (x.name, x.value_hash) NOT IN (SELECT name, value_hash FROM tags)) \
-         INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at) \
-         SELECT cur.community_id, cur.d, tags.name, tags.value_hash, cur.home_channel, cur.updated_at \
+         INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at, expires_at) \
+         SELECT cur.community_id, cur.d, tags.name, tags.value_hash, cur.home_channel, cur.updated_at, cur.expires_at \
          FROM cur CROSS JOIN tags \
-         ON CONFLICT (community_id, d, name, value_hash) \
-         DO UPDATE SET home_channel = EXCLUDED.home_channel, updated_at = EXCLUDED.updated_at",
+         ON CONFLICT (community_id, d, name, value_hash) DO UPDATE \
+         SET home_channel = EXCLUDED.home_channel, updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at",
     )
     .bind(community)
     .bind(d)

@@ -1,0 +1,77 @@
+//! Corpora seeded by SQL for plan checks and benchmarks (bypassing the write path, then indexed
+//! as the write path would have).
+
+use uuid::Uuid;
+
+use crate::Cluster;
+
+/// Projects in [`artifact_corpus`].
+pub const PROJECTS: i64 = 100;
+
+/// `artifacts` artifacts (one current revision each, tags `type` and `project`) in `channels`
+/// channels: channel i is open when i % 4 = 0 (readable by every member), else private with no
+/// members. Artifact g lives in channel g % channels, is a `buzz.task` when (g / 3) is even (else
+/// a `buzz.note`), and belongs to project (g / 7) % 100: independent. Every artifact's
+/// `artifact_current_tags` rows are built, and the database is vacuumed and analysed (a settled
+/// table, as autovacuum leaves it). Returns the 100 project values, in order.
+pub async fn artifact_corpus(
+    cluster: &Cluster,
+    community: Uuid,
+    author: &str,
+    artifacts: i64,
+    channels: i64,
+) -> Vec<String> {
+    // Channel i is open (readable) when i % 4 = 0, else private without the reader.
+    sqlx::query(
+        "INSERT INTO channels (community_id, id, name, visibility, channel_type, created_by) \
+         SELECT $1, md5('ch' || i)::uuid, 'c' || i, CASE WHEN i % 4 = 0 THEN 'open' ELSE 'private' END, \
+                'stream', $2 FROM generate_series(0, $3 - 1) i",
+    )
+    .bind(community)
+    .bind(author)
+    .bind(channels)
+    .execute(&cluster.pool)
+    .await
+    .unwrap();
+    // Artifact g: channel g % channels, type by (g / 3) parity, project (g / 7) % 100: independent.
+    let seed = [
+        "INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw) \
+         SELECT $1, encode(sha256(('a' || g)::bytea), 'hex'), $2, 45010, 1700000000 + g, \
+                md5('ch' || (g % $4))::uuid, \
+                json_build_object('id', encode(sha256(('a' || g)::bytea), 'hex'), 'pubkey', $2, \
+                  'created_at', 1700000000 + g, 'kind', 45010, 'tags', '[]'::json, 'content', '', \
+                  'sig', repeat('0', 128))::text \
+         FROM generate_series(1, $3) g",
+        "INSERT INTO artifacts (community_id, d, type, current_revision, home_channel, updated_at) \
+         SELECT $1, md5('d' || g)::uuid, CASE WHEN (g / 3) % 2 = 0 AND $4 > 0 THEN 'buzz.task' ELSE 'buzz.note' END, \
+                encode(sha256(('a' || g)::bytea), 'hex'), md5('ch' || (g % $4))::uuid, \
+                now() - make_interval(secs => g) \
+         FROM generate_series(1, $3) g WHERE $2 <> ''",
+        "INSERT INTO event_tags (community_id, event_id, name, value_hash, created_at) \
+         SELECT $1, encode(sha256(('a' || g)::bytea), 'hex'), 'type', \
+                sha256((CASE WHEN (g / 3) % 2 = 0 AND $4 > 0 THEN 'buzz.task' ELSE 'buzz.note' END)::bytea), \
+                1700000000 + g \
+         FROM generate_series(1, $3) g WHERE $2 <> ''",
+        "INSERT INTO event_tags (community_id, event_id, name, value_hash, created_at) \
+         SELECT $1, encode(sha256(('a' || g)::bytea), 'hex'), 'project', \
+                sha256(md5('p' || ((g / 7) % 100))::uuid::text::bytea), 1700000000 + g \
+         FROM generate_series(1, $3) g WHERE $2 <> '' AND $4 > 0",
+    ];
+    for sql in seed {
+        sqlx::query(sql)
+            .bind(community)
+            .bind(author)
+            .bind(artifacts)
+            .bind(channels)
+            .execute(&cluster.pool)
+            .await
+            .unwrap();
+    }
+    cluster.index_seeded_artifacts(community).await;
+    sqlx::query("VACUUM ANALYZE").execute(&cluster.pool).await.unwrap();
+    sqlx::query_scalar("SELECT md5('p' || i)::uuid::text FROM generate_series(0, $1 - 1) i ORDER BY i")
+        .bind(PROJECTS)
+        .fetch_all(&cluster.pool)
+        .await
+        .unwrap()
+}
