@@ -265,6 +265,13 @@ pub struct LiveEvent {
     /// receive it although they are community members.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub banned: Vec<String>,
+    /// NIP-AR: for a revision that replaced a served current revision, and for the kind-45011
+    /// removal a move leaves in the source, the replaced revision's tags as `[name, lowercase hex
+    /// sha256(first value)]` (its `artifact_current_tags` rows). A live `artifact: current`
+    /// subscription whose predicates matched the replaced revision receives the event even when
+    /// it no longer matches: that is how a subscriber learns that an artifact left its results.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replaced_tags: Vec<[String; 2]>,
 }
 
 /// `buzz.v1.access.<community>`: cached access answers for the community are stale.

@@ -242,6 +242,28 @@ impl Filter {
         })
     }
 
+    /// Live delivery of NIP-AR current state: should a subscription with this filter receive
+    /// `event` (a kind-45010 revision or a kind-45011 removal) because the artifact's replaced
+    /// current revision matched it? `replaced` is that revision's tags as `[name, lowercase hex
+    /// sha256(first value)]`; empty when nothing served was replaced. Only `artifact: current`
+    /// filters answer yes: the event then tells the subscriber that the artifact changed out of
+    /// its results (the new revision no longer matches, or a move took it away).
+    #[must_use]
+    pub fn matched_replaced(&self, event: &Event, replaced: &[[String; 2]]) -> bool {
+        if replaced.is_empty()
+            || self.artifact.as_deref() != Some("current")
+            || !(event.kind == crate::nipar::KIND_REVISION || event.kind == crate::nipar::KIND_REMOVAL)
+        {
+            return false;
+        }
+        self.tags.iter().all(|(name, values)| {
+            values.iter().any(|v| {
+                let hash = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(v.as_bytes()));
+                replaced.iter().any(|[n, h]| n == name && *h == hash)
+            })
+        })
+    }
+
     /// The filter back as a JSON value in NIP-01 form.
     #[must_use]
     pub fn to_value(&self) -> serde_json::Value {

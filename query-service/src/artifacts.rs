@@ -54,18 +54,21 @@ fn visible(qb: &mut QueryBuilder<'_, Postgres>) {
 /// channel is the artifact's home, written in one transaction; stating `e.channel_id =
 /// a.home_channel` as well would only make the planner underestimate every join by far.)
 fn served_current(qb: &mut QueryBuilder<'_, Postgres>, readable: &[Uuid]) {
-    qb.push(" AND NOT a.deleted AND a.home_channel = ANY(")
-        .push_bind(readable.to_vec())
-        .push(
-            ") AND e.redacted_at IS NULL AND e.deleted_at IS NULL \
+    qb.push(" AND NOT a.deleted AND a.home_channel = ANY(").push_bind(readable.to_vec()).push(
+        ") AND e.redacted_at IS NULL AND e.deleted_at IS NULL \
               AND (e.expires_at IS NULL OR e.expires_at > now())",
-        );
+    );
 }
 
 /// `current` without tag predicates: every served artifact, from `artifacts` and `events`.
 /// `readable` (the reader's readable channel ids, computed by the access rule when the query's
 /// transaction opened) is bound as an array value, which the planner can estimate.
-fn untagged<'a>(prefix: &str, select: &str, reader: &Reader<'a>, readable: &[Uuid]) -> QueryBuilder<'a, Postgres> {
+fn untagged<'a>(
+    prefix: &str,
+    select: &str,
+    reader: &Reader<'a>,
+    readable: &[Uuid],
+) -> QueryBuilder<'a, Postgres> {
     let mut qb = prefixed_with_reader(prefix, reader);
     qb.push(select).push(
         " FROM artifacts a JOIN events e ON e.community_id = a.community_id AND e.id = a.current_revision \
@@ -87,7 +90,9 @@ fn push_candidates(qb: &mut QueryBuilder<'_, Postgres>, readable: &[Uuid], f: &F
     let Some((lead_name, lead_values)) = lead else {
         return;
     };
-    let hashes = |values: &[String]| -> Vec<Vec<u8>> { values.iter().map(|v| buzz_store::tag_value_hash(v)).collect() };
+    let hashes = |values: &[String]| -> Vec<Vec<u8>> {
+        values.iter().map(|v| buzz_store::tag_value_hash(v)).collect()
+    };
     qb.push("SELECT t.d, t.updated_at FROM artifact_current_tags t WHERE t.community_id = $1 AND t.name = ")
         .push_bind(lead_name.clone())
         .push(" AND t.value_hash = ANY(")
@@ -110,7 +115,12 @@ fn push_candidates(qb: &mut QueryBuilder<'_, Postgres>, readable: &[Uuid], f: &F
     }
 }
 
-fn from_history<'a>(prefix: &str, select: &str, reader: &Reader<'a>, f: &Filter) -> QueryBuilder<'a, Postgres> {
+fn from_history<'a>(
+    prefix: &str,
+    select: &str,
+    reader: &Reader<'a>,
+    f: &Filter,
+) -> QueryBuilder<'a, Postgres> {
     let ds: Vec<Uuid> = f
         .tags
         .get("d")
@@ -197,7 +207,12 @@ fn select_after<'a>(
 }
 
 /// Every match, with the same access and matching as [`select`] (page fields do not apply).
-pub fn count<'a>(form: Form, reader: &Reader<'a>, readable: &[Uuid], f: &Filter) -> QueryBuilder<'a, Postgres> {
+pub fn count<'a>(
+    form: Form,
+    reader: &Reader<'a>,
+    readable: &[Uuid],
+    f: &Filter,
+) -> QueryBuilder<'a, Postgres> {
     match form {
         Form::Current if f.tags.is_empty() => untagged("", "SELECT count(*)", reader, readable),
         Form::Current => {

@@ -189,6 +189,31 @@ async fn deleted_and_retired_artifacts_are_omitted_from_current_queries_and_coun
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_current_revision_leaves_current_queries_and_counts() {
+    let Setup { cluster, alice, mut a, open, .. } = setup().await;
+    let ttl = Uuid::new_v4();
+    let create = alice.sign_new(
+        9007,
+        vec![tag("h", ttl), tag("name", "ephemeral"), tag("visibility", "open"), tag("ttl", 2)],
+        "",
+    );
+    ok(&mut a, &create).await;
+    let project = Uuid::new_v4().to_string();
+    let (_, kept) = task(&mut a, &alice, open, TASK, &[tag("project", &project)]).await;
+    let (_, brief) = task(&mut a, &alice, ttl, TASK, &[tag("project", &project)]).await;
+    let q = json!({"artifact": "current", "#project": [project]});
+    assert_eq!(ids(&mut a, q.clone()).await, idv(&[&brief, &kept]));
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(6);
+    while ids(&mut a, q.clone()).await.len() == 2 {
+        assert!(tokio::time::Instant::now() < deadline, "an expired revision is still current");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert_eq!(ids(&mut a, q.clone()).await, idv(&[&kept]));
+    assert_eq!(count(&mut a, q).await, 1);
+    cluster.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reader_who_loses_access_to_a_channel_stops_seeing_its_artifacts_while_pages_stay_exact() {
     let Setup { cluster, team, alice, bob, mut a, mut b, open } = setup().await;
     let private = channel(&mut a, &alice, "private").await;
@@ -327,6 +352,48 @@ async fn an_artifact_subscription_receives_matching_revisions_live_and_nothing_e
     let (_, t) = task(&mut a, &alice, open, TASK, &[tag("project", &project)]).await;
     let got = b.next_event("live", std::time::Duration::from_secs(5)).await;
     assert_eq!(got.map(|e| e.id), Some(t.id));
+    cluster.stop().await;
+}
+
+/// The next live event of `sub`, within 5 s.
+async fn next(c: &mut WsClient, sub: &str) -> Event {
+    c.next_event(sub, std::time::Duration::from_secs(5)).await.expect("a live event")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_current_subscription_is_told_when_an_artifact_leaves_its_results() {
+    let Setup { cluster, team, alice, mut a, mut b, open, .. } = setup().await;
+    let secret = channel(&mut a, &alice, "private").await;
+    let carol = cluster.member(&team).await;
+    let mut c = WsClient::authed(cluster.gateways[0], &team.host, &carol).await;
+    let (pa, pb, pc) = (Uuid::new_v4().to_string(), Uuid::new_v4().to_string(), Uuid::new_v4().to_string());
+    assert!(b.req("a", &[json!({"artifact": "current", "#project": [pa]})]).await.closed.is_none());
+    assert!(c.req("c", &[json!({"artifact": "current", "#project": [pc]})]).await.closed.is_none());
+
+    // An update that moves a task from project A to B reaches A's subscriber: it no longer matches.
+    let (d1, t1) = task(&mut a, &alice, open, TASK, &[tag("project", &pa)]).await;
+    assert_eq!(next(&mut b, "a").await.id, t1.id);
+    let t1b = rev(&alice, "update", d1, open, Some(&t1), TASK, &[tag("project", &pb)]);
+    ok(&mut a, &t1b).await;
+    assert_eq!(next(&mut b, "a").await.id, t1b.id);
+    // A deletion (envelope tags only) reaches it too.
+    let (d2, t2) = task(&mut a, &alice, open, TASK, &[tag("project", &pa)]).await;
+    assert_eq!(next(&mut b, "a").await.id, t2.id);
+    let gone = rev(&alice, "delete", d2, open, Some(&t2), TASK, &[]);
+    ok(&mut a, &gone).await;
+    assert_eq!(next(&mut b, "a").await.id, gone.id);
+    // A move into a channel Bob cannot read: he gets the relay-signed removal, not the arrival.
+    let (d3, t3) = task(&mut a, &alice, open, TASK, &[tag("project", &pa)]).await;
+    assert_eq!(next(&mut b, "a").await.id, t3.id);
+    let away = rev(&alice, "move", d3, secret, Some(&t3), TASK, &[tag("project", &pa)]);
+    ok(&mut a, &away).await;
+    let removal = next(&mut b, "a").await;
+    assert_eq!(removal.kind, 45011);
+    assert_eq!(removal.pubkey, cluster.relay.public_hex());
+    assert_eq!(removal.tags, vec![tag("d", d3), tag("h", open), tag("e", &t3.id)]);
+    assert!(b.next_event("a", std::time::Duration::from_millis(300)).await.is_none(), "the arrival leaked");
+    // A subscriber whose predicates never matched these artifacts heard nothing of them.
+    assert!(c.next_event("c", std::time::Duration::from_millis(300)).await.is_none());
     cluster.stop().await;
 }
 
@@ -565,7 +632,10 @@ async fn current_state_plans_use_the_current_tag_index_and_read_events_for_the_p
     let r = buzz_query::sql::Reader { community: team.id, pubkey: &key, channel_ids: None };
     let hash = buzz_store::tag_value_hash;
     let cases = [
-        (json!({"artifact": "current", "#type": [TASK], "#project": [projects[7]]}), "artifact_current_tags_by_"),
+        (
+            json!({"artifact": "current", "#type": [TASK], "#project": [projects[7]]}),
+            "artifact_current_tags_by_",
+        ),
         (json!({"artifact": "current", "#type": [TASK]}), "artifact_current_tags_by_"),
         (json!({"artifact": "current", "#project": [projects[1], projects[2]]}), "artifact_current_tags_by_"),
         (json!({"artifact": "current"}), "artifacts_live_by_time"),

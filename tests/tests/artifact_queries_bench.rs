@@ -54,8 +54,14 @@ async fn bench_current_query_first_page() {
         statement_timeout_ms: 2000,
     };
     let (mut tx, readable_ids) = querier.open(&r, 2000, true).await.unwrap();
-    let mut qb =
-        buzz_query::artifacts::explain_select(buzz_query::artifacts::Form::Current, &r, &readable_ids, &filter, 100, 0);
+    let mut qb = buzz_query::artifacts::explain_select(
+        buzz_query::artifacts::Form::Current,
+        &r,
+        &readable_ids,
+        &filter,
+        100,
+        0,
+    );
     let plan: Vec<String> = qb.build_query_scalar().fetch_all(&mut *tx).await.unwrap();
     tx.rollback().await.unwrap();
     println!("PLAN\n{}", plan.join("\n"));
@@ -85,8 +91,14 @@ async fn bench_current_query_first_page() {
         .unwrap();
         let t = Instant::now();
         let (mut tx, readable_ids) = querier.open(&r, 2000, true).await.unwrap();
-        let mut qb =
-            buzz_query::artifacts::select(buzz_query::artifacts::Form::Current, &r, &readable_ids, &filter, 100, 0);
+        let mut qb = buzz_query::artifacts::select(
+            buzz_query::artifacts::Form::Current,
+            &r,
+            &readable_ids,
+            &filter,
+            100,
+            0,
+        );
         let page: Vec<(String, String)> = qb.build_query_as().fetch_all(&mut *tx).await.unwrap();
         tx.commit().await.unwrap();
         sql_times.push(t.elapsed().as_secs_f64() * 1000.0);
@@ -97,7 +109,10 @@ async fn bench_current_query_first_page() {
     let shapes = [
         ("type_only", json!({"artifact": "current", "#type": ["buzz.task"], "limit": 100})),
         ("untagged", json!({"artifact": "current", "limit": 100})),
-        ("three_projects", json!({"artifact": "current", "#project": [projects[1], projects[2], projects[3]], "limit": 100})),
+        (
+            "three_projects",
+            json!({"artifact": "current", "#project": [projects[1], projects[2], projects[3]], "limit": 100}),
+        ),
         ("offset_1000", json!({"artifact": "current", "#type": ["buzz.task"], "limit": 100, "offset": 1000})),
     ];
     let mut other = serde_json::Map::new();

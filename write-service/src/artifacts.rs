@@ -156,7 +156,12 @@ pub async fn write_revision(
     if current.is_some() {
         sql::advance(tx, community, &env, &event.id, &carried).await.map_err(sql_error)?;
     }
-    sql::index_current_tags(tx, community, env.d).await.map_err(sql_error)?;
+    let replaced: Vec<[String; 2]> = sql::index_current_tags(tx, community, env.d)
+        .await
+        .map_err(sql_error)?
+        .into_iter()
+        .map(|(name, hash)| [name, hex::encode(hash)])
+        .collect();
     sql::record(tx, community, &env, &event.id, seq).await.map_err(sql_error)?;
     let added: Vec<String> = match &current {
         Some(row) => mentioned.iter().filter(|k| !row.mentioned.contains(k)).cloned().collect(),
@@ -180,11 +185,15 @@ pub async fn write_revision(
         .await
         .map_err(sql_error)?
         .ok_or_else(BusError::internal)?;
-        also.push(announce(community, &home, removal));
+        let mut live = announce(community, &home, removal);
+        live.replaced_tags.clone_from(&replaced);
+        also.push(live);
     }
+    let mut live = announce(community, at, event);
+    live.replaced_tags = replaced;
     Ok(Accepted {
         ok: WriteOk::applied(),
-        live: Some(announce(community, at, event)),
+        live: Some(live),
         also,
         access_changed: None,
         seq: Some(seq),

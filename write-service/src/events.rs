@@ -227,6 +227,7 @@ pub fn live_event(community: Uuid, channel: &access::Channel, event: Event) -> L
         event,
         access_version: 0,
         banned: Vec::new(),
+        replaced_tags: Vec::new(),
     }
 }
 

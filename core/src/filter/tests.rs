@@ -183,3 +183,36 @@ fn an_artifact_filter_matches_only_revisions_live() {
     assert!(f.matches(&ev('a', 'b', 45010, 1, &[&["project", "p"]])));
     assert!(!f.matches(&ev('a', 'b', 9, 1, &[&["project", "p"]])));
 }
+
+#[test]
+fn a_current_subscription_matches_what_replaced_a_revision_it_matched() {
+    let hash = |v: &str| hex::encode(<sha2::Sha256 as sha2::Digest>::digest(v.as_bytes()));
+    let replaced = vec![
+        ["project".to_owned(), hash("a")],
+        ["type".to_owned(), hash("buzz.task")],
+        ["d".to_owned(), hash("x")],
+    ];
+    let moved_to_b = ev('a', 'b', 45010, 1, &[&["project", "b"], &["type", "buzz.task"]]);
+    let removal = ev('a', 'b', 45011, 1, &[&["d", "x"]]);
+    let chat = ev('a', 'b', 9, 1, &[&["project", "a"]]);
+    let in_a =
+        parse(json!({"artifact": "current", "#project": ["a"], "#type": ["buzz.task"]})).expect("parse");
+    assert!(!in_a.matches(&moved_to_b));
+    assert!(in_a.matched_replaced(&moved_to_b, &replaced));
+    assert!(in_a.matched_replaced(&removal, &replaced));
+    assert!(!in_a.matched_replaced(&chat, &replaced), "only revisions and removals");
+    assert!(!in_a.matched_replaced(&moved_to_b, &[]), "nothing served was replaced");
+    // AND across names, OR within a name, as for stored events.
+    let in_c = parse(json!({"artifact": "current", "#project": ["c"]})).expect("parse");
+    assert!(!in_c.matched_replaced(&moved_to_b, &replaced));
+    let a_or_c = parse(json!({"artifact": "current", "#project": ["c", "a"]})).expect("parse");
+    assert!(a_or_c.matched_replaced(&removal, &replaced));
+    let notes =
+        parse(json!({"artifact": "current", "#project": ["a"], "#type": ["buzz.note"]})).expect("parse");
+    assert!(!notes.matched_replaced(&removal, &replaced));
+    // Every artifact: an untagged current subscription; never a generic or history filter.
+    assert!(parse(json!({"artifact": "current"})).expect("parse").matched_replaced(&removal, &replaced));
+    assert!(!parse(json!({"kinds": [45010, 45011]})).expect("parse").matched_replaced(&removal, &replaced));
+    let history = parse(json!({"artifact": "history", "#d": ["x"]})).expect("parse");
+    assert!(!history.matched_replaced(&removal, &replaced));
+}

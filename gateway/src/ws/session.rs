@@ -443,7 +443,13 @@ impl Session {
         let mut overflowed = Vec::new();
         let mut ready = Vec::new();
         for (sub_id, sub) in &mut self.subs.map {
-            if !sub.filters.iter().any(|f| f.matches(&ev.event)) {
+            // NIP-AR: an `artifact: current` subscription also receives what took an artifact out
+            // of its results (see `Filter::matched_replaced`).
+            if !sub
+                .filters
+                .iter()
+                .any(|f| f.matches(&ev.event) || f.matched_replaced(&ev.event, &ev.replaced_tags))
+            {
                 continue;
             }
             match &mut sub.pending {

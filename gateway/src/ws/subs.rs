@@ -96,6 +96,7 @@ mod tests {
             event: keys.sign_new(9, vec![], ""),
             access_version: 0,
             banned,
+            replaced_tags: Vec::new(),
         }
     }
 

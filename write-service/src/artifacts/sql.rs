@@ -124,9 +124,17 @@ pub async fn record(
 /// while it is deleted), with its home channel, change time and expiry. Runs after the revision's
 /// event (and so its `event_tags`) is stored and the artifact advanced, in the same transaction.
 /// Rows that stay are updated in place; the delete and the upsert never touch the same row.
-pub async fn index_current_tags(conn: &mut PgConnection, community: Uuid, d: Uuid) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "WITH cur AS (SELECT a.community_id, a.d, a.current_revision, a.home_channel, a.updated_at, \
+/// Returns the rows as they were before (the replaced revision's tags, if it was served), as
+/// `(name, sha256(first value))`.
+pub async fn index_current_tags(
+    conn: &mut PgConnection,
+    community: Uuid,
+    d: Uuid,
+) -> Result<Vec<(String, Vec<u8>)>, sqlx::Error> {
+    // Every part of one statement sees the same snapshot: `before` reads the rows as they were.
+    sqlx::query_as(
+        "WITH before AS (SELECT name, value_hash FROM artifact_current_tags WHERE community_id = $1 AND d = $2), \
+              cur AS (SELECT a.community_id, a.d, a.current_revision, a.home_channel, a.updated_at, \
                              e.expires_at, NOT a.deleted AND e.redacted_at IS NULL AND e.deleted_at IS NULL AS served \
                       FROM artifacts a JOIN events e ON e.community_id = a.community_id AND e.id = a.current_revision \
                       WHERE a.community_id = $1 AND a.d = $2), \
@@ -134,16 +142,19 @@ pub async fn index_current_tags(conn: &mut PgConnection, community: Uuid, d: Uui
                        JOIN event_tags t ON t.community_id = cur.community_id AND t.event_id = cur.current_revision \
                        WHERE cur.served), \
               gone AS (DELETE FROM artifact_current_tags x WHERE x.community_id = $1 AND x.d = $2 \
-                       AND (x.name, x.value_hash) NOT IN (SELECT name, value_hash FROM tags)) \
-         INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at, expires_at) \
-         SELECT cur.community_id, cur.d, tags.name, tags.value_hash, cur.home_channel, cur.updated_at, cur.expires_at \
-         FROM cur CROSS JOIN tags \
-         ON CONFLICT (community_id, d, name, value_hash) DO UPDATE \
-         SET home_channel = EXCLUDED.home_channel, updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at",
+                       AND (x.name, x.value_hash) NOT IN (SELECT name, value_hash FROM tags)), \
+              upsert AS (INSERT INTO artifact_current_tags \
+                             (community_id, d, name, value_hash, home_channel, updated_at, expires_at) \
+                         SELECT cur.community_id, cur.d, tags.name, tags.value_hash, cur.home_channel, \
+                                cur.updated_at, cur.expires_at \
+                         FROM cur CROSS JOIN tags \
+                         ON CONFLICT (community_id, d, name, value_hash) DO UPDATE \
+                         SET home_channel = EXCLUDED.home_channel, updated_at = EXCLUDED.updated_at, \
+                             expires_at = EXCLUDED.expires_at) \
+         SELECT name, value_hash FROM before ORDER BY name, value_hash",
     )
     .bind(community)
     .bind(d)
-    .execute(conn)
-    .await?;
-    Ok(())
+    .fetch_all(conn)
+    .await
 }
