@@ -398,6 +398,25 @@ async fn a_current_subscription_is_told_when_an_artifact_leaves_its_results() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_current_subscription_follows_access_changes_at_the_next_delivery() {
+    let Setup { cluster, alice, bob, mut a, mut b, open, .. } = setup().await;
+    let private = channel(&mut a, &alice, "private").await;
+    ok(&mut a, &admin(&alice, 9000, private, tag("p", bob.public_hex()))).await;
+    let project = Uuid::new_v4().to_string();
+    assert!(b.req("live", &[json!({"artifact": "current", "#project": [project]})]).await.closed.is_none());
+    let (_, first) = task(&mut a, &alice, private, TASK, &[tag("project", &project)]).await;
+    assert_eq!(next(&mut b, "live").await.id, first.id);
+    // Bob is removed from the private channel: its next revision does not reach him, the open
+    // channel's still do, on the same subscription.
+    ok(&mut a, &admin(&alice, 9001, private, tag("p", bob.public_hex()))).await;
+    task(&mut a, &alice, private, TASK, &[tag("project", &project)]).await;
+    let (_, public) = task(&mut a, &alice, open, TASK, &[tag("project", &project)]).await;
+    assert_eq!(next(&mut b, "live").await.id, public.id);
+    assert!(b.next_event("live", std::time::Duration::from_millis(300)).await.is_none());
+    cluster.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_advertised_limit_is_enforced_with_an_explicit_error() {
     let Setup { cluster, team, bob, mut b, .. } = setup().await;
     let res = reqwest::Client::new()
