@@ -120,7 +120,7 @@ async fn bench_current_query_first_page() {
         let mut t_shape = Vec::with_capacity(50);
         for i in 0..50 {
             let t = Instant::now();
-            let r = ws.req(&format!("{name}{i}"), &[filter.clone()]).await;
+            let r = ws.req(&format!("{name}{i}"), std::slice::from_ref(&filter)).await;
             t_shape.push(t.elapsed().as_secs_f64() * 1000.0);
             assert!(r.closed.is_none(), "{name}: {:?}", r.closed);
             assert_eq!(r.events.len(), 100, "{name}");

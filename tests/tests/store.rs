@@ -79,7 +79,7 @@ async fn a_req_answer_larger_than_one_flush_arrives_whole_and_in_order() {
     assert!(a.publish(&create_channel(&alice, channel, "general", "open")).await.0);
     let mut sent = Vec::new();
     // Three connections: each stays under the per-connection write burst.
-    let mut writers = vec![
+    let mut writers = [
         WsClient::authed(cluster.gateways[0], &team.host, &alice).await,
         WsClient::authed(cluster.gateways[1], &team.host, &alice).await,
         WsClient::authed(cluster.gateways[0], &team.host, &alice).await,
