@@ -4,7 +4,8 @@
 # readable by the reader, seeded by SQL; prints the statement's EXPLAIN (ANALYZE, BUFFERS) too.
 #
 # Usage: scripts/bench-queries.sh
-# Environment (defaults): BUZZ_BENCH_ARTIFACTS=200000 BUZZ_BENCH_CHANNELS=500 BUZZ_BENCH_QUERIES=300.
+# Environment (defaults): BUZZ_BENCH_ARTIFACTS=200000 BUZZ_BENCH_CHANNELS=500 BUZZ_BENCH_QUERIES=300
+#   BUZZ_BENCH_CONCURRENCY=8 (connections of the throughput run).
 # Prints one `BENCH {json}` line; results are also written to target/bench/queries.json.
 set -euo pipefail
 

@@ -130,6 +130,42 @@ async fn bench_current_query_first_page() {
         let p = |q: usize| t_shape[(t_shape.len() * q).div_ceil(100).saturating_sub(1)];
         other.insert(name.to_owned(), json!({"p50_ms": p(50), "p99_ms": p(99)}));
     }
+    // Throughput: `BUZZ_BENCH_CONCURRENCY` connections (default 8, alternating gateways) each
+    // running 50 `#type` + `#project` first pages back to back.
+    let concurrency: usize = env("BUZZ_BENCH_CONCURRENCY", 8);
+    let mut clients = Vec::with_capacity(concurrency);
+    for i in 0..concurrency {
+        clients.push(WsClient::authed(cluster.gateways[i % cluster.gateways.len()], &team.host, &reader).await);
+    }
+    let started = Instant::now();
+    let runs = clients.into_iter().enumerate().map(|(c, mut ws)| {
+        let projects = projects.clone();
+        tokio::spawn(async move {
+            let mut t_client = Vec::with_capacity(50);
+            for i in 0..50 {
+                let p = &projects[(c * 13 + i * 37) % projects.len()];
+                let filter = json!({"artifact": "current", "#type": ["buzz.task"], "#project": [p], "limit": 100});
+                let t = Instant::now();
+                let r = ws.req(&format!("c{i}"), &[filter]).await;
+                t_client.push(t.elapsed().as_secs_f64() * 1000.0);
+                assert!(r.closed.is_none(), "{:?}", r.closed);
+                assert_eq!(r.events.len(), 100);
+                ws.send_json(&json!(["CLOSE", format!("c{i}")])).await;
+            }
+            t_client
+        })
+    });
+    let mut t_all: Vec<f64> = Vec::new();
+    for run in runs.collect::<Vec<_>>() {
+        t_all.extend(run.await.unwrap());
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    t_all.sort_by(f64::total_cmp);
+    let cp = |q: usize| t_all[(t_all.len() * q).div_ceil(100).saturating_sub(1)];
+    let concurrent = json!({
+        "connections": concurrency, "queries": t_all.len(),
+        "queries_per_second": t_all.len() as f64 / elapsed, "p50_ms": cp(50), "p99_ms": cp(99),
+    });
     sql_times.sort_by(f64::total_cmp);
     let sql_pct = |p: usize| sql_times[(sql_times.len() * p).div_ceil(100).saturating_sub(1)];
     times.sort_by(f64::total_cmp);
@@ -144,6 +180,7 @@ async fn bench_current_query_first_page() {
             "p50_ms": pct(50), "p90_ms": pct(90), "p99_ms": pct(99), "max_ms": pct(100),
             "sql_p50_ms": sql_pct(50), "sql_p99_ms": sql_pct(99), "sql_max_ms": sql_pct(100),
             "other_shapes": other,
+            "concurrent": concurrent,
         })
     );
     cluster.stop().await;
