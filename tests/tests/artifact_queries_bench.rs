@@ -135,7 +135,8 @@ async fn bench_current_query_first_page() {
     let concurrency: usize = env("BUZZ_BENCH_CONCURRENCY", 8);
     let mut clients = Vec::with_capacity(concurrency);
     for i in 0..concurrency {
-        clients.push(WsClient::authed(cluster.gateways[i % cluster.gateways.len()], &team.host, &reader).await);
+        clients
+            .push(WsClient::authed(cluster.gateways[i % cluster.gateways.len()], &team.host, &reader).await);
     }
     let started = Instant::now();
     let runs = clients.into_iter().enumerate().map(|(c, mut ws)| {
@@ -144,7 +145,8 @@ async fn bench_current_query_first_page() {
             let mut t_client = Vec::with_capacity(50);
             for i in 0..50 {
                 let p = &projects[(c * 13 + i * 37) % projects.len()];
-                let filter = json!({"artifact": "current", "#type": ["buzz.task"], "#project": [p], "limit": 100});
+                let filter =
+                    json!({"artifact": "current", "#type": ["buzz.task"], "#project": [p], "limit": 100});
                 let t = Instant::now();
                 let r = ws.req(&format!("c{i}"), &[filter]).await;
                 t_client.push(t.elapsed().as_secs_f64() * 1000.0);
