@@ -19,6 +19,11 @@ fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
+/// Nearest-rank percentile of ascending `sorted`: the ceil(n * p / 100)-th smallest.
+fn percentile(sorted: &[f64], p: usize) -> f64 {
+    sorted[(sorted.len() * p).div_ceil(100).saturating_sub(1)]
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "benchmark: run scripts/bench-queries.sh"]
 async fn bench_current_query_first_page() {
@@ -127,7 +132,7 @@ async fn bench_current_query_first_page() {
             ws.send_json(&json!(["CLOSE", format!("{name}{i}")])).await;
         }
         t_shape.sort_by(f64::total_cmp);
-        let p = |q: usize| t_shape[(t_shape.len() * q).div_ceil(100).saturating_sub(1)];
+        let p = |q| percentile(&t_shape, q);
         other.insert(name.to_owned(), json!({"p50_ms": p(50), "p99_ms": p(99)}));
     }
     // Throughput: `BUZZ_BENCH_CONCURRENCY` connections (default 8, alternating gateways) each
@@ -163,16 +168,15 @@ async fn bench_current_query_first_page() {
     }
     let elapsed = started.elapsed().as_secs_f64();
     t_all.sort_by(f64::total_cmp);
-    let cp = |q: usize| t_all[(t_all.len() * q).div_ceil(100).saturating_sub(1)];
+    let cp = |q| percentile(&t_all, q);
     let concurrent = json!({
         "connections": concurrency, "queries": t_all.len(),
         "queries_per_second": t_all.len() as f64 / elapsed, "p50_ms": cp(50), "p99_ms": cp(99),
     });
     sql_times.sort_by(f64::total_cmp);
-    let sql_pct = |p: usize| sql_times[(sql_times.len() * p).div_ceil(100).saturating_sub(1)];
+    let sql_pct = |q| percentile(&sql_times, q);
     times.sort_by(f64::total_cmp);
-    // Nearest-rank percentile: the ceil(n * p / 100)-th smallest.
-    let pct = |p: usize| times[(times.len() * p).div_ceil(100).saturating_sub(1)];
+    let pct = |q| percentile(&times, q);
     println!(
         "BENCH {}",
         json!({
