@@ -140,7 +140,7 @@ pub async fn write_event(
             live.banned = bans.as_ref().map(|(_, list)| list.clone()).unwrap_or_default();
         }
     }
-    tx.commit().await.map_err(sql)?;
+    tx.commit().await.map_err(commit_failed)?;
     Ok(accepted)
 }
 
@@ -305,7 +305,29 @@ async fn create_channel(
     Ok(accepted)
 }
 
+/// The answer to a write whose database work timed out before its commit: it was rolled back.
+pub const BUSY: &str = "database busy, nothing was stored; resubmitting is safe";
+
+/// A failed statement before the commit. A lock wait, a statement or a pool wait over its budget
+/// (PostgreSQL 55P03 / 57014, pool timeout) means the transaction never commits: the answer says
+/// so. Anything else is `error: storage unavailable`.
 pub(crate) fn sql(e: sqlx::Error) -> BusError {
+    let timed_out = match &e {
+        sqlx::Error::PoolTimedOut => true,
+        sqlx::Error::Database(db) => matches!(db.code().as_deref(), Some("55P03" | "57014")),
+        _ => false,
+    };
+    if timed_out {
+        tracing::warn!(error = %e, "write timed out and was rolled back");
+        return BusError::new(ErrorCode::Timeout, BUSY);
+    }
     tracing::error!(error = %e, "write failed");
+    BusError::unavailable("storage unavailable")
+}
+
+/// A failed commit: whether it took effect is unknown to us, so the answer claims nothing
+/// (`error:` = outcome unknown; resubmitting the same event is safe, a duplicate is `OK true`).
+pub(crate) fn commit_failed(e: sqlx::Error) -> BusError {
+    tracing::error!(error = %e, "commit failed");
     BusError::unavailable("storage unavailable")
 }

@@ -162,7 +162,7 @@ pub async fn mark_read(
     .fetch_one(&mut *tx)
     .await
     .map_err(sql)?;
-    tx.commit().await.map_err(sql)?;
+    tx.commit().await.map_err(crate::events::commit_failed)?;
     Ok(WriteOk {
         duplicate: !moved,
         message: String::new(),

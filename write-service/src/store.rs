@@ -53,8 +53,8 @@ pub async fn insert_event(
 }
 
 /// What every event write needs to know first, in one round trip: whether the community is
-/// active (and its access version), whether this exact event is stored, and the writer's
-/// community role.
+/// active (and its access version), whether this exact event was already accepted (stored, or a
+/// NIP-AR revision whose event retention has since removed), and the writer's community role.
 pub struct Admission {
     pub access_version: i64,
     pub duplicate: bool,
@@ -69,7 +69,8 @@ pub async fn admission(
 ) -> Result<Option<Admission>, sqlx::Error> {
     let row: Option<(i64, bool, Option<String>)> = sqlx::query_as(
         "SELECT c.access_version, \
-                EXISTS (SELECT 1 FROM events e WHERE e.community_id = c.id AND e.id = $2), \
+                EXISTS (SELECT 1 FROM events e WHERE e.community_id = c.id AND e.id = $2) \
+                OR EXISTS (SELECT 1 FROM artifact_revisions r WHERE r.community_id = c.id AND r.revision_id = $2), \
                 (SELECT m.role FROM community_members m WHERE m.community_id = c.id AND m.pubkey = $3) \
          FROM communities c WHERE c.id = $1 AND c.lifecycle = 'active'",
     )
@@ -309,6 +310,24 @@ pub async fn event_owner(
     sqlx::query_as(
         "SELECT pubkey, channel_id, kind FROM events WHERE community_id = $1 AND id = $2 \
          AND deleted_at IS NULL AND redacted_at IS NULL",
+    )
+    .bind(community)
+    .bind(id)
+    .fetch_optional(conn)
+    .await
+}
+
+/// An accepted NIP-AR revision's channel, and its author while its event is kept (retention may
+/// have removed it); `None` when the id was never accepted as a revision.
+pub async fn revision_origin(
+    conn: &mut PgConnection,
+    community: Uuid,
+    id: &str,
+) -> Result<Option<(Uuid, Option<String>)>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT r.channel_id, e.pubkey FROM artifact_revisions r \
+         LEFT JOIN events e ON e.community_id = r.community_id AND e.id = r.revision_id \
+         WHERE r.community_id = $1 AND r.revision_id = $2",
     )
     .bind(community)
     .bind(id)

@@ -112,7 +112,7 @@ pub async fn issue(
             sql(e)
         }
     })?;
-    tx.commit().await.map_err(sql)?;
+    tx.commit().await.map_err(crate::events::commit_failed)?;
     let data = serde_json::json!({
         "scopes": names,
         "channel_ids": channel_ids,
