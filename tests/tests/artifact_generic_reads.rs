@@ -142,7 +142,9 @@ async fn a_broad_generic_filter_returns_only_current_revisions_a_deletion_includ
     }
     // Without kinds: messages and channel events are unaffected, revisions are current only.
     let everything = ids(&mut b, json!({"#h": [open.to_string()]})).await;
-    assert!(everything.contains(&msg.id) && everything.contains(&second.id) && everything.contains(&deletion.id));
+    assert!(
+        everything.contains(&msg.id) && everything.contains(&second.id) && everything.contains(&deletion.id)
+    );
     assert!(!everything.contains(&first.id) && !everything.contains(&doomed.id));
     // `since` replays what changed: the deletion tells a client to drop the artifact.
     let since = json!({"kinds": [45010], "since": deletion.created_at});
@@ -174,7 +176,11 @@ async fn generic_reads_keep_each_revision_under_its_own_channels_access_across_a
         assert_eq!(ids(&mut b, filter.clone()).await, sorted(&[&moved, &next]), "{filter}");
         assert_eq!(count(&mut b, filter.clone()).await, 2, "{filter}");
     }
-    for filter in [json!({"#h": [source.to_string()]}), json!({"kinds": [45010]}), json!({"authors": [alice.public_hex()]})] {
+    for filter in [
+        json!({"#h": [source.to_string()]}),
+        json!({"kinds": [45010]}),
+        json!({"authors": [alice.public_hex()]}),
+    ] {
         let seen = ids(&mut b, filter.clone()).await;
         assert!(!seen.contains(&created.id) && !seen.contains(&edited.id), "{filter}: {seen:?}");
     }

@@ -117,7 +117,9 @@ async fn a_sender_who_cannot_post_kind_9_gets_the_kind_9_answer_whatever_the_art
     ok(&mut s.a, &admin(&alice, 9001, open, tag("p", bob.public_hex()))).await;
     ok(&mut s.a, &admin(&alice, 9002, archived, tag("archived", "true"))).await;
 
-    for (h, d, created, updated) in [(private, dp, &cp, &up), (open, dob, &cob, &uob), (archived, da, &ca, &ua)] {
+    for (h, d, created, updated) in
+        [(private, dp, &cp, &up), (open, dob, &cob, &uob), (archived, da, &ca, &ua)]
+    {
         // A stale prev (what bob last saw), the current one, an unknown one, an unknown d, a
         // create of the taken d, a deletion: the channel decides before the artifact does.
         let cases = [

@@ -486,7 +486,7 @@ async fn dm_participants_are_peers_and_the_channel_type_comes_from_the_stored_ch
     ok(&mut b, &edited).await;
     // The participants read both revisions by id and by d; carol, who is not one, reads none.
     for f in [json!({"ids": [created.id, edited.id]}), json!({"kinds": [45010], "#d": [d.to_string()]})] {
-        assert_eq!(a.req("r", &[f.clone()]).await.events.len(), 2, "{f}");
+        assert_eq!(a.req("r", std::slice::from_ref(&f)).await.events.len(), 2, "{f}");
         assert!(c.req("r", &[f]).await.events.is_empty());
     }
     assert!(c.req("r", &[json!({"kinds": [45010]})]).await.events.is_empty());
@@ -599,8 +599,8 @@ async fn a_move_stores_the_arrival_and_a_relay_signed_removal_atomically_and_ear
     // source, reads them by id and by d; Bob, who reads only the destination, by neither.
     let old = json!({"ids": [created.id, edited.id]});
     let by_d = json!({"kinds": [45010], "#d": [d.to_string()]});
-    assert_eq!(c.req("old", &[old.clone()]).await.events.len(), 2);
-    assert_eq!(c.req("by-d", &[by_d.clone()]).await.events.len(), 3);
+    assert_eq!(c.req("old", std::slice::from_ref(&old)).await.events.len(), 2);
+    assert_eq!(c.req("by-d", std::slice::from_ref(&by_d)).await.events.len(), 3);
     assert!(b.req("old", &[old]).await.events.is_empty());
     assert_eq!(b.req("by-d", &[by_d]).await.events, vec![moved.clone()]);
     assert!(b.req("gone", &[json!({"ids": [removal.id]})]).await.events.is_empty());

@@ -26,7 +26,7 @@
 //! Timestamps never decide anything here.
 
 pub mod retention;
-mod sql;
+pub(crate) mod sql;
 
 use buzz_bus::{Actor, Audience, BusError, ErrorCode, LiveEvent, WriteOk};
 use buzz_core::nipar::{self, Envelope, Op};
@@ -35,7 +35,7 @@ use buzz_store::access::{self, Channel};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::events::{credential, denial, live_event, sql as sql_error, Accepted, Relay};
+use crate::shared::{credential, denial, live_event, sql as sql_error, Accepted, Relay};
 
 pub use retention::sweep_retention;
 pub use sql::Artifact;
@@ -184,8 +184,8 @@ struct Revision<'a> {
     event: Event,
 }
 
-/// 5. Stores the revision in `at` (its h), advances the artifact and its current-tag index,
-/// records the revision id, its new mentions, and for a move the removal left in `source`.
+/// Step 5: stores the revision in `at` (its h), advances the artifact and its current-tag
+/// index, records the revision id, its new mentions, and for a move the removal left in `source`.
 async fn store(
     tx: &mut PgConnection,
     community: Uuid,
@@ -227,10 +227,17 @@ async fn store(
     let mut also = Vec::new();
     if let (Some(row), Some(home)) = (current, source) {
         let removal = removal(relay, env, &row.current_revision, home.channel.id);
-        crate::store::insert_event(tx, community, &removal, Some(home.channel.id), home.channel.ttl_seconds, None)
-            .await
-            .map_err(sql_error)?
-            .ok_or_else(BusError::internal)?;
+        crate::store::insert_event(
+            tx,
+            community,
+            &removal,
+            Some(home.channel.id),
+            home.channel.ttl_seconds,
+            None,
+        )
+        .await
+        .map_err(sql_error)?
+        .ok_or_else(BusError::internal)?;
         let mut live = announce(community, home, removal);
         live.replaced_tags.clone_from(&replaced);
         also.push(live);

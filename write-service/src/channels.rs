@@ -7,9 +7,9 @@ use buzz_store::access::{self, Channel, Credential, Standing, WriteDenial};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::events::{
-    channel_tag, credential, denial, live_event, sql, store_and_announce, Accepted, Relay, KIND_DELETE_CHANNEL,
-    KIND_EDIT_CHANNEL, KIND_PUT_USER, KIND_REDACT, KIND_REMOVE_USER,
+use crate::shared::{
+    channel_tag, credential, denial, live_event, sql, store_and_announce, Accepted, Relay,
+    KIND_DELETE_CHANNEL, KIND_EDIT_CHANNEL, KIND_PUT_USER, KIND_REDACT, KIND_REMOVE_USER,
 };
 use crate::store;
 
@@ -268,7 +268,9 @@ async fn is_known_revision(
     actor: &Actor,
     id: &str,
 ) -> Result<bool, BusError> {
-    let Some((channel_id, author)) = store::revision_origin(tx, community, id).await.map_err(sql)? else {
+    let Some((channel_id, author)) =
+        crate::artifacts::sql::revision_origin(tx, community, id).await.map_err(sql)?
+    else {
         return Ok(false);
     };
     if author.as_deref() == Some(actor.pubkey.as_str()) {

@@ -7,6 +7,7 @@ pub mod events;
 pub mod members;
 pub mod read_model;
 pub mod settings;
+pub mod shared;
 pub mod store;
 pub mod tokens;
 
@@ -34,7 +35,7 @@ impl Writer {
         let started = std::time::Instant::now();
         let reply = match req {
             WriteRequest::Event { community_id, actor, event } => {
-                let relay = events::Relay { keys: &self.relay };
+                let relay = shared::Relay { keys: &self.relay };
                 let accepted = events::write_event(&self.pool, community_id, &actor, event, &relay).await?;
                 // Access changes go out before the events that follow them, so a gateway drops
                 // its cached answers first (live events also carry the access version).
@@ -159,7 +160,7 @@ impl Application {
 /// The write pool. Every connection starts with the write budget (`statement_timeout`,
 /// `lock_timeout`) as session defaults, at no cost per write; waiting for a connection is bounded
 /// by the lock timeout too. A write that runs into one is rolled back and answered
-/// `error: database busy, ...` (see `events::sql`) well before the gateway's bus timeout.
+/// `error: database busy, ...` (see `shared::sql`) well before the gateway's bus timeout.
 async fn connect(settings: &Settings) -> anyhow::Result<sqlx::PgPool> {
     let options: sqlx::postgres::PgConnectOptions = settings.database_url.parse()?;
     let options = options.application_name("buzz-relay").options([

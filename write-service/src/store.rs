@@ -317,24 +317,6 @@ pub async fn event_owner(
     .await
 }
 
-/// An accepted NIP-AR revision's channel, and its author while its event is kept (retention may
-/// have removed it); `None` when the id was never accepted as a revision.
-pub async fn revision_origin(
-    conn: &mut PgConnection,
-    community: Uuid,
-    id: &str,
-) -> Result<Option<(Uuid, Option<String>)>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT r.channel_id, e.pubkey FROM artifact_revisions r \
-         LEFT JOIN events e ON e.community_id = r.community_id AND e.id = r.revision_id \
-         WHERE r.community_id = $1 AND r.revision_id = $2",
-    )
-    .bind(community)
-    .bind(id)
-    .fetch_optional(conn)
-    .await
-}
-
 /// Redacts a stored event. A redacted current artifact revision retires its artifact: it leaves
 /// the current-state index (`artifact_current_tags`) in the same statement.
 pub async fn redact_event(conn: &mut PgConnection, community: Uuid, id: &str) -> Result<(), sqlx::Error> {
