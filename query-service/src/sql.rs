@@ -116,3 +116,35 @@ pub fn count_events<'a>(reader: &Reader<'a>, filters: &[&Filter]) -> QueryBuilde
     qb.push(")");
     qb
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filter(v: serde_json::Value) -> Filter {
+        Filter::from_value(&v).unwrap()
+    }
+
+    fn sql_of(f: &Filter) -> String {
+        let reader = Reader { community: Uuid::nil(), pubkey: "", channel_ids: None };
+        select_events(&reader, f, 10).sql().to_owned()
+    }
+
+    #[test]
+    fn only_broad_filters_that_can_match_revisions_are_limited_to_current_revisions() {
+        let current = "a.current_revision = e.id";
+        for broad in
+            [serde_json::json!({}), serde_json::json!({"kinds": [45010]}), serde_json::json!({"#h": ["x"]})]
+        {
+            assert!(sql_of(&filter(broad.clone())).contains(current), "{broad}");
+        }
+        for lookup in [
+            serde_json::json!({"ids": ["a".repeat(64)]}),
+            serde_json::json!({"kinds": [45010], "#d": ["x"]}),
+            serde_json::json!({"#d": ["x"], "#h": ["y"]}),
+            serde_json::json!({"kinds": [9, 45011]}),
+        ] {
+            assert!(!sql_of(&filter(lookup.clone())).contains(current), "{lookup}");
+        }
+    }
+}
