@@ -127,6 +127,8 @@ async fn build(
         concurrency: 64,
         relay_secret_key: keys.relay.secret_hex(),
         ttl_sweep_every: std::time::Duration::from_secs(30),
+        statement_timeout_ms: 3000,
+        lock_timeout_ms: 2000,
     })
     .await?;
     let query = buzz_query::Application::build(buzz_query::Settings {
