@@ -16,7 +16,7 @@ use buzz_bus::QueryRequest;
 use buzz_core::Filter;
 use tokio::sync::mpsc;
 
-use crate::http::{community_for, http_actor, ApiError};
+use crate::request::{community_for, http_actor, ApiError};
 use crate::ws::query::{self, QueryUpdate};
 use crate::AppState;
 
