@@ -8,6 +8,7 @@ pub mod http;
 pub mod live;
 pub mod query_api;
 pub mod ratelimit;
+pub mod request;
 pub mod settings;
 pub mod tokens;
 pub mod ws;
