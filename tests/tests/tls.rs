@@ -12,7 +12,7 @@ use std::time::Duration;
 use buzz_bus::NatsConfig;
 use buzz_http_auth::{RedisConfig, ReplayGuard};
 use futures::StreamExt as _;
-use tls_support::{nats_jwt::Decentralised, Certs, PG_BIN};
+use tls_support::{nats_jwt::Decentralised, Certs};
 
 const LIMIT: Duration = Duration::from_secs(15);
 
@@ -22,7 +22,8 @@ async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
 
 #[tokio::test]
 async fn migrate_runs_over_verified_tls_against_a_postgres_that_refuses_plain_connections() {
-    require!(&format!("{PG_BIN}/postgres"), &format!("{PG_BIN}/initdb"), "openssl");
+    let pg_bin = tls_support::pg_bin();
+    require!(&format!("{pg_bin}/postgres"), &format!("{pg_bin}/initdb"), "openssl");
     let certs = Certs::new();
     let pg = tls_support::postgres(&certs);
     let base = format!("postgres://postgres@127.0.0.1:{}/buzz_tls", pg.port);

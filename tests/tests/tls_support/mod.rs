@@ -11,7 +11,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
+/// The newest Debian-packaged PostgreSQL's binaries (`/usr/lib/postgresql/<version>/bin`).
+pub fn pg_bin() -> String {
+    let versions = std::fs::read_dir("/usr/lib/postgresql").into_iter().flatten().flatten();
+    let newest = versions.filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok()).max().unwrap_or(15);
+    format!("/usr/lib/postgresql/{newest}/bin")
+}
 
 /// The binary at `path` or on `PATH`, or `None` (the test then skips and says why).
 pub fn binary(name: &str) -> Option<PathBuf> {
@@ -205,7 +210,7 @@ pub fn postgres(certs: &Certs) -> Server {
     let dir = TempDir::new("pg");
     let data = dir.path("data");
     chown_to_pg(&dir.0);
-    let out = as_pg_user(Path::new(PG_BIN).join("initdb"))
+    let out = as_pg_user(Path::new(&pg_bin()).join("initdb"))
         .args(["-D", &data.display().to_string(), "-U", "postgres", "-A", "trust", "--no-sync"])
         .output()
         .unwrap();
@@ -221,7 +226,7 @@ pub fn postgres(certs: &Certs) -> Server {
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::set_permissions(data.join("server.key"), std::fs::Permissions::from_mode(0o600)).unwrap();
     let port = free_port();
-    let mut child = as_pg_user(Path::new(PG_BIN).join("postgres"))
+    let mut child = as_pg_user(Path::new(&pg_bin()).join("postgres"))
         .args([
             "-D",
             &data.display().to_string(),
