@@ -149,6 +149,8 @@ if ((PG_MANAGED)); then
 fi
 ((REDIS_MANAGED)) && ! redis_up && ! have redis-server && need+=(redis-server)
 ((NATS_MANAGED)) && ! nats_up && ! have nats-server && need+=(nats-server)
+# tests/tests/tls.rs makes its CA and certificates with the openssl CLI.
+have openssl || need+=(openssl)
 ((${#need[@]} == 0)) || apt_install "${need[@]}"
 
 if ((PG_MANAGED)); then ensure_postgres; else echo "postgres: not managed (DATABASE_URL is not 127.0.0.1:5432)"; fi

@@ -2,6 +2,7 @@
 //! carried in NATS headers.
 
 pub mod error;
+pub mod nats;
 pub mod payload;
 pub mod rpc;
 pub mod serve;
@@ -9,5 +10,6 @@ pub mod subjects;
 pub mod trace;
 
 pub use error::{BusError, ErrorCode};
+pub use nats::NatsConfig;
 pub use payload::*;
 pub use subjects::Subjects;

@@ -76,11 +76,5 @@ where
     Ok(())
 }
 
-/// Connects to NATS with a name that shows in server monitoring.
-pub async fn connect(url: &str, name: &str) -> Result<async_nats::Client, async_nats::ConnectError> {
-    async_nats::ConnectOptions::new()
-        .name(name)
-        .connection_timeout(std::time::Duration::from_secs(3))
-        .connect(url)
-        .await
-}
+/// Connects to NATS (moved to [`crate::nats`], kept here for the services that call it by this path).
+pub use crate::nats::connect;

@@ -108,8 +108,8 @@ async fn build(
     let loopback0 = SocketAddr::from(([127, 0, 0, 1], 0));
     let policy = buzz_policy::Application::build(buzz_policy::Settings {
         database_url: args.database_url.clone(),
-        nats_url: args.nats_url.clone(),
-        redis_url: args.redis_url.clone(),
+        nats: buzz_bus::NatsConfig::new(args.nats_url.clone()),
+        redis: buzz_http_auth::RedisConfig::new(args.redis_url.clone()),
         nats_prefix: args.nats_prefix.clone(),
         redis_prefix: args.redis_prefix.clone(),
         listen: policy_addr,
@@ -120,7 +120,7 @@ async fn build(
     .await?;
     let write = buzz_write::Application::build(buzz_write::Settings {
         database_url: args.database_url.clone(),
-        nats_url: args.nats_url.clone(),
+        nats: buzz_bus::NatsConfig::new(args.nats_url.clone()),
         nats_prefix: args.nats_prefix.clone(),
         admin_listen: loopback0,
         max_db_connections: 16,
@@ -133,7 +133,7 @@ async fn build(
     .await?;
     let query = buzz_query::Application::build(buzz_query::Settings {
         database_url: args.database_url.clone(),
-        nats_url: args.nats_url.clone(),
+        nats: buzz_bus::NatsConfig::new(args.nats_url.clone()),
         nats_prefix: args.nats_prefix.clone(),
         admin_listen: loopback0,
         max_db_connections: 16,
@@ -142,8 +142,8 @@ async fn build(
     })
     .await?;
     let snapshot = buzz_snapshot::Application::build(buzz_snapshot::Settings {
-        nats_url: args.nats_url.clone(),
-        redis_url: args.redis_url.clone(),
+        nats: buzz_bus::NatsConfig::new(args.nats_url.clone()),
+        redis: buzz_http_auth::RedisConfig::new(args.redis_url.clone()),
         admin_listen: loopback0,
     })
     .await?;

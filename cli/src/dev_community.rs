@@ -58,7 +58,8 @@ pub async fn ensure(
         let foreign_owner = (c.owner_pubkey != owner_hex).then_some(c.owner_pubkey);
         return Ok(LocalCommunity { id: c.community_id, host: c.host, created: false, foreign_owner });
     }
-    match store::create(pool, Uuid::new_v4(), host, &owner_hex).await {
+    let new = store::NewCommunity { id: Uuid::new_v4(), host, owner: &owner_hex, retention_days: None };
+    match store::create(pool, &new).await {
         Ok((c, created)) => {
             Ok(LocalCommunity { id: c.community_id, host: c.host, created, foreign_owner: None })
         }

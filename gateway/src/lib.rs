@@ -42,8 +42,8 @@ pub struct Application {
 
 impl Application {
     pub async fn build(settings: Settings, shutdown: CancellationToken) -> anyhow::Result<Self> {
-        let nats = buzz_bus::serve::connect(&settings.nats_url, "buzz-gateway").await?;
-        let redis = buzz_http_auth::connect_redis(&settings.redis_url, 2).await?;
+        let nats = buzz_bus::serve::connect(&settings.nats, "buzz-gateway").await?;
+        let redis = buzz_http_auth::connect_redis(&settings.redis, 2).await?;
         let subjects = Subjects::new(&settings.nats_prefix).map_err(anyhow::Error::msg)?;
         let listener = tokio::net::TcpListener::bind(settings.listen).await?;
         let addr = listener.local_addr()?;

@@ -9,8 +9,10 @@ use buzz_telemetry::runtime::{env_or, env_required};
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub listen: SocketAddr,
-    pub nats_url: String,
-    pub redis_url: String,
+    /// NATS URL, CA and credentials files (`NATS_URL`, `NATS_CA_FILE`, `NATS_CREDS_FILE`).
+    pub nats: buzz_bus::NatsConfig,
+    /// Redis URL and CA file (`REDIS_URL`, `REDIS_CA_FILE`).
+    pub redis: buzz_http_auth::RedisConfig,
     pub nats_prefix: String,
     pub redis_prefix: String,
     /// Public key of the relay (derived from `BUZZ_RELAY_SECRET_KEY`), advertised in NIP-11.
@@ -85,8 +87,8 @@ impl Settings {
         };
         Self {
             listen: env_or("BUZZ_GATEWAY_ADDR", SocketAddr::from(([127, 0, 0, 1], 7777)))?,
-            nats_url: env_or("NATS_URL", "nats://127.0.0.1:4222".to_owned())?,
-            redis_url: env_or("REDIS_URL", "redis://127.0.0.1:6379".to_owned())?,
+            nats: buzz_bus::NatsConfig::from_env()?,
+            redis: buzz_http_auth::RedisConfig::from_env().map_err(anyhow::Error::msg)?,
             nats_prefix: env_or("BUZZ_NATS_PREFIX", "buzz".to_owned())?,
             redis_prefix: env_or("BUZZ_REDIS_PREFIX", "buzz:".to_owned())?,
             relay_pubkey: keys.public_hex(),
@@ -126,8 +128,8 @@ impl Settings {
     ) -> Self {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            nats_url: nats_url.to_owned(),
-            redis_url: redis_url.to_owned(),
+            nats: buzz_bus::NatsConfig::new(nats_url),
+            redis: buzz_http_auth::RedisConfig::new(redis_url),
             nats_prefix: nats_prefix.to_owned(),
             redis_prefix: redis_prefix.to_owned(),
             relay_pubkey,

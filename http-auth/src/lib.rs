@@ -1,6 +1,10 @@
 //! NIP-98 HTTP authentication for buzz-relay's HTTP surfaces, with the one-use-per-signature replay
 //! guard kept in Redis so that every replica sees every use.
 
+mod redis;
+
+pub use redis::{connect_redis, RedisConfig};
+
 use axum::response::{IntoResponse, Response};
 use buzz_core::nip98::{self, Nip98Error};
 use fred::prelude::*;
@@ -125,17 +129,4 @@ pub async fn authenticate(
         return Err(HttpAuthError::Replay);
     }
     Ok(event.pubkey)
-}
-
-/// Connects a Redis pool from a `redis://` URL.
-pub async fn connect_redis(url: &str, size: usize) -> Result<Pool, fred::error::Error> {
-    let config = Config::from_url(url)?;
-    let pool = Builder::from_config(config)
-        .with_connection_config(|c| {
-            c.connection_timeout = std::time::Duration::from_secs(3);
-        })
-        .set_policy(ReconnectPolicy::new_exponential(0, 100, 2_000, 2))
-        .build_pool(size)?;
-    pool.init().await?;
-    Ok(pool)
 }

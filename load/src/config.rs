@@ -110,6 +110,11 @@ pub struct Args {
     /// Also write the report as JSON to this path.
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
+
+    /// Exit non-zero unless every event was accepted and delivered to every subscriber (a smoke
+    /// test, e.g. the chart's `helm test`).
+    #[arg(long)]
+    pub require_complete: bool,
 }
 
 /// One place to connect to: the socket URL and the Host header to send there.
@@ -150,6 +155,7 @@ pub struct Config {
     pub operator_url: Option<String>,
     pub operator_secret: Option<String>,
     pub json: Option<PathBuf>,
+    pub require_complete: bool,
 }
 
 impl Config {
@@ -270,6 +276,7 @@ impl TryFrom<Args> for Config {
             operator_url,
             operator_secret: a.operator_secret,
             json: a.json,
+            require_complete: a.require_complete,
         })
     }
 }

@@ -58,5 +58,8 @@ fn run_bounded(cfg: &Config) -> Result<()> {
         report.write_json(path).with_context(|| format!("writing {}", path.display()))?;
         println!("  JSON report written to {}", path.display());
     }
+    if cfg.require_complete {
+        report.results.check_complete().map_err(|e| anyhow!("incomplete run: {e}"))?;
+    }
     Ok(())
 }

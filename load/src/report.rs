@@ -230,6 +230,27 @@ impl fmt::Display for Report {
     }
 }
 
+impl Results {
+    /// `--require-complete` (the chart's `helm test`): something was sent, every event was accepted
+    /// and every subscriber received every accepted event. The reason names what fell short.
+    pub fn check_complete(&self) -> Result<(), String> {
+        if self.sent == 0 {
+            return Err("no event was sent".to_owned());
+        }
+        if self.accepted != self.sent {
+            return Err(format!(
+                "{} of {} events accepted ({:?})",
+                self.accepted, self.sent, self.rejected_reasons
+            ));
+        }
+        let d = &self.delivery;
+        if d.delivered < d.expected {
+            return Err(format!("{} of {} expected deliveries received", d.delivered, d.expected));
+        }
+        Ok(())
+    }
+}
+
 impl Report {
     pub fn write_json(&self, path: &std::path::Path) -> anyhow::Result<()> {
         let text = serde_json::to_string_pretty(self)?;
@@ -273,6 +294,20 @@ mod tests {
         assert_eq!(r.delivery.expected, 0);
         assert_eq!(r.delivery.ratio, None);
         assert!(r.accepted_per_sec.abs() < f64::EPSILON);
+    }
+
+    #[test]
+    fn complete_needs_everything_accepted_and_delivered() {
+        let start = Instant::now();
+        let all = PublisherStats { sent: 5, accepted: 5, ..Default::default() };
+        let delivered = SubscriberStats { delivered: 5, ..Default::default() };
+        assert_eq!(Results::compute(start, &all, &delivered, 1).check_complete(), Ok(()));
+        let lost = SubscriberStats { delivered: 4, ..Default::default() };
+        assert!(Results::compute(start, &all, &lost, 1).check_complete().unwrap_err().contains("4 of 5"));
+        let refused = PublisherStats { sent: 5, accepted: 3, rejected: 2, ..Default::default() };
+        assert!(Results::compute(start, &refused, &delivered, 1).check_complete().is_err());
+        let none = PublisherStats::default();
+        assert!(Results::compute(start, &none, &SubscriberStats::default(), 1).check_complete().is_err());
     }
 
     #[test]

@@ -29,8 +29,8 @@ impl Application {
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let pool = buzz_store::connect(&settings.database_url, 10).await?;
         buzz_store::check_schema(&pool).await?;
-        let redis = buzz_http_auth::connect_redis(&settings.redis_url, 2).await?;
-        let nats = serve::connect(&settings.nats_url, "buzz-policy").await?;
+        let redis = buzz_http_auth::connect_redis(&settings.redis, 2).await?;
+        let nats = serve::connect(&settings.nats, "buzz-policy").await?;
         let subjects = Subjects::new(&settings.nats_prefix).map_err(anyhow::Error::msg)?;
         let state = Arc::new(operator::OperatorState {
             pool: pool.clone(),

@@ -7,8 +7,10 @@ use buzz_telemetry::runtime::{env_or, env_required};
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub database_url: String,
-    pub nats_url: String,
-    pub redis_url: String,
+    /// NATS URL, CA and credentials files (`NATS_URL`, `NATS_CA_FILE`, `NATS_CREDS_FILE`).
+    pub nats: buzz_bus::NatsConfig,
+    /// Redis URL and CA file (`REDIS_URL`, `REDIS_CA_FILE`).
+    pub redis: buzz_http_auth::RedisConfig,
     pub nats_prefix: String,
     pub redis_prefix: String,
     /// Operator API listener (also serves /healthz, /readyz, /metrics).
@@ -28,8 +30,8 @@ impl Settings {
         let origin = env_required("RELAY_OPERATOR_API_ORIGIN")?;
         Ok(Self {
             database_url: env_required("DATABASE_URL")?,
-            nats_url: env_or("NATS_URL", "nats://127.0.0.1:4222".to_owned())?,
-            redis_url: env_or("REDIS_URL", "redis://127.0.0.1:6379".to_owned())?,
+            nats: buzz_bus::NatsConfig::from_env()?,
+            redis: buzz_http_auth::RedisConfig::from_env().map_err(anyhow::Error::msg)?,
             nats_prefix: env_or("BUZZ_NATS_PREFIX", "buzz".to_owned())?,
             redis_prefix: env_or("BUZZ_REDIS_PREFIX", "buzz:".to_owned())?,
             listen: env_or("BUZZ_POLICY_ADDR", SocketAddr::from(([127, 0, 0, 1], 7070)))?,

@@ -31,7 +31,7 @@ impl Application {
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let pool = buzz_store::connect(&settings.database_url, settings.max_db_connections).await?;
         buzz_store::check_schema(&pool).await?;
-        let nats = serve::connect(&settings.nats_url, "buzz-query").await?;
+        let nats = serve::connect(&settings.nats, "buzz-query").await?;
         let subjects = Subjects::new(&settings.nats_prefix).map_err(anyhow::Error::msg)?;
         let admin = tokio::net::TcpListener::bind(settings.admin_listen).await?;
         let admin_addr = admin.local_addr()?;

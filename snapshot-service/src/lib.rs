@@ -10,16 +10,18 @@ use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Clone)]
 pub struct Settings {
-    pub nats_url: String,
-    pub redis_url: String,
+    /// NATS URL, CA and credentials files (`NATS_URL`, `NATS_CA_FILE`, `NATS_CREDS_FILE`).
+    pub nats: buzz_bus::NatsConfig,
+    /// Redis URL and CA file (`REDIS_URL`, `REDIS_CA_FILE`).
+    pub redis: buzz_http_auth::RedisConfig,
     pub admin_listen: SocketAddr,
 }
 
 impl Settings {
     pub fn from_env() -> anyhow::Result<Self> {
         Ok(Self {
-            nats_url: env_or("NATS_URL", "nats://127.0.0.1:4222".to_owned())?,
-            redis_url: env_or("REDIS_URL", "redis://127.0.0.1:6379".to_owned())?,
+            nats: buzz_bus::NatsConfig::from_env()?,
+            redis: buzz_http_auth::RedisConfig::from_env().map_err(anyhow::Error::msg)?,
             admin_listen: env_or("BUZZ_SNAPSHOT_ADMIN_ADDR", SocketAddr::from(([127, 0, 0, 1], 7083)))?,
         })
     }
@@ -34,8 +36,8 @@ pub struct Application {
 
 impl Application {
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
-        let redis = buzz_http_auth::connect_redis(&settings.redis_url, 2).await?;
-        let nats = buzz_bus::serve::connect(&settings.nats_url, "buzz-snapshot").await?;
+        let redis = buzz_http_auth::connect_redis(&settings.redis, 2).await?;
+        let nats = buzz_bus::serve::connect(&settings.nats, "buzz-snapshot").await?;
         let admin = tokio::net::TcpListener::bind(settings.admin_listen).await?;
         let admin_addr = admin.local_addr()?;
         Ok(Self { nats, redis, admin, admin_addr })

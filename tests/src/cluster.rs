@@ -96,8 +96,8 @@ impl Cluster {
         drop(probe);
         let policy = buzz_policy::Application::build(buzz_policy::Settings {
             database_url: database_url.clone(),
-            nats_url: nats_url.clone(),
-            redis_url: redis_url.clone(),
+            nats: buzz_bus::NatsConfig::new(nats_url.clone()),
+            redis: buzz_http_auth::RedisConfig::new(redis_url.clone()),
             nats_prefix: nats_prefix.clone(),
             redis_prefix: redis_prefix.clone(),
             listen: policy_addr,
@@ -111,7 +111,7 @@ impl Cluster {
         for _ in 0..opts.writers {
             let app = buzz_write::Application::build(buzz_write::Settings {
                 database_url: database_url.clone(),
-                nats_url: nats_url.clone(),
+                nats: buzz_bus::NatsConfig::new(nats_url.clone()),
                 nats_prefix: nats_prefix.clone(),
                 admin_listen: loopback0,
                 max_db_connections: 8,
@@ -128,7 +128,7 @@ impl Cluster {
         for _ in 0..opts.queriers {
             let app = buzz_query::Application::build(buzz_query::Settings {
                 database_url: database_url.clone(),
-                nats_url: nats_url.clone(),
+                nats: buzz_bus::NatsConfig::new(nats_url.clone()),
                 nats_prefix: nats_prefix.clone(),
                 admin_listen: loopback0,
                 max_db_connections: 8,
@@ -140,8 +140,8 @@ impl Cluster {
             tasks.push(tokio::spawn(app.run(shutdown.clone())));
         }
         let snapshot = buzz_snapshot::Application::build(buzz_snapshot::Settings {
-            nats_url: nats_url.clone(),
-            redis_url: redis_url.clone(),
+            nats: buzz_bus::NatsConfig::new(nats_url.clone()),
+            redis: buzz_http_auth::RedisConfig::new(redis_url.clone()),
             admin_listen: loopback0,
         })
         .await

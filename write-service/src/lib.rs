@@ -110,7 +110,7 @@ impl Application {
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let pool = connect(&settings).await?;
         buzz_store::check_schema(&pool).await?;
-        let nats = serve::connect(&settings.nats_url, "buzz-write").await?;
+        let nats = serve::connect(&settings.nats, "buzz-write").await?;
         let subjects = Subjects::new(&settings.nats_prefix).map_err(anyhow::Error::msg)?;
         let relay = buzz_core::Keys::from_secret_hex(&settings.relay_secret_key)
             .ok_or_else(|| anyhow::anyhow!("BUZZ_RELAY_SECRET_KEY is not a valid secret key"))?;

@@ -7,7 +7,8 @@ use buzz_telemetry::runtime::{env_or, env_required};
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub database_url: String,
-    pub nats_url: String,
+    /// NATS URL, CA and credentials files (`NATS_URL`, `NATS_CA_FILE`, `NATS_CREDS_FILE`).
+    pub nats: buzz_bus::NatsConfig,
     pub nats_prefix: String,
     /// `/healthz`, `/readyz`, `/metrics`.
     pub admin_listen: SocketAddr,
@@ -33,7 +34,7 @@ impl Settings {
         }
         let s = Self {
             database_url: env_required("DATABASE_URL")?,
-            nats_url: env_or("NATS_URL", "nats://127.0.0.1:4222".to_owned())?,
+            nats: buzz_bus::NatsConfig::from_env()?,
             nats_prefix: env_or("BUZZ_NATS_PREFIX", "buzz".to_owned())?,
             admin_listen: env_or("BUZZ_WRITE_ADMIN_ADDR", SocketAddr::from(([127, 0, 0, 1], 7081)))?,
             max_db_connections: env_or("BUZZ_WRITE_DB_CONNECTIONS", 16)?,

@@ -1,7 +1,26 @@
-{{/* Per-service facts the values do not carry: binary and the variable naming its listener. */}}
+{{/* Per-service facts the values do not carry: binary, the variable naming its listener, and
+     which dependencies it uses. */}}
 {{- define "buzz.binary" -}}
 {{- get (dict "gateway" "buzz-gateway" "write" "buzz-write" "query" "buzz-query" "snapshot" "buzz-snapshot" "policy" "buzz-policy") . -}}
 {{- end -}}
 {{- define "buzz.listenEnv" -}}
 {{- get (dict "gateway" "BUZZ_GATEWAY_ADDR" "write" "BUZZ_WRITE_ADMIN_ADDR" "query" "BUZZ_QUERY_ADMIN_ADDR" "snapshot" "BUZZ_SNAPSHOT_ADMIN_ADDR" "policy" "BUZZ_POLICY_ADDR") . -}}
+{{- end -}}
+{{- define "buzz.usesDatabase" -}}
+{{- if has . (list "write" "query" "policy") }}true{{ end -}}
+{{- end -}}
+{{- define "buzz.usesRedis" -}}
+{{- if has . (list "gateway" "snapshot" "policy") }}true{{ end -}}
+{{- end -}}
+{{/* Pool size per replica: write and query from values, policy fixed in code (10). */}}
+{{- define "buzz.dbConnections" -}}
+{{- if eq .name "policy" }}10{{ else }}{{ .svc.dbConnections | default 0 }}{{ end -}}
+{{- end -}}
+{{/* Replicas that can run at once: the HPA maximum, else replicas. */}}
+{{- define "buzz.maxReplicas" -}}
+{{- if .autoscaling.enabled }}{{ .autoscaling.maxReplicas }}{{ else }}{{ .replicas }}{{ end -}}
+{{- end -}}
+{{/* Replicas guaranteed: the HPA minimum, else replicas. */}}
+{{- define "buzz.minReplicas" -}}
+{{- if .autoscaling.enabled }}{{ .autoscaling.minReplicas }}{{ else }}{{ .replicas }}{{ end -}}
 {{- end -}}

@@ -1,8 +1,14 @@
 """Renders the chart offline with the real Helm engine (helm-python-sdk) and checks the manifests:
-lint, the objects each service needs, probes, secrets by reference, and the Kubernetes schema
-(kubernetes-validate, strict). Run: python3 charts/buzz-relay/tests/test_render.py"""
+strict lint and the Kubernetes schema (kubernetes-validate --strict) for the oldest and newest
+supported Kubernetes versions, with the default values and ci/production-values.yaml, plus the
+rules the chart promises (values schema, secrets by reference, Pod Security "restricted", drain,
+disruption budgets, connection budget, ingress, monitoring). Run: scripts/chart-test.sh"""
 
+import copy
+import json
 import os
+import re
+import subprocess
 import sys
 import traceback
 
@@ -11,87 +17,251 @@ import kubernetes_validate
 import yaml
 
 CHART = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-KUBE = "1.30.0"
+ROOT = os.path.abspath(os.path.join(CHART, "..", ".."))
+# Oldest and newest supported Kubernetes versions (Chart.yaml kubeVersion: >=1.27).
+KUBE_VERSIONS = ["1.27.0", "1.37.0"]
 SERVICES = ["gateway", "write", "query", "snapshot", "policy"]
 VALUES = {"operator": {"pubkeys": "a" * 64, "apiOrigin": "https://ops.example.com"}}
+with open(os.path.join(CHART, "ci", "production-values.yaml"), encoding="utf-8") as f:
+    PRODUCTION = yaml.safe_load(f)
+CRD_KINDS = {"ServiceMonitor", "PrometheusRule"}
+
+
+def merged(base, extra):
+    out = copy.deepcopy(base)
+    for k, v in extra.items():
+        out[k] = merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def render_files(values):
+    chart = helm_python.Chart.load(CHART)
+    try:
+        return chart.render(values, name="buzz", namespace="relay", is_install=True)
+    finally:
+        chart.close()
 
 
 def render(values=VALUES):
-    chart = helm_python.Chart.load(CHART)
-    try:
-        files = chart.render(values, name="buzz", namespace="relay", is_install=True)
-    finally:
-        chart.close()
     docs = []
-    for path, text in sorted(files.items()):
-        for doc in yaml.safe_load_all(text):
-            if doc:
-                docs.append((path, doc))
+    for path, text in sorted(render_files(values).items()):
+        if path.endswith("NOTES.txt"):
+            continue
+        docs.extend((path, d) for d in yaml.safe_load_all(text) if d)
     return docs
+
+
+def notes(values=VALUES):
+    return next(t for p, t in render_files(values).items() if p.endswith("NOTES.txt"))
+
+
+def render_error(values):
+    try:
+        render(values)
+    except helm_python.HelmError as e:
+        return str(e)
+    raise AssertionError("rendered, but should have been refused")
 
 
 def by_kind(docs, kind):
     return {d["metadata"]["name"]: d for _, d in docs if d["kind"] == kind}
 
 
-def test_lint_passes():
-    result = helm_python.lint(CHART, VALUES, strict=True)
-    # Helm severities: 1 info, 2 warning, 3 error. Warnings fail too.
-    problems = result["errors"] + [m for m in result["messages"] if m["severity"] >= 2]
-    assert not problems, result
+def pod_specs(docs):
+    for _, d in docs:
+        if d["kind"] in ("Deployment", "Job"):
+            yield d["metadata"]["name"], d["spec"]["template"]["spec"]
+        elif d["kind"] == "Pod":
+            yield d["metadata"]["name"], d["spec"]
 
 
-def test_every_service_has_a_deployment_service_and_disruption_budget():
-    docs = render()
-    for kind in ("Deployment", "Service", "PodDisruptionBudget"):
-        names = set(by_kind(docs, kind))
-        assert names == {f"buzz-{s}" for s in SERVICES}, (kind, names)
-    hpas = set(by_kind(docs, "HorizontalPodAutoscaler"))
-    assert hpas == {"buzz-gateway", "buzz-write", "buzz-query"}, hpas
+def env_of(container):
+    return {e["name"]: e for e in container.get("env", [])}
 
 
-def test_the_migration_runs_as_a_hook_before_install_and_upgrade():
-    jobs = by_kind(render(), "Job")
-    job = jobs["buzz-migrate"]
-    assert job["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"
-    assert job["spec"]["template"]["spec"]["containers"][0]["command"] == ["/usr/local/bin/buzz", "migrate"]
+def test_lint_is_strict_clean_for_oldest_and_newest_kubernetes():
+    for values in (VALUES, PRODUCTION):
+        for kube in KUBE_VERSIONS:
+            result = helm_python.lint(CHART, values, strict=True, kube_version=kube)
+            # Helm severities: 1 info, 2 warning, 3 error. Warnings fail too.
+            problems = result["errors"] + [m for m in result["messages"] if m["severity"] >= 2]
+            assert not problems, (kube, result)
 
 
-def test_probes_listeners_and_secrets_by_reference():
-    for name, dep in by_kind(render(), "Deployment").items():
-        c = dep["spec"]["template"]["spec"]["containers"][0]
-        assert c["readinessProbe"]["httpGet"]["path"] == "/readyz", name
-        assert c["livenessProbe"]["httpGet"]["path"] == "/healthz", name
-        env = {e["name"]: e for e in c["env"]}
-        listen = [e for e in env.values() if e.get("value", "").startswith("0.0.0.0:")]
-        assert len(listen) == 1, (name, env.keys())
-        for secret in ("DATABASE_URL", "BUZZ_RELAY_SECRET_KEY"):
-            if secret in env:
-                assert "value" not in env[secret] and "secretKeyRef" in env[secret]["valueFrom"], (name, secret)
-        service = name.removeprefix("buzz-")
-        assert ("DATABASE_URL" in env) == (service in ("write", "query", "policy")), (name, "database")
-        assert ("BUZZ_RELAY_SECRET_KEY" in env) == (service in ("gateway", "write")), (name, "relay key")
-        assert c["command"] == [f"/usr/local/bin/buzz-{service}"], name
+def test_every_manifest_is_valid_kubernetes_for_oldest_and_newest_versions():
+    for values in (VALUES, PRODUCTION):
+        for kube in KUBE_VERSIONS:
+            for path, doc in render(values):
+                if doc["kind"] in CRD_KINDS:
+                    continue  # prometheus-operator CRDs: checked in test_monitoring_objects
+                kubernetes_validate.validate(doc, kube, strict=True)
 
 
-def test_autoscaled_services_leave_replicas_to_the_autoscaler():
+def test_unknown_keys_and_bad_values_are_refused_by_the_schema():
+    assert "additional" in render_error(merged(VALUES, {"replicaCount": 3})).lower()
+    assert "additional" in render_error(merged(VALUES, {"services": {"gateway": {"replica": 3}}})).lower()
+    assert "sslMode" in render_error(merged(VALUES, {"database": {"sslMode": "verify"}}))
+    assert "redis" in render_error(merged(VALUES, {"redis": {"url": "http://redis:6379"}}))
+
+
+def test_grace_and_pre_stop_are_validated_so_the_gateway_drain_stays_positive():
+    assert "terminationGracePeriodSeconds" in render_error(merged(VALUES, {"terminationGracePeriodSeconds": 5}))
+    assert "preStopDelaySeconds" in render_error(merged(VALUES, {"preStopDelaySeconds": 11}))
+    # The tightest accepted combination still leaves the gateway a positive drain.
+    docs = render(merged(VALUES, {"terminationGracePeriodSeconds": 15, "preStopDelaySeconds": 10}))
+    gw = by_kind(docs, "Deployment")["buzz-gateway"]["spec"]["template"]["spec"]["containers"][0]
+    assert int(env_of(gw)["BUZZ_SHUTDOWN_GRACE_SECS"]["value"]) == 3
+    assert gw["lifecycle"]["preStop"]["exec"]["command"] == ["sleep", "10"]
+
+
+def test_the_connection_budget_is_enforced():
+    err = render_error(merged(VALUES, {"services": {"write": {"autoscaling": {"maxReplicas": 20}}}}))
+    assert "database connection budget exceeded" in err and "write 160" in err, err
+    render(merged(VALUES, {"database": {"maxConnections": 300}, "services": {"write": {"autoscaling": {"maxReplicas": 20}}}}))
+    deps = by_kind(render(), "Deployment")
+    write = env_of(deps["buzz-write"]["spec"]["template"]["spec"]["containers"][0])
+    assert write["BUZZ_WRITE_DB_CONNECTIONS"]["value"] == "8"
+
+
+def test_disruption_budgets_only_where_two_replicas_are_guaranteed():
+    assert set(by_kind(render(), "PodDisruptionBudget")) == {f"buzz-{s}" for s in SERVICES}
+    one = merged(VALUES, {"services": {"snapshot": {"replicas": 1}, "gateway": {"autoscaling": {"minReplicas": 1}}}})
+    pdbs = set(by_kind(render(one), "PodDisruptionBudget"))
+    assert "buzz-snapshot" not in pdbs and "buzz-gateway" not in pdbs, pdbs
+    assert "snapshot" in notes(one) and "block node drains" in notes(one)
+
+
+def test_replicas_under_an_autoscaler_are_left_to_it_and_said_so():
     deps = by_kind(render(), "Deployment")
     assert "replicas" not in deps["buzz-gateway"]["spec"]
     assert deps["buzz-snapshot"]["spec"]["replicas"] == 2
+    text = notes(merged(VALUES, {"services": {"gateway": {"replicas": 5}}}))
+    assert "services.gateway.replicas (5) is ignored" in text, text
+    assert "is ignored" not in notes()
 
 
-def test_every_manifest_is_valid_kubernetes():
-    for path, doc in render():
-        kubernetes_validate.validate(doc, KUBE, strict=True)
+def test_pods_meet_pod_security_restricted():
+    docs = render(PRODUCTION)
+    sa = by_kind(docs, "ServiceAccount")["buzz"]
+    assert sa["automountServiceAccountToken"] is False
+    for name, spec in pod_specs(docs):
+        assert spec["automountServiceAccountToken"] is False, name
+        assert spec["securityContext"]["runAsNonRoot"] is True, name
+        assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}, name
+        for c in spec["containers"]:
+            sc = c["securityContext"]
+            assert sc["allowPrivilegeEscalation"] is False and sc["capabilities"]["drop"] == ["ALL"], name
+            assert sc["seccompProfile"] == {"type": "RuntimeDefault"}, name
+
+
+def test_every_secret_comes_by_reference_and_tls_files_are_mounted():
+    deps = by_kind(render(PRODUCTION), "Deployment")
+    for name, dep in deps.items():
+        spec = dep["spec"]["template"]["spec"]
+        c = spec["containers"][0]
+        env = env_of(c)
+        for secret in ("DATABASE_URL", "BUZZ_RELAY_SECRET_KEY", "REDIS_URL", "RELAY_OPERATOR_PUBKEYS"):
+            if secret in env:
+                assert "secretKeyRef" in env[secret]["valueFrom"], (name, secret)
+        mounts = {m["mountPath"] for m in c.get("volumeMounts", [])}
+        for var in ("NATS_CA_FILE", "NATS_CREDS_FILE", "REDIS_CA_FILE", "PGSSLROOTCERT"):
+            if var in env:
+                assert os.path.dirname(env[var]["value"]) in mounts, (name, var, mounts)
+        assert env["NATS_URL"]["value"].startswith("tls://"), name
+        assert "NATS_CREDS_FILE" in env and "NATS_CA_FILE" in env, name
+        service = name.removeprefix("buzz-")
+        assert ("PGSSLMODE" in env) == (service in ("write", "query", "policy")), name
+        assert ("REDIS_CA_FILE" in env) == (service in ("gateway", "snapshot", "policy")), name
+    job = by_kind(render(PRODUCTION), "Job")["buzz-migrate"]["spec"]["template"]["spec"]
+    env = env_of(job["containers"][0])
+    assert env["PGSSLMODE"]["value"] == "verify-full" and "PGSSLROOTCERT" in env
+
+
+def test_extra_env_and_env_from_reach_every_service_and_the_migration():
+    docs = render(PRODUCTION)
+    for name, spec in pod_specs(docs):
+        if name in ("buzz-test-roundtrip",):
+            continue
+        c = spec["containers"][0]
+        assert env_of(c)["BUZZ_BUS_TIMEOUT_SECS"]["value"] == "5", name
+        assert c["envFrom"] == [{"configMapRef": {"name": "buzz-extra", "optional": True}}], name
+    deps = by_kind(docs, "Deployment")
+    gw = env_of(deps["buzz-gateway"]["spec"]["template"]["spec"]["containers"][0])
+    assert gw["OTEL_EXPORTER_OTLP_ENDPOINT"]["value"] == "http://otel-collector.observability:4318"
+    assert gw["BUZZ_LOG_FORMAT"]["value"] == "json"
+
+
+def test_probes_topology_spread_and_listeners():
+    for name, dep in by_kind(render(), "Deployment").items():
+        spec = dep["spec"]["template"]["spec"]
+        c = spec["containers"][0]
+        assert c["startupProbe"]["httpGet"]["path"] == "/healthz", name
+        assert c["readinessProbe"]["httpGet"]["path"] == "/readyz", name
+        keys = {t["topologyKey"] for t in spec["topologySpreadConstraints"]}
+        assert keys == {"topology.kubernetes.io/zone", "kubernetes.io/hostname"}, name
+        service = name.removeprefix("buzz-")
+        assert c["command"] == [f"/usr/local/bin/buzz-{service}"], name
+
+
+def test_ingress_for_the_tenant_plane_and_the_operator_api():
+    ingresses = by_kind(render(PRODUCTION), "Ingress")
+    gw = ingresses["buzz-gateway"]
+    assert int(gw["metadata"]["annotations"]["nginx.ingress.kubernetes.io/proxy-read-timeout"]) >= 3600
+    assert not any("affinity" in k for k in gw["metadata"]["annotations"]), "no session affinity needed"
+    assert [r["host"] for r in gw["spec"]["rules"]] == ["*.relay.example.com", "team.example.com"]
+    op = ingresses["buzz-operator"]
+    assert op["spec"]["rules"][0]["host"] == "ops.relay.example.com"
+    assert [p["path"] for p in op["spec"]["rules"][0]["http"]["paths"]] == ["/operator"]
+    assert not by_kind(render(), "Ingress")
+
+
+def test_monitoring_objects_and_dashboard_name_only_metrics_the_code_exports():
+    docs = render(PRODUCTION)
+    monitor = by_kind(docs, "ServiceMonitor")["buzz"]
+    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+    assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"
+    rules = by_kind(docs, "PrometheusRule")["buzz"]["spec"]["groups"][0]["rules"]
+    dashboard = json.loads(by_kind(docs, "ConfigMap")["buzz-dashboard"]["data"]["buzz-relay.json"])
+    exprs = [r["expr"] for r in rules] + [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    source = subprocess.run(["grep", "-rhoE", r'"buzz_[a-z_]+"', "--include=*.rs", ROOT],
+                            capture_output=True, text=True, check=True).stdout
+    exported = {m.strip('"') for m in source.split()}
+    for expr in exprs:
+        for metric in re.findall(r"\bbuzz_[a-z_]+", expr):
+            assert metric in exported, (metric, "is not exported by any service")
+    operations = open(os.path.join(ROOT, "docs", "operations.md"), encoding="utf-8").read()
+    for rule in rules:
+        assert rule["alert"] in operations, (rule["alert"], "is not explained in docs/operations.md")
+
+
+def test_network_policies_admit_only_the_configured_peers():
+    pols = by_kind(render(PRODUCTION), "NetworkPolicy")
+    assert set(pols) == {f"buzz-{s}" for s in SERVICES}
+    assert len(pols["buzz-write"]["spec"]["ingress"]) == 1, "write takes scrapes only"
+    gw_from = pols["buzz-gateway"]["spec"]["ingress"][1]["from"]
+    assert {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ingress-nginx"}}} in gw_from
+
+
+def test_helm_test_round_trips_an_event_and_the_load_job_is_optional():
+    docs = render()
+    pod = by_kind(docs, "Pod")["buzz-test-roundtrip"]
+    assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    args = pod["spec"]["containers"][0]["args"]
+    assert "--require-complete" in args and "--url=ws://buzz-gateway:7777" in args
+    assert "buzz-load" not in by_kind(docs, "Job")
+    job = by_kind(render(merged(VALUES, {"loadTest": {"enabled": True}})), "Job")["buzz-load"]
+    assert job["spec"]["parallelism"] == 2
+
+
+def test_production_values_run_three_gateways_over_tls():
+    deps = by_kind(render(PRODUCTION), "Deployment")
+    hpa = by_kind(render(PRODUCTION), "HorizontalPodAutoscaler")["buzz-gateway"]
+    assert hpa["spec"]["minReplicas"] >= 3
+    assert "replicas" not in deps["buzz-gateway"]["spec"]
 
 
 def test_operator_settings_are_required():
-    try:
-        render({})
-    except helm_python.HelmError as e:
-        assert "operator.pubkeys is required" in str(e), e
-    else:
-        raise AssertionError("rendered without operator settings")
+    assert "operator.pubkeys (or operator.existingSecret) is required" in render_error({})
 
 
 def main():
