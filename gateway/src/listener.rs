@@ -121,7 +121,11 @@ struct Counted {
 }
 
 impl AsyncRead for Counted {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         Pin::new(&mut self.tcp).poll_read(cx, buf)
     }
 }
@@ -169,10 +173,8 @@ fn always_served(path: &str) -> bool {
 impl hyper::service::Service<Request<Incoming>> for PerConnection {
     type Response = Response;
     type Error = Infallible;
-    type Future = Either<
-        axum::routing::future::RouteFuture<Infallible>,
-        future::Ready<Result<Response, Infallible>>,
-    >;
+    type Future =
+        Either<axum::routing::future::RouteFuture<Infallible>, future::Ready<Result<Response, Infallible>>>;
 
     fn call(&self, mut req: Request<Incoming>) -> Self::Future {
         if let Some(refusal) = self.refused.filter(|_| !always_served(req.uri().path())) {

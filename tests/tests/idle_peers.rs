@@ -130,7 +130,10 @@ async fn connections_over_the_per_address_and_total_caps_are_refused_with_a_json
     let _two = admitted([127, 0, 0, 1], gw, host).await;
     let (status, body) = refused([127, 0, 0, 1], gw, host).await;
     assert_eq!(status, 429);
-    assert_eq!(body, json!({ "error": "too many connections from this address", "code": "too_many_connections" }));
+    assert_eq!(
+        body,
+        json!({ "error": "too many connections from this address", "code": "too_many_connections" })
+    );
     // Probes are served over the cap.
     let res = reqwest::get(format!("http://{gw}/healthz")).await.unwrap();
     assert_eq!(res.status(), 200);

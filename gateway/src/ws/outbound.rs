@@ -28,7 +28,10 @@ pub enum Frame {
     /// A live event for one subscription. `raw` is the event's JSON, serialised once per gateway
     /// and shared by every socket; the `["EVENT",<sub>,<raw>]` text is built when it is written,
     /// so a queued live event costs each socket a pointer, not a copy.
-    Event { sub_id: String, raw: Arc<str> },
+    Event {
+        sub_id: String,
+        raw: Arc<str>,
+    },
     Ping,
     Close(u16, String),
 }
