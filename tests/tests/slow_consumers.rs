@@ -20,7 +20,7 @@ const CONTENT_BYTES: usize = 60_000;
 const SLOW_SOCKETS: usize = 5;
 /// Most the process may grow while the events go out. Without the bound (and with one copy of
 /// each event per socket) the five stalled sockets alone held 5 × 150 × 60 kB = 45 MB.
-const MAX_GROWTH: usize = 24 << 20;
+const MAX_GROWTH: usize = 16 << 20;
 
 fn settings(s: &mut buzz_gateway::Settings) {
     s.outbound_queue_bytes = QUEUE_BYTES;
