@@ -1,6 +1,7 @@
 //! Issue 14, slow consumers: a subscriber that stops reading is closed (1008, "too slow:
 //! outbound queue full") once its byte-bounded outbound queue is full, a subscriber that reads
-//! keeps getting every live event, and the gateway's memory stays bounded meanwhile.
+//! keeps getting every live event, the gateway's memory stays bounded meanwhile, and a stored
+//! answer larger than the queue limit is paced rather than cut off.
 
 #![allow(clippy::unwrap_used)]
 
@@ -127,5 +128,12 @@ async fn subscribers_that_stop_reading_are_closed_while_a_reader_gets_every_live
         }
     }
     assert!(growth < MAX_GROWTH, "the process grew {growth} bytes");
+
+    // A stored answer many times the queue limit is paced, not cut off: a reader gets it whole.
+    let mut late = WsClient::authed(gw, &team.host, &alice).await;
+    let stored =
+        late.req("stored", &[json!({ "kinds": [9], "#h": [channel.to_string()], "limit": 500 })]).await;
+    assert_eq!(stored.closed, None);
+    assert_eq!(stored.events.len(), EVENTS);
     cluster.stop().await;
 }

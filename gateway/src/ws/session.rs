@@ -150,7 +150,8 @@ impl Session {
                         self.close(1000, "idle timeout").await;
                         return End::Closed;
                     }
-                    self.out.push(Frame::Ping);
+                    // A ping is never what overflows the queue.
+                    self.out.push_paced(Frame::Ping);
                 }
             }
             self.track_authentication();
