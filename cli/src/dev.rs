@@ -97,7 +97,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         relay.public_hex(),
     );
     gw.listen = args.gateway_addr;
-    let gw = gw.rate_limits_from_env()?;
+    let gw = gw.rate_limits_from_env()?.connection_limits_from_env()?;
     let gateway = buzz_gateway::Application::build(gw, shutdown.clone()).await?;
 
     let host = format!("localhost:{}", gateway.addr().port());

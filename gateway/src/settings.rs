@@ -112,13 +112,32 @@ impl Settings {
             rate_conn_per_sec: RATE_CONN_PER_SEC,
             rate_conn_burst: RATE_CONN_BURST,
             rate_pubkey_per_min: RATE_PUBKEY_PER_MIN,
-            outbound_queue_bytes: positive_limit("BUZZ_OUTBOUND_QUEUE_BYTES", OUTBOUND_QUEUE_BYTES)?,
-            auth_timeout: secs("BUZZ_AUTH_TIMEOUT_SECS", AUTH_TIMEOUT.as_secs())?,
-            header_read_timeout: secs("BUZZ_HEADER_READ_TIMEOUT_SECS", HEADER_READ_TIMEOUT.as_secs())?,
-            max_connections_per_ip: positive_limit("BUZZ_MAX_CONNECTIONS_PER_IP", MAX_CONNECTIONS_PER_IP)?,
-            max_connections: positive_limit("BUZZ_MAX_CONNECTIONS", MAX_CONNECTIONS)?,
+            outbound_queue_bytes: OUTBOUND_QUEUE_BYTES,
+            auth_timeout: AUTH_TIMEOUT,
+            header_read_timeout: HEADER_READ_TIMEOUT,
+            max_connections_per_ip: MAX_CONNECTIONS_PER_IP,
+            max_connections: MAX_CONNECTIONS,
         }
-        .rate_limits_from_env()
+        .rate_limits_from_env()?
+        .connection_limits_from_env()
+    }
+
+    /// Reads the slow/idle peer settings (`BUZZ_OUTBOUND_QUEUE_BYTES`, `BUZZ_AUTH_TIMEOUT_SECS`,
+    /// `BUZZ_HEADER_READ_TIMEOUT_SECS`, `BUZZ_MAX_CONNECTIONS_PER_IP`, `BUZZ_MAX_CONNECTIONS`)
+    /// over the current values (also used by `buzz dev`). All must be positive.
+    pub fn connection_limits_from_env(mut self) -> anyhow::Result<Self> {
+        let secs = |name: &str, current: Duration| -> anyhow::Result<Duration> {
+            let v: u64 = env_or(name, current.as_secs())?;
+            anyhow::ensure!(v > 0, "{name} must be positive");
+            Ok(Duration::from_secs(v))
+        };
+        self.outbound_queue_bytes = positive_limit("BUZZ_OUTBOUND_QUEUE_BYTES", self.outbound_queue_bytes)?;
+        self.auth_timeout = secs("BUZZ_AUTH_TIMEOUT_SECS", self.auth_timeout)?;
+        self.header_read_timeout = secs("BUZZ_HEADER_READ_TIMEOUT_SECS", self.header_read_timeout)?;
+        self.max_connections_per_ip =
+            positive_limit("BUZZ_MAX_CONNECTIONS_PER_IP", self.max_connections_per_ip)?;
+        self.max_connections = positive_limit("BUZZ_MAX_CONNECTIONS", self.max_connections)?;
+        Ok(self)
     }
 
     /// Reads `BUZZ_RATE_CONN_PER_SEC`, `BUZZ_RATE_CONN_BURST` and `BUZZ_RATE_PUBKEY_PER_MIN` over
