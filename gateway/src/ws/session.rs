@@ -169,6 +169,7 @@ impl Session {
             _ => {}
         }
     }
+
     /// Queues `msg` without waiting; a queue over its byte limit ends the socket as too slow.
     /// (Async so that handlers read the same whichever way a message leaves.)
     pub(super) async fn send(&self, msg: RelayMessage) {
