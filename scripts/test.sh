@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The one command that runs buzz-relay's default test suite:
-#   1. makes sure PostgreSQL, Redis and NATS (JetStream) are up (scripts/deps-up.sh),
-#   2. builds every target of the workspace,
-#   3. runs every test: cargo nextest when installed, else cargo test.
+#   1. makes sure PostgreSQL, Redis and NATS are up (scripts/deps-up.sh),
+#   2. installs the JavaScript client the newcomer-path test drives (tests/js: node, nostr-tools),
+#   3. builds every target of the workspace,
+#   4. runs every test: cargo nextest when installed, else cargo test.
 # Load tests are not part of it; they have their own command.
 #
 # Usage: scripts/test.sh [ARGS...]   ARGS go to the test runner, e.g.
@@ -19,27 +20,21 @@ set -euo pipefail
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$ROOT"
 
-# rustup installs into ~/.cargo/bin, which a non-login shell may not have on PATH.
-cargo_bin=${CARGO_HOME:-${HOME:-/root}/.cargo}/bin
-if ! command -v cargo >/dev/null 2>&1 && [[ -x $cargo_bin/cargo ]]; then
-  PATH="$cargo_bin:$PATH"
-fi
-if ! command -v cargo >/dev/null 2>&1; then
-  cat >&2 <<'MSG'
-error: cargo (Rust) is not installed. Install it with rustup:
-    apt-get install -y curl ca-certificates build-essential pkg-config
-    curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y
-    . "$HOME/.cargo/env"
-then run scripts/test.sh again.
-MSG
-  exit 1
-fi
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. scripts/lib.sh
+need_cargo
 
 export DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 export REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6379}
 export NATS_URL=${NATS_URL:-nats://127.0.0.1:4222}
 
 bash scripts/deps-up.sh
+
+# cli/tests/dev_path.rs runs scripts/dev.sh and posts through nostr-tools, a third-party client.
+if ! have node || ! have npm; then apt_install nodejs npm; fi
+if [[ ! -d tests/js/node_modules ]]; then
+  npm ci --prefix tests/js --no-audit --no-fund >&2 || die "npm ci in tests/js failed"
+fi
 
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/buzz-target}
 

@@ -1,10 +1,14 @@
 //! `buzz dev`: the whole relay in one process on loopback, for local use. The same
-//! `Application`s the service binaries run, wired with local defaults.
+//! `Application`s the service binaries run, wired with local defaults, plus a community bound to
+//! the gateway's host so that a client can connect at once.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use tokio_util::sync::CancellationToken;
+
+use crate::dev_banner::{self, Banner};
+use crate::dev_community::{self, DevKeys};
 
 #[derive(clap::Args)]
 pub struct DevArgs {
@@ -14,68 +18,123 @@ pub struct DevArgs {
     nats_url: String,
     #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
     redis_url: String,
+    /// Port 0 picks a free port; the community is bound to `localhost:<port>`.
     #[arg(long, env = "BUZZ_GATEWAY_ADDR", default_value = "127.0.0.1:7777")]
     gateway_addr: SocketAddr,
+    /// Port 0 picks a free port.
     #[arg(long, env = "BUZZ_POLICY_ADDR", default_value = "127.0.0.1:7070")]
     policy_addr: SocketAddr,
-    /// Where the local relay and operator keys are kept between runs.
+    /// NATS subject prefix; another prefix keeps two local relays on one NATS apart.
+    #[arg(long, env = "BUZZ_NATS_PREFIX", default_value = "buzz")]
+    nats_prefix: String,
+    #[arg(long, env = "BUZZ_REDIS_PREFIX", default_value = "buzz:")]
+    redis_prefix: String,
+    /// Where the local relay, operator and owner keys are kept between runs.
     #[arg(long, env = "BUZZ_DEV_DIR", default_value = ".dev")]
     dir: PathBuf,
 }
 
-/// Reads a secret key from `path`, creating it on first use.
-fn dev_key(path: &Path) -> anyhow::Result<buzz_core::Keys> {
-    if let Ok(hex) = std::fs::read_to_string(path) {
-        return buzz_core::Keys::from_secret_hex(hex.trim())
-            .ok_or_else(|| anyhow::anyhow!("{} does not hold a valid secret key", path.display()));
-    }
-    let keys = buzz_core::Keys::generate();
-    std::fs::write(path, keys.secret_hex())?;
-    Ok(keys)
+/// The five services, built (listeners bound) but not yet serving.
+struct Services {
+    policy: buzz_policy::Application,
+    write: buzz_write::Application,
+    query: buzz_query::Application,
+    snapshot: buzz_snapshot::Application,
+    gateway: buzz_gateway::Application,
 }
 
 pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let _telemetry = buzz_telemetry::init("buzz-dev")?;
     std::fs::create_dir_all(&args.dir)?;
-    let relay = dev_key(&args.dir.join("relay.key"))?;
-    let operator = dev_key(&args.dir.join("operator.key"))?;
+    let dir = std::fs::canonicalize(&args.dir)?;
+    let keys = DevKeys::load(&dir)?;
 
     buzz_store::ensure_database(&args.database_url).await?;
     let pool = buzz_store::connect(&args.database_url, 2).await?;
     buzz_store::migrate(&pool).await?;
+
+    let policy_addr = with_free_port(args.policy_addr)?;
+    let operator_origin = format!("http://{policy_addr}");
+    let shutdown = CancellationToken::new();
+    let services = build(&args, &keys, policy_addr, &operator_origin, shutdown.clone()).await?;
+    let gateway_addr = services.gateway.addr();
+    let community = dev_community::ensure(&pool, &local_host(gateway_addr.port()), &keys.owner).await?;
     pool.close().await;
 
+    let tasks = spawn(services, &shutdown);
+    if let Err(e) = wait_ready(gateway_addr, &community.host).await {
+        eprintln!("warning: {e:#}");
+    }
+    dev_banner::print(&Banner { community: &community, keys: &keys, dir, operator_origin, gateway_addr });
+    buzz_telemetry::runtime::shutdown_signal().await;
+    shutdown.cancel();
+    for t in tasks {
+        match t.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => eprintln!("error: {e:#}"),
+            Err(e) => eprintln!("error: {e}"),
+        }
+    }
+    println!("stopped");
+    Ok(())
+}
+
+/// The host a browser or client on this machine uses for the gateway (`localhost`, with the
+/// port unless it is the default one, as the gateway normalises hosts).
+fn local_host(port: u16) -> String {
+    if port == 80 {
+        "localhost".to_owned()
+    } else {
+        format!("localhost:{port}")
+    }
+}
+
+/// `addr`, or with port 0 a free port on its interface. The operator origin names the port
+/// before the policy-service binds it, so port 0 is resolved here.
+fn with_free_port(addr: SocketAddr) -> anyhow::Result<SocketAddr> {
+    if addr.port() != 0 {
+        return Ok(addr);
+    }
+    Ok(std::net::TcpListener::bind(addr)?.local_addr()?)
+}
+
+async fn build(
+    args: &DevArgs,
+    keys: &DevKeys,
+    policy_addr: SocketAddr,
+    operator_origin: &str,
+    shutdown: CancellationToken,
+) -> anyhow::Result<Services> {
     let loopback0 = SocketAddr::from(([127, 0, 0, 1], 0));
-    let prefix = "buzz".to_owned();
-    let redis_prefix = "buzz:".to_owned();
-    let origin = format!("http://{}", args.policy_addr);
     let policy = buzz_policy::Application::build(buzz_policy::Settings {
         database_url: args.database_url.clone(),
         nats_url: args.nats_url.clone(),
         redis_url: args.redis_url.clone(),
-        nats_prefix: prefix.clone(),
-        redis_prefix: redis_prefix.clone(),
-        listen: args.policy_addr,
-        operator_pubkeys: vec![operator.public_hex()],
-        operator_origin: origin.clone(),
+        nats_prefix: args.nats_prefix.clone(),
+        redis_prefix: args.redis_prefix.clone(),
+        listen: policy_addr,
+        operator_pubkeys: vec![keys.operator.public_hex()],
+        operator_origin: operator_origin.to_owned(),
         lease_ms: 1000,
     })
     .await?;
     let write = buzz_write::Application::build(buzz_write::Settings {
         database_url: args.database_url.clone(),
         nats_url: args.nats_url.clone(),
-        nats_prefix: prefix.clone(),
+        nats_prefix: args.nats_prefix.clone(),
         admin_listen: loopback0,
         max_db_connections: 16,
         concurrency: 64,
-        relay_secret_key: relay.secret_hex(),
+        relay_secret_key: keys.relay.secret_hex(),
         ttl_sweep_every: std::time::Duration::from_secs(30),
+        statement_timeout_ms: 3000,
+        lock_timeout_ms: 2000,
     })
     .await?;
     let query = buzz_query::Application::build(buzz_query::Settings {
         database_url: args.database_url.clone(),
         nats_url: args.nats_url.clone(),
-        nats_prefix: prefix.clone(),
+        nats_prefix: args.nats_prefix.clone(),
         admin_listen: loopback0,
         max_db_connections: 16,
         concurrency: 64,
@@ -88,52 +147,60 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         admin_listen: loopback0,
     })
     .await?;
-    let shutdown = CancellationToken::new();
+    let gateway = build_gateway(args, keys, shutdown).await?;
+    Ok(Services { policy, write, query, snapshot, gateway })
+}
+
+async fn build_gateway(
+    args: &DevArgs,
+    keys: &DevKeys,
+    shutdown: CancellationToken,
+) -> anyhow::Result<buzz_gateway::Application> {
     let mut gw = buzz_gateway::Settings::local(
         &args.nats_url,
         &args.redis_url,
-        &prefix,
-        &redis_prefix,
-        relay.public_hex(),
+        &args.nats_prefix,
+        &args.redis_prefix,
+        keys.relay.public_hex(),
     );
     gw.listen = args.gateway_addr;
     let gw = gw.rate_limits_from_env()?.connection_limits_from_env()?;
-    let gateway = buzz_gateway::Application::build(gw, shutdown.clone()).await?;
+    buzz_gateway::Application::build(gw, shutdown).await
+}
 
-    let host = format!("localhost:{}", gateway.addr().port());
-    println!();
-    println!("buzz-relay is running (Ctrl-C stops it)");
-    println!("  WebSocket URL:  ws://{host}   (a community is bound to the host \"{host}\")");
-    println!("  Operator API:   {origin}");
-    println!(
-        "  Operator key:   {}  (secret in {})",
-        operator.public_hex(),
-        args.dir.join("operator.key").display()
-    );
-    println!("  Probes:         http://{}/healthz  /readyz  /metrics", gateway.addr());
-    println!();
-    println!("Provision a first community (prints a new owner key):");
-    println!("  cargo run -q -p buzz-cli -- operator create-community --url {origin} \\");
-    println!("      --secret-key $(cat {}) --host {host}", args.dir.join("operator.key").display());
-    println!("Then add members with `buzz members add --url http://{host} --secret-key <owner secret> --pubkey <hex>`.");
-    println!();
+type Task = tokio::task::JoinHandle<anyhow::Result<()>>;
 
-    let tasks = vec![
-        tokio::spawn(policy.run(shutdown.clone())),
-        tokio::spawn(write.run(shutdown.clone())),
-        tokio::spawn(query.run(shutdown.clone())),
-        tokio::spawn(snapshot.run(shutdown.clone())),
-        tokio::spawn(gateway.run()),
-    ];
-    buzz_telemetry::runtime::shutdown_signal().await;
-    shutdown.cancel();
-    for t in tasks {
-        match t.await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => eprintln!("error: {e:#}"),
-            Err(e) => eprintln!("error: {e}"),
+/// Starts serving; each task ends when `shutdown` is cancelled.
+fn spawn(s: Services, shutdown: &CancellationToken) -> Vec<Task> {
+    vec![
+        tokio::spawn(s.policy.run(shutdown.clone())),
+        tokio::spawn(s.write.run(shutdown.clone())),
+        tokio::spawn(s.query.run(shutdown.clone())),
+        tokio::spawn(s.snapshot.run(shutdown.clone())),
+        tokio::spawn(s.gateway.run()),
+    ]
+}
+
+/// Waits until the gateway answers NIP-11 for `host`, i.e. the policy-service leases the host
+/// over NATS, so that what the banner says works the moment it is printed.
+async fn wait_ready(gateway: SocketAddr, host: &str) -> anyhow::Result<()> {
+    let client = reqwest::Client::new();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let res = client
+            .get(format!("http://{gateway}/"))
+            .header("host", host)
+            .header("accept", "application/nostr+json")
+            .send()
+            .await;
+        let last = match res {
+            Ok(r) if r.status().is_success() => return Ok(()),
+            Ok(r) => format!("HTTP {}", r.status()),
+            Err(e) => e.to_string(),
+        };
+        if tokio::time::Instant::now() >= deadline {
+            anyhow::bail!("the gateway does not answer for host {host} after 10 s (last: {last})");
         }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    println!("stopped");
-    Ok(())
 }

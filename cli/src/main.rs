@@ -2,7 +2,10 @@
 //! provision communities and members.
 
 mod dev;
+mod dev_banner;
+mod dev_community;
 mod http;
+mod nip19;
 
 use clap::{Parser, Subcommand};
 

@@ -79,6 +79,25 @@ impl Event {
         let tag = self.tags.iter().find(|t| t.first().is_some_and(|n| n == name))?;
         tag.get(1).map(String::as_str)
     }
+    /// The part of the event that holds a NUL character (U+0000), if any: `"content"`,
+    /// `"tag name"` or `"tag value"`. PostgreSQL text cannot hold NUL, so the relay refuses such
+    /// events outright rather than storing some parts and failing on others.
+    #[must_use]
+    pub fn nul_part(&self) -> Option<&'static str> {
+        if self.content.contains('\0') {
+            return Some("content");
+        }
+        for tag in &self.tags {
+            let mut elements = tag.iter();
+            if elements.next().is_some_and(|name| name.contains('\0')) {
+                return Some("tag name");
+            }
+            if elements.any(|v| v.contains('\0')) {
+                return Some("tag value");
+            }
+        }
+        None
+    }
     /// All tags named `name` (whole tag slices).
     pub fn tags_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [String]> + 'a {
         self.tags.iter().filter(move |t| t.first().map(String::as_str) == Some(name)).map(Vec::as_slice)
@@ -91,6 +110,19 @@ impl UnsignedEvent {
     pub fn compute_id(&self) -> [u8; 32] {
         canonical_hash(&self.pubkey, self.created_at, self.kind, &self.tags, &self.content)
     }
+}
+
+/// Checks `created_at` against the relay clock `now`: not negative, and at most `upper_limit`
+/// seconds ahead. The error is the reason after `invalid: `.
+pub fn check_created_at(created_at: i64, now: i64, upper_limit: u64) -> Result<(), String> {
+    if created_at < 0 {
+        return Err("created_at must not be negative".into());
+    }
+    let latest = now.saturating_add(i64::try_from(upper_limit).unwrap_or(i64::MAX));
+    if created_at > latest {
+        return Err(format!("created_at is too far in the future (more than {upper_limit} s ahead)"));
+    }
+    Ok(())
 }
 
 /// The one BIP-340 verifier of the relay (k256 today; keep every call behind this function so the

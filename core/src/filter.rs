@@ -36,7 +36,8 @@ pub enum FilterError {
 
 impl Filter {
     /// Parses one filter object. Every key is understood or refused: `ids`, `authors` (64 lowercase
-    /// hex each), `kinds` (u32 array), `#<name>` (string array, name 1..=64 bytes), `since`, `until`,
+    /// hex each), `kinds` (u32 array), `#<name>` (string array, name 1..=64 bytes, no NUL in the
+    /// name or values), `since`, `until`,
     /// `limit` (non-negative integers), `artifact` (string), `offset` (non-negative integer). Any other
     /// key is `Unsupported`; wrong types are `Invalid`. Never silently drops a predicate.
     /// A `limit` above `u32::MAX` saturates (it is clamped to `max_limit` anyway).
@@ -67,7 +68,19 @@ impl Filter {
                         if name.is_empty() || name.len() > MAX_TAG_NAME_BYTES {
                             return Err(invalid("tag filter names must be 1 to 64 bytes"));
                         }
-                        filter.tags.insert(name.to_owned(), string_array(val, k)?);
+                        // No stored tag can hold NUL (events with one are refused); PostgreSQL
+                        // text cannot either, so such a filter is invalid, not an outage.
+                        if name.contains('\0') {
+                            return Err(invalid("tag filter names must not contain NUL (U+0000)"));
+                        }
+                        let values = string_array(val, k)?;
+                        if values.iter().any(|v| v.contains('\0')) {
+                            return Err(invalid(&format!(
+                                "{} values must not contain NUL (U+0000)",
+                                quoted(k)
+                            )));
+                        }
+                        filter.tags.insert(name.to_owned(), values);
                     }
                     None => {
                         return Err(FilterError::Unsupported(format!(

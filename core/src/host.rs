@@ -32,6 +32,49 @@ pub fn normalize_host(raw: &str) -> Option<String> {
     }
 }
 
+/// Why a host cannot be provisioned for a community (see [`community_host`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum HostError {
+    #[error("host must be a host name, an IPv4 address or a bracketed IPv6 address, with an optional port")]
+    Malformed,
+    #[error("host name is longer than 253 characters")]
+    TooLong,
+    #[error("host labels must be 1 to 63 characters")]
+    LabelLength,
+    #[error("host labels may hold only letters, digits and hyphens, and may not start or end with a hyphen")]
+    LabelSyntax,
+}
+
+/// Longest DNS name in its text form (RFC 1035 2.3.4, without the trailing dot).
+pub const MAX_HOST_NAME: usize = 253;
+/// Longest DNS label.
+pub const MAX_HOST_LABEL: usize = 63;
+
+/// A host a community can be bound to: [`normalize_host`], then, unless it is a bracketed IPv6
+/// literal, an RFC 1123 name of at most 253 characters whose labels are 1 to 63 letters, digits
+/// and hyphens, neither starting nor ending with a hyphen (so no `_`, which [`normalize_host`]
+/// lets through for lookups). The port, if any, is kept as normalised.
+pub fn community_host(raw: &str) -> Result<String, HostError> {
+    let host = normalize_host(raw).ok_or(HostError::Malformed)?;
+    let (name, _) = split_host_port(&host).ok_or(HostError::Malformed)?;
+    if name.starts_with('[') {
+        return Ok(host);
+    }
+    if name.len() > MAX_HOST_NAME {
+        return Err(HostError::TooLong);
+    }
+    for label in name.split('.') {
+        if label.is_empty() || label.len() > MAX_HOST_LABEL {
+            return Err(HostError::LabelLength);
+        }
+        let inner_ok = label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+        if !inner_ok || label.starts_with('-') || label.ends_with('-') {
+            return Err(HostError::LabelSyntax);
+        }
+    }
+    Ok(host)
+}
+
 /// Splits `host[:port]` / `[v6][:port]`; `None` when the port part is present but not a valid port.
 fn split_host_port(s: &str) -> Option<(&str, Option<u16>)> {
     let (name, port) = if s.starts_with('[') {
@@ -124,6 +167,39 @@ mod tests {
         ];
         for (raw, want) in cases {
             assert_eq!(normalize_host(raw).as_deref(), want, "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn community_hosts_are_rfc_1123_names_or_ip_literals_of_bounded_length() {
+        let longest = format!("{}.{}.{}.{}", "a".repeat(63), "b".repeat(63), "c".repeat(63), "d".repeat(61));
+        assert_eq!(community_host(&longest).as_deref(), Ok(longest.as_str()));
+        assert_eq!(community_host(&format!("{longest}.")).as_deref(), Ok(longest.as_str()));
+        assert_eq!(community_host(&format!("{longest}:8443")), Ok(format!("{longest}:8443")));
+        for ok in [
+            "Team.Example.com",
+            "a-1.b",
+            "localhost:7777",
+            "127.0.0.1",
+            "[::1]:7777",
+            "xn--bcher-kva.example",
+        ] {
+            assert!(community_host(ok).is_ok(), "{ok}");
+        }
+        let cases = [
+            (format!("x{longest}"), HostError::TooLong),
+            (format!("{}.test", "a".repeat(5000)), HostError::TooLong),
+            (format!("{}.test", "a".repeat(64)), HostError::LabelLength),
+            ("a..test".into(), HostError::LabelLength),
+            ("-a.test".into(), HostError::LabelSyntax),
+            ("a-.test".into(), HostError::LabelSyntax),
+            ("my_host".into(), HostError::LabelSyntax),
+            ("a b".into(), HostError::Malformed),
+            ("a.test:99999".into(), HostError::Malformed),
+            (String::new(), HostError::Malformed),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(community_host(&raw), Err(want), "{}", &raw[..raw.len().min(20)]);
         }
     }
 

@@ -1,9 +1,10 @@
 //! Pure Nostr protocol for buzz-relay: events, signatures, filters, client/relay messages, limits,
-//! host normalisation and the NIP-42 / NIP-98 checks. No I/O lives here.
+//! host normalisation, the JSON of the HTTP APIs and the NIP-42 / NIP-98 checks. No I/O lives here.
 
 pub mod event;
 pub mod filter;
 pub mod host;
+pub mod http_json;
 pub mod keys;
 pub mod limits;
 pub mod message;

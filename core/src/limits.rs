@@ -21,6 +21,9 @@ pub struct Limits {
     pub max_filter_values: usize,
     pub auth_required: bool,
     pub restricted_writes: bool,
+    /// Seconds an event's `created_at` may lie ahead of the relay's clock (NIP-11
+    /// `created_at_upper_limit`); later is `invalid:`, so no event can sort first forever.
+    pub created_at_upper_limit: u64,
     /// NIP-AR artifact queries; advertised in NIP-11 `artifacts`, not in `limitation`.
     #[serde(skip)]
     pub artifacts: ArtifactLimits,
@@ -83,6 +86,7 @@ impl Default for Limits {
             max_filter_values: 256,
             auth_required: true,
             restricted_writes: true,
+            created_at_upper_limit: 900,
             artifacts: ArtifactLimits::default(),
         }
     }

@@ -41,7 +41,9 @@ impl ClientMessage {
     /// - wrong arity → Notice, or Closed when a sub id is readable
     /// - EVENT/AUTH: not an event object, bad field types, unknown fields → Ok when `id` is a string
     ///   of 64 lowercase hex, else Notice; more than `max_event_tags` tags, content over
-    ///   `max_content_length`, a tag element over `max_tag_value_length`, an empty tag → Ok(invalid: ...)
+    ///   `max_content_length`, a tag element over `max_tag_value_length`, an empty tag, a NUL character
+    ///   in content or tags, and (EVENT only) a `created_at` that is negative or more than
+    ///   `created_at_upper_limit` seconds ahead → Ok(invalid: ...)
     /// - REQ/COUNT: sub id empty or over `max_subid_length` → Notice; more than `max_filters`
     ///   filters → Closed(`invalid: too many filters`); each filter through `Filter::from_value` and
     ///   `Filter::validate` → Closed with that error's text.
@@ -210,6 +212,14 @@ fn parse_event_message(parts: &[&RawValue], kind: &str, limits: &Limits) -> Resu
             "invalid: tag element longer than {} bytes",
             limits.max_tag_value_length
         )));
+    }
+    if let Some(part) = event.nul_part() {
+        return Err(reject(format!("invalid: {part} must not contain NUL (U+0000)")));
+    }
+    // AUTH events have their own, narrower window (NIP-42).
+    if kind == "EVENT" {
+        crate::event::check_created_at(event.created_at, crate::unix_now(), limits.created_at_upper_limit)
+            .map_err(|why| reject(format!("invalid: {why}")))?;
     }
     Ok(Box::new(event))
 }

@@ -4,7 +4,7 @@
 //! - `POST /api/channels/{id}/read` with `{"up_to": <event id>}` → `{channel_id, read_up_to, moved}`
 //! - `GET /api/mentions?limit=n` (1–100, default 50) → `{mentions: [{event_id, channel_id, read, event}]}`
 //!
-//! Authenticated like every `/api` route through [`crate::http::http_actor`]; summaries and
+//! Authenticated like every `/api` route through [`crate::request::http_actor`]; summaries and
 //! mentions are answered by the query-service over `chat`, read markers by the write-service.
 //! A missing channel and one the caller cannot read give the same 404.
 
@@ -16,10 +16,10 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use buzz_bus::{ChatReply, ChatRequest, WriteReply, WriteRequest};
-use serde::Deserialize;
+use buzz_core::http_json::JsonObject;
 use uuid::Uuid;
 
-use crate::http::{community_for, http_actor, ApiError};
+use crate::request::{community_for, http_actor, invalid_body, ApiError};
 use crate::AppState;
 
 const DEFAULT_MENTIONS: u32 = 50;
@@ -68,12 +68,6 @@ async fn summary(
     Ok(Json(chat(&state, &req).await?))
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct MarkRead {
-    up_to: String,
-}
-
 async fn mark_read(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
@@ -84,13 +78,12 @@ async fn mark_read(
     let (host, community) = community_for(&state, &headers).await?;
     let actor = http_actor(&state, &headers, &host, "POST", path_and_query(&uri), &body).await?;
     let channel_id = channel_id(&id)?;
-    let req: MarkRead =
-        serde_json::from_slice(&body).map_err(|e| bad_request(format!("invalid body: {e}")))?;
-    if !buzz_core::is_lower_hex(&req.up_to, 64) {
+    let req = JsonObject::parse(&body, &["up_to"]).map_err(invalid_body)?;
+    let up_to = req.string("up_to").map_err(invalid_body)?.to_owned();
+    if !buzz_core::is_lower_hex(&up_to, 64) {
         return Err(bad_request("up_to must be a 64-char lowercase hex event id"));
     }
-    let write =
-        WriteRequest::MarkRead { community_id: community.community_id, actor, channel_id, up_to: req.up_to };
+    let write = WriteRequest::MarkRead { community_id: community.community_id, actor, channel_id, up_to };
     let reply: WriteReply =
         buzz_bus::rpc::request(&state.nats, state.subjects.write(), &write, state.settings.bus_timeout)
             .await?;

@@ -1,21 +1,27 @@
-//! Tenant HTTP: host binding, NIP-11, the WebSocket upgrade, the members API, probes.
+//! Tenant HTTP: the router (every error as the contract's JSON), NIP-11, the WebSocket upgrade,
+//! the members API, probes. Host binding and authentication live in [`crate::request`].
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
-use axum::extract::{Path, State, WebSocketUpgrade};
+use axum::extract::{DefaultBodyLimit, Path, Request, State, WebSocketUpgrade};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
-use buzz_bus::{Actor, BusError, CommunityLease, Role, WriteOk, WriteReply, WriteRequest};
-use serde::Deserialize;
+use buzz_bus::{Role, WriteOk, WriteReply, WriteRequest};
+use buzz_core::http_json::JsonObject;
 
+pub use crate::request::{community_for, http_actor, invalid_body, ApiError};
 use crate::AppState;
 
+/// Every tenant HTTP route, the probes, and the contract's JSON for whatever the framework answers
+/// itself. Request bodies are bounded by `max_message_length`, like WebSocket messages.
 pub fn router(state: Arc<AppState>) -> Router {
     let ready_nats = state.nats.clone();
+    let max_body = state.settings.limits.max_message_length;
     Router::new()
         .route("/", get(root))
         .route("/api/members", post(put_member))
@@ -28,59 +34,34 @@ pub fn router(state: Arc<AppState>) -> Router {
             let nats = ready_nats.clone();
             async move { nats.connection_state() == async_nats::connection::State::Connected }
         }))
+        .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
+        .layer(DefaultBodyLimit::max(max_body))
+        .layer(axum::middleware::from_fn(contract_errors))
 }
 
-/// The one error type of the tenant HTTP surface: `{"error","code"}` with a safe message.
-#[derive(Debug)]
-pub struct ApiError {
-    pub status: StatusCode,
-    pub code: &'static str,
-    pub message: String,
-}
-
-impl ApiError {
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self { status, code, message: message.into() }
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let mut res = (self.status, Json(serde_json::json!({ "error": self.message, "code": self.code })))
+/// Around every request: more than one `Host` header is a 400 (which would bind the community?),
+/// and an error the framework answered itself (wrong method, oversized body, ...) gets the
+/// contract's JSON body instead of plain text or nothing. Its other headers (e.g. `Allow`) stay.
+async fn contract_errors(req: Request, next: Next) -> Response {
+    if req.headers().get_all(header::HOST).iter().nth(1).is_some() {
+        return ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", "more than one Host header")
             .into_response();
-        if self.status == StatusCode::UNAUTHORIZED {
-            res.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Nostr"));
-        }
-        res
     }
-}
-
-impl From<BusError> for ApiError {
-    fn from(e: BusError) -> Self {
-        let status = StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        Self { status, code: e.code.as_str(), message: e.message }
+    let res = next.run(req).await;
+    let is_json = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if is_json || !(res.status().is_client_error() || res.status().is_server_error()) {
+        return res;
     }
-}
-
-impl From<buzz_http_auth::HttpAuthError> for ApiError {
-    fn from(e: buzz_http_auth::HttpAuthError) -> Self {
-        Self { status: e.status(), code: e.code(), message: e.to_string() }
-    }
-}
-
-/// The community of this request's Host; unknown or empty hosts fail closed with 404.
-pub async fn community_for(
-    state: &AppState,
-    headers: &HeaderMap,
-) -> Result<(String, CommunityLease), ApiError> {
-    let not_found =
-        || ApiError::new(StatusCode::NOT_FOUND, "unknown_host", "no community is configured for this host");
-    let raw = headers.get(header::HOST).and_then(|v| v.to_str().ok()).ok_or_else(not_found)?;
-    let host = buzz_core::host::normalize_host(raw).ok_or_else(not_found)?;
-    match state.hosts.lookup(&host).await? {
-        Some(c) => Ok((host, c)),
-        None => Err(not_found()),
-    }
+    let (code, message) = buzz_core::http_json::status_error(res.status().as_u16());
+    let (mut parts, _) = res.into_parts();
+    parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    parts.headers.remove(header::CONTENT_LENGTH);
+    let body = serde_json::json!({ "error": message, "code": code }).to_string();
+    Response::from_parts(parts, Body::from(body))
 }
 
 async fn root(
@@ -90,8 +71,8 @@ async fn root(
 ) -> Result<Response, ApiError> {
     let (host, community) = community_for(&state, &headers).await?;
     // `Authorization: Bearer` on the upgrade: resolved before upgrading; invalid is 401, no socket.
-    let initial = match crate::tokens::bearer(&headers) {
-        Some(token) => Some(crate::tokens::resolve(&state, community.community_id, token).await?),
+    let initial = match crate::request::bearer(&headers) {
+        Some(token) => Some(crate::request::resolve(&state, community.community_id, token).await?),
         None => None,
     };
     if let Ok(ws) = upgrade {
@@ -153,45 +134,6 @@ fn artifacts_nip11(l: &buzz_core::ArtifactLimits) -> serde_json::Value {
     })
 }
 
-/// The URL forms a NIP-98 `u` tag may take for this host and path: https always, http for
-/// loopback dev hosts.
-fn signed_urls(host: &str, path: &str) -> Vec<String> {
-    let mut urls = vec![format!("https://{host}{path}")];
-    if buzz_core::host::is_loopback_host(host) {
-        urls.push(format!("http://{host}{path}"));
-    }
-    urls
-}
-
-/// Authenticates a tenant HTTP request and returns who is acting: `Authorization: Bearer <token>`
-/// as the token's actor (its scopes and channel restriction), else NIP-98 with every scope.
-/// `path_and_query` is what the signed `u` must name after the host. Every `/api/*` route
-/// authenticates through here.
-pub async fn http_actor(
-    state: &AppState,
-    headers: &HeaderMap,
-    host: &str,
-    method: &str,
-    path_and_query: &str,
-    body: &[u8],
-) -> Result<Actor, ApiError> {
-    if let Some(token) = crate::tokens::bearer(headers) {
-        return crate::tokens::resolve_for_host(state, host, token).await;
-    }
-    let signer =
-        buzz_http_auth::authenticate(headers, method, &signed_urls(host, path_and_query), body, &state.guard)
-            .await?;
-    Ok(Actor::session(signer))
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PutMember {
-    pubkey: String,
-    #[serde(default)]
-    role: Option<String>,
-}
-
 async fn write(state: &AppState, req: WriteRequest) -> Result<WriteOk, ApiError> {
     let reply: WriteReply =
         buzz_bus::rpc::request(&state.nats, state.subjects.write(), &req, state.settings.bus_timeout).await?;
@@ -205,10 +147,9 @@ async fn put_member(
 ) -> Result<Response, ApiError> {
     let (host, community) = community_for(&state, &headers).await?;
     let actor = http_actor(&state, &headers, &host, "POST", "/api/members", &body).await?;
-    let req: PutMember = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", format!("invalid body: {e}"))
-    })?;
-    let role = match req.role.as_deref() {
+    let req = JsonObject::parse(&body, &["pubkey", "role"]).map_err(invalid_body)?;
+    let pubkey = req.string("pubkey").map_err(invalid_body)?.to_owned();
+    let role = match req.opt_string("role").map_err(invalid_body)? {
         None => Role::Member,
         Some(r) => Role::parse(r).ok_or_else(|| {
             ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", "role must be member or admin")
@@ -216,16 +157,11 @@ async fn put_member(
     };
     let ok = write(
         &state,
-        WriteRequest::PutMember {
-            community_id: community.community_id,
-            actor,
-            pubkey: req.pubkey.clone(),
-            role,
-        },
+        WriteRequest::PutMember { community_id: community.community_id, actor, pubkey: pubkey.clone(), role },
     )
     .await?;
     let status = if ok.duplicate { StatusCode::OK } else { StatusCode::CREATED };
-    Ok((status, Json(serde_json::json!({ "pubkey": req.pubkey, "role": role.as_str() }))).into_response())
+    Ok((status, Json(serde_json::json!({ "pubkey": pubkey, "role": role.as_str() }))).into_response())
 }
 
 async fn remove_member(

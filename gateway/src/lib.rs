@@ -9,6 +9,7 @@ pub mod listener;
 pub mod live;
 pub mod query_api;
 pub mod ratelimit;
+pub mod request;
 pub mod settings;
 pub mod tokens;
 pub mod ws;

@@ -23,7 +23,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::http::ApiError;
+use crate::request::ApiError;
 use crate::Settings;
 
 /// Why a connection is not admitted.

@@ -16,7 +16,7 @@ use buzz_bus::QueryRequest;
 use buzz_core::Filter;
 use tokio::sync::mpsc;
 
-use crate::http::{community_for, http_actor, ApiError};
+use crate::request::{community_for, http_actor, ApiError};
 use crate::ws::query::{self, QueryUpdate};
 use crate::AppState;
 
@@ -77,9 +77,7 @@ async fn handle(
         Some("count=1") => true,
         Some(_) => return Err(bad("invalid", "invalid: the only query parameter is count=1")),
     };
-    if body.len() > state.settings.limits.max_message_length {
-        return Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "invalid", "invalid: body too large"));
-    }
+    // Bodies over `max_message_length` never get here: the router answers 413 `too_large`.
     let filter = parse_body(&state, &body)?;
     // The same membership check as a WebSocket AUTH: only community members (and their agents) query.
     let member = buzz_bus::AccessRequest::Member {

@@ -86,8 +86,13 @@ impl Settings {
             max_limit: env_or("BUZZ_MAX_LIMIT", d.max_limit)?,
             max_event_tags: env_or("BUZZ_MAX_EVENT_TAGS", d.max_event_tags)?,
             max_content_length: env_or("BUZZ_MAX_CONTENT_BYTES", d.max_content_length)?,
+            created_at_upper_limit: env_or("BUZZ_CREATED_AT_UPPER_LIMIT_SECS", d.created_at_upper_limit)?,
             ..d
         };
+        // 0 would refuse every event of a client whose clock is a second ahead.
+        if limits.created_at_upper_limit == 0 {
+            anyhow::bail!("BUZZ_CREATED_AT_UPPER_LIMIT_SECS must be positive");
+        }
         let secs = |name: &str, default: u64| -> anyhow::Result<Duration> {
             let v: u64 = env_or(name, default)?;
             if v == 0 {

@@ -1,5 +1,5 @@
-//! Bearer tokens: `POST /api/tokens` (NIP-98 only) and resolving `Authorization: Bearer <token>`
-//! for HTTP calls and the WebSocket upgrade.
+//! Bearer tokens: `POST /api/tokens` (NIP-98 only); resolving `Authorization: Bearer <token>`
+//! for HTTP calls and the WebSocket upgrade lives in [`crate::request`] (re-exported here).
 //!
 //! A token is `buzz_` + base64url(32 random bytes), shown to its holder once. Only its sha256 (hex)
 //! crosses the bus or reaches storage, and neither the token nor the header is ever logged.
@@ -12,17 +12,14 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use base64::Engine as _;
-use buzz_bus::{AccessReply, AccessRequest, Actor, BusError, Scope, WriteRequest};
+use buzz_bus::{Scope, WriteRequest};
+use buzz_core::http_json::JsonObject;
 use rand::RngCore as _;
-use serde::Deserialize;
-use sha2::Digest as _;
 use uuid::Uuid;
 
-use crate::http::{community_for, http_actor, ApiError};
+pub use crate::request::{bearer, hash, resolve, resolve_for_host, TOKEN_PREFIX};
+use crate::request::{community_for, http_actor, invalid_body, ApiError};
 use crate::AppState;
-
-/// Prefix of every token this relay issues.
-pub const TOKEN_PREFIX: &str = "buzz_";
 
 /// A fresh token: `buzz_` + base64url (no padding) of 32 random bytes.
 #[must_use]
@@ -30,54 +27,6 @@ pub fn generate() -> String {
     let mut bytes = [0u8; 32];
     rand::rngs::OsRng.fill_bytes(&mut bytes);
     format!("{TOKEN_PREFIX}{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
-}
-
-/// sha256 of the token, lowercase hex: the only form that is stored.
-#[must_use]
-pub fn hash(token: &str) -> String {
-    hex::encode(sha2::Sha256::digest(token.as_bytes()))
-}
-
-/// The token of `Authorization: Bearer <token>`, if the request carries that scheme.
-#[must_use]
-pub fn bearer(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, rest) = value.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
-}
-
-fn invalid_token() -> ApiError {
-    ApiError::new(StatusCode::UNAUTHORIZED, "invalid_token", "invalid or expired token")
-}
-
-/// The actor `token` authenticates as in `community`; unknown, expired or revoked is 401.
-pub async fn resolve(state: &AppState, community: Uuid, token: &str) -> Result<Actor, ApiError> {
-    if !token.starts_with(TOKEN_PREFIX) || token.len() > 128 {
-        return Err(invalid_token());
-    }
-    let req = AccessRequest::Token { community_id: community, token_hash: hash(token) };
-    let reply: Result<AccessReply, BusError> =
-        buzz_bus::rpc::request(&state.nats, state.subjects.access(), &req, state.settings.bus_timeout)
-            .await?;
-    reply?.token.ok_or_else(invalid_token)
-}
-
-/// [`resolve`] for an HTTP request whose (normalised) host is known.
-pub async fn resolve_for_host(state: &AppState, host: &str, token: &str) -> Result<Actor, ApiError> {
-    let community = state.hosts.lookup(host).await?.ok_or_else(|| {
-        ApiError::new(StatusCode::NOT_FOUND, "unknown_host", "no community is configured for this host")
-    })?;
-    resolve(state, community.community_id, token).await
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct IssueBody {
-    scopes: Vec<String>,
-    #[serde(default)]
-    channel_ids: Option<Vec<String>>,
-    #[serde(default)]
-    expires_in: Option<u64>,
 }
 
 fn bad_request(message: impl Into<String>) -> ApiError {
@@ -110,15 +59,18 @@ pub async fn issue(
         ));
     }
     let actor = http_actor(&state, &headers, &host, "POST", "/api/tokens", &body).await?;
-    let req: IssueBody =
-        serde_json::from_slice(&body).map_err(|e| bad_request(format!("invalid body: {e}")))?;
+    let req = JsonObject::parse(&body, &["scopes", "channel_ids", "expires_in"]).map_err(invalid_body)?;
     let scopes = req
-        .scopes
-        .iter()
-        .map(|s| parse_scope(s).ok_or_else(|| bad_request(format!("unknown scope {s:?}"))))
+        .opt_strings("scopes")
+        .map_err(invalid_body)?
+        .ok_or_else(|| invalid_body("missing field scopes".into()))?
+        .into_iter()
+        .map(|s| parse_scope(s).ok_or_else(|| bad_request(format!("unknown scope {s:?} in scopes"))))
         .collect::<Result<Vec<_>, _>>()?;
+    let expires_in = req.opt_u64("expires_in").map_err(invalid_body)?;
     let channel_ids = req
-        .channel_ids
+        .opt_strings("channel_ids")
+        .map_err(invalid_body)?
         .map(|ids| {
             ids.iter()
                 .map(|s| parse_channel(s).ok_or_else(|| bad_request("channel_ids must be lowercase UUIDs")))
@@ -132,7 +84,7 @@ pub async fn issue(
         token_hash: hash(&token),
         scopes,
         channel_ids,
-        expires_in: req.expires_in,
+        expires_in,
     };
     let reply: buzz_bus::WriteReply =
         buzz_bus::rpc::request(&state.nats, state.subjects.write(), &write, state.settings.bus_timeout)
@@ -163,15 +115,6 @@ mod tests {
         assert!(a[TOKEN_PREFIX.len()..].bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_'));
         assert_eq!(hash(&a).len(), 64);
         assert_ne!(hash(&a), hash(&b));
-    }
-
-    #[test]
-    fn bearer_is_read_case_insensitively_and_nostr_is_not_bearer() {
-        let mut h = HeaderMap::new();
-        h.insert(header::AUTHORIZATION, "bearer buzz_abc".parse().unwrap_or_else(|_| unreachable!()));
-        assert_eq!(bearer(&h), Some("buzz_abc"));
-        h.insert(header::AUTHORIZATION, "Nostr eyJ9".parse().unwrap_or_else(|_| unreachable!()));
-        assert_eq!(bearer(&h), None);
     }
 
     #[test]

@@ -40,14 +40,18 @@ impl Application {
         });
         let ready_pool = pool.clone();
         let ready_nats = nats.clone();
-        let router = operator::router(state).merge(buzz_telemetry::admin_router(move || {
-            let pool = ready_pool.clone();
-            let nats = ready_nats.clone();
-            async move {
-                nats.connection_state() == async_nats::connection::State::Connected
-                    && sqlx::query("SELECT 1").execute(&pool).await.is_ok()
-            }
-        }));
+        let router = operator::router(state)
+            .merge(buzz_telemetry::admin_router(move || {
+                let pool = ready_pool.clone();
+                let nats = ready_nats.clone();
+                async move {
+                    nats.connection_state() == async_nats::connection::State::Connected
+                        && sqlx::query("SELECT 1").execute(&pool).await.is_ok()
+                }
+            }))
+            .fallback(|| async { operator::ApiError::not_found("no such route") })
+            .layer(axum::extract::DefaultBodyLimit::max(operator::MAX_BODY_BYTES))
+            .layer(axum::middleware::from_fn(operator::contract_errors));
         let listener = tokio::net::TcpListener::bind(settings.listen).await?;
         let addr = listener.local_addr()?;
         Ok(Self { addr, listener, router, nats, subjects, pool, lease_ms: settings.lease_ms })

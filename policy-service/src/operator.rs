@@ -2,17 +2,23 @@
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
-use axum::extract::{OriginalUri, Query, State};
+use axum::body::{Body, Bytes};
+use axum::extract::{OriginalUri, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
+use buzz_core::http_json::JsonObject;
 use buzz_http_auth::{HttpAuthError, ReplayGuard};
-use serde::Deserialize;
 use uuid::Uuid;
 
-use crate::store::{self, CreateError};
+use crate::store::{self, CreateError, NewCommunity};
+
+/// Largest operator request body; every operator body is a few hundred bytes.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+/// Longest revision-history retention in days (100 years); `null` keeps history forever.
+pub const MAX_RETENTION_DAYS: u64 = 36_500;
 
 pub struct OperatorState {
     pub pool: sqlx::PgPool,
@@ -23,7 +29,7 @@ pub struct OperatorState {
 
 pub fn router(state: Arc<OperatorState>) -> Router {
     Router::new()
-        .route("/operator/communities", post(create_community).get(get_community))
+        .route("/operator/communities", post(create_community).get(get_community).patch(update_community))
         .with_state(state)
         .layer(axum::middleware::map_response(no_store))
 }
@@ -47,6 +53,14 @@ impl ApiError {
     }
     fn invalid(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "invalid_request", message)
+    }
+    #[allow(clippy::needless_pass_by_value)]
+    fn invalid_body(message: String) -> Self {
+        Self::invalid(format!("invalid body: {message}"))
+    }
+    #[must_use]
+    pub fn not_found(message: &str) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", message)
     }
     fn internal(e: &dyn std::error::Error) -> Self {
         tracing::error!(error = %e, "operator request failed");
@@ -88,12 +102,67 @@ async fn authorize(
     Ok(pubkey)
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CreateCommunity {
-    community_id: Uuid,
-    host: String,
-    owner_pubkey: String,
+/// Around every request: more than one `Host` header is a 400, and an error the framework answered
+/// itself (unknown route, wrong method, oversized body, ...) gets the contract's JSON body instead
+/// of plain text or nothing. Its other headers (e.g. `Allow`) stay.
+pub async fn contract_errors(req: Request, next: Next) -> Response {
+    if req.headers().get_all(header::HOST).iter().nth(1).is_some() {
+        return ApiError::invalid("more than one Host header").into_response();
+    }
+    let res = next.run(req).await;
+    let is_json = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if is_json || !(res.status().is_client_error() || res.status().is_server_error()) {
+        return res;
+    }
+    let (code, message) = buzz_core::http_json::status_error(res.status().as_u16());
+    let (mut parts, _) = res.into_parts();
+    parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    parts.headers.remove(header::CONTENT_LENGTH);
+    let body = serde_json::json!({ "error": message, "code": code }).to_string();
+    Response::from_parts(parts, Body::from(body))
+}
+
+/// `retention_days` as the operator API takes it: `null` (keep revision history forever) or whole
+/// days from 1 to [`MAX_RETENTION_DAYS`].
+fn retention_days(value: &serde_json::Value) -> Result<Option<i32>, ApiError> {
+    if value.is_null() {
+        return Ok(None);
+    }
+    value
+        .as_u64()
+        .filter(|d| (1..=MAX_RETENTION_DAYS).contains(d))
+        .and_then(|d| i32::try_from(d).ok())
+        .map(Some)
+        .ok_or_else(|| {
+            ApiError::invalid_body(format!(
+                "retention_days must be null (keep forever) or an integer from 1 to {MAX_RETENTION_DAYS}"
+            ))
+        })
+}
+
+/// The one query parameter of the community routes: `community_id`, a non-nil UUID.
+fn community_param(uri: &OriginalUri) -> Result<Uuid, ApiError> {
+    let mut id = None;
+    for pair in uri.0.query().unwrap_or_default().split('&').filter(|p| !p.is_empty()) {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        if name != "community_id" {
+            let shown: String = name.chars().take(64).collect();
+            return Err(ApiError::invalid(format!("unknown query parameter {}", shown.escape_default())));
+        }
+        if id.is_some() {
+            return Err(ApiError::invalid("community_id given more than once"));
+        }
+        let parsed = Uuid::parse_str(value)
+            .ok()
+            .filter(|u| !u.is_nil())
+            .ok_or_else(|| ApiError::invalid("community_id must be a non-nil UUID"))?;
+        id = Some(parsed);
+    }
+    id.ok_or_else(|| ApiError::invalid("the query parameter community_id is required"))
 }
 
 async fn create_community(
@@ -104,17 +173,21 @@ async fn create_community(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let operator = authorize(&state, &method, &uri, &headers, &body).await?;
-    let req: CreateCommunity =
-        serde_json::from_slice(&body).map_err(|e| ApiError::invalid(format!("invalid body: {e}")))?;
-    if req.community_id.is_nil() {
-        return Err(ApiError::invalid("community_id must be a non-nil UUID"));
-    }
-    let host = buzz_core::host::normalize_host(&req.host)
-        .ok_or_else(|| ApiError::invalid("host is not a valid host"))?;
-    if !buzz_core::is_lower_hex(&req.owner_pubkey, 64) {
+    let fields = ["community_id", "host", "owner_pubkey", "retention_days"];
+    let req = JsonObject::parse(&body, &fields).map_err(ApiError::invalid_body)?;
+    let community_id = Uuid::parse_str(req.string("community_id").map_err(ApiError::invalid_body)?)
+        .ok()
+        .filter(|u| !u.is_nil())
+        .ok_or_else(|| ApiError::invalid("community_id must be a non-nil UUID"))?;
+    let host = buzz_core::host::community_host(req.string("host").map_err(ApiError::invalid_body)?)
+        .map_err(|e| ApiError::invalid(e.to_string()))?;
+    let owner = req.string("owner_pubkey").map_err(ApiError::invalid_body)?;
+    if !buzz_core::is_lower_hex(owner, 64) {
         return Err(ApiError::invalid("owner_pubkey must be 64 lowercase hex"));
     }
-    match store::create(&state.pool, req.community_id, &host, &req.owner_pubkey).await {
+    let retention = req.get("retention_days").map(retention_days).transpose()?;
+    let new = NewCommunity { id: community_id, host: &host, owner, retention_days: retention };
+    match store::create(&state.pool, &new).await {
         Ok((c, created)) => {
             tracing::info!(%operator, community_id = %c.community_id, host = %c.host, created, "community provisioned");
             let status = if created { StatusCode::CREATED } else { StatusCode::OK };
@@ -123,7 +196,7 @@ async fn create_community(
         Err(CreateError::CommunityConflict) => Err(ApiError::new(
             StatusCode::CONFLICT,
             "community_conflict",
-            "community_id already exists with another host or owner",
+            "community_id already exists with another host, owner or retention",
         )),
         Err(CreateError::HostConflict) => {
             Err(ApiError::new(StatusCode::CONFLICT, "host_conflict", "host is bound to another community"))
@@ -132,28 +205,43 @@ async fn create_community(
     }
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct GetCommunity {
-    community_id: String,
-}
-
 async fn get_community(
     State(state): State<Arc<OperatorState>>,
     method: Method,
     uri: OriginalUri,
     headers: HeaderMap,
-    query: Result<Query<GetCommunity>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
     authorize(&state, &method, &uri, &headers, &[]).await?;
-    let Query(q) = query.map_err(|e| ApiError::invalid(format!("invalid query: {e}")))?;
-    let id = Uuid::parse_str(&q.community_id)
-        .ok()
-        .filter(|u| !u.is_nil())
-        .ok_or_else(|| ApiError::invalid("community_id must be a non-nil UUID"))?;
+    let id = community_param(&uri)?;
     match store::get(&state.pool, id).await {
         Ok(Some(c)) => Ok(Json(c).into_response()),
-        Ok(None) => Err(ApiError::new(StatusCode::NOT_FOUND, "not_found", "community not found")),
+        Ok(None) => Err(ApiError::not_found("community not found")),
+        Err(e) => Err(ApiError::internal(&e)),
+    }
+}
+
+/// `PATCH /operator/communities?community_id=<id>` with `{"retention_days": n | null}`: changes the
+/// community's settings (today its revision-history retention) and answers the community.
+async fn update_community(
+    State(state): State<Arc<OperatorState>>,
+    method: Method,
+    uri: OriginalUri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let operator = authorize(&state, &method, &uri, &headers, &body).await?;
+    let id = community_param(&uri)?;
+    let req = JsonObject::parse(&body, &["retention_days"]).map_err(ApiError::invalid_body)?;
+    let value = req
+        .get("retention_days")
+        .ok_or_else(|| ApiError::invalid_body("missing field retention_days".into()))?;
+    let days = retention_days(value)?;
+    match store::set_retention(&state.pool, id, days).await {
+        Ok(Some(c)) => {
+            tracing::info!(%operator, community_id = %id, retention_days = ?days, "community retention set");
+            Ok(Json(c).into_response())
+        }
+        Ok(None) => Err(ApiError::not_found("community not found")),
         Err(e) => Err(ApiError::internal(&e)),
     }
 }

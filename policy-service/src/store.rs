@@ -26,35 +26,46 @@ pub enum CreateError {
     Sql(#[from] sqlx::Error),
 }
 
-const SELECT: &str = "SELECT id AS community_id, host, owner_pubkey, lifecycle, requires_nip_fi, \
-                      policy_generation, retention_days FROM communities";
+const COLUMNS: &str = "id AS community_id, host, owner_pubkey, lifecycle, requires_nip_fi, \
+                       policy_generation, retention_days";
 
 pub async fn get(pool: &PgPool, id: Uuid) -> Result<Option<Community>, sqlx::Error> {
-    sqlx::query_as(&format!("{SELECT} WHERE id = $1")).bind(id).fetch_optional(pool).await
+    sqlx::query_as(&format!("SELECT {COLUMNS} FROM communities WHERE id = $1"))
+        .bind(id)
+        .fetch_optional(pool)
+        .await
+}
+
+/// What the operator provisions: `retention_days` is `None` when the request did not name it
+/// (a new community then keeps revision history forever, and an existing one is not compared).
+pub struct NewCommunity<'a> {
+    pub id: Uuid,
+    pub host: &'a str,
+    pub owner: &'a str,
+    pub retention_days: Option<Option<i32>>,
 }
 
 /// Creates the community and its owner membership in one transaction. Re-creating an identical
 /// community is idempotent (`Ok((c, false))`).
-pub async fn create(
-    pool: &PgPool,
-    id: Uuid,
-    host: &str,
-    owner: &str,
-) -> Result<(Community, bool), CreateError> {
+pub async fn create(pool: &PgPool, new: &NewCommunity<'_>) -> Result<(Community, bool), CreateError> {
+    let (id, host, owner) = (new.id, new.host, new.owner);
     let mut tx = pool.begin().await?;
     let inserted = sqlx::query(
-        "INSERT INTO communities (id, host, owner_pubkey) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+        "INSERT INTO communities (id, host, owner_pubkey, retention_days) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT DO NOTHING",
     )
     .bind(id)
     .bind(host)
     .bind(owner)
+    .bind(new.retention_days.flatten())
     .execute(&mut *tx)
     .await?
     .rows_affected();
     if inserted == 0 {
         tx.rollback().await?;
+        let same_retention = |c: &Community| new.retention_days.is_none_or(|r| r == c.retention_days);
         return match get(pool, id).await? {
-            Some(c) if c.host == host && c.owner_pubkey == owner => Ok((c, false)),
+            Some(c) if c.host == host && c.owner_pubkey == owner && same_retention(&c) => Ok((c, false)),
             Some(_) => Err(CreateError::CommunityConflict),
             None => Err(CreateError::HostConflict),
         };
@@ -69,13 +80,28 @@ pub async fn create(
     Ok((c, true))
 }
 
+/// Sets the community's revision-history retention (`None` = keep forever); `None` when there is
+/// no such community. The write-service's sweeper reads it on its next pass.
+pub async fn set_retention(
+    pool: &PgPool,
+    id: Uuid,
+    retention_days: Option<i32>,
+) -> Result<Option<Community>, sqlx::Error> {
+    sqlx::query_as(&format!("UPDATE communities SET retention_days = $2 WHERE id = $1 RETURNING {COLUMNS}"))
+        .bind(id)
+        .bind(retention_days)
+        .fetch_optional(pool)
+        .await
+}
+
 /// The active community bound to `host`.
 pub async fn lease(pool: &PgPool, host: &str) -> Result<Option<CommunityLease>, sqlx::Error> {
-    let row: Option<Community> =
-        sqlx::query_as(&format!("{SELECT} WHERE host = $1 AND lifecycle = 'active'"))
-            .bind(host)
-            .fetch_optional(pool)
-            .await?;
+    let row: Option<Community> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM communities WHERE host = $1 AND lifecycle = 'active'"
+    ))
+    .bind(host)
+    .fetch_optional(pool)
+    .await?;
     Ok(row.map(|c| CommunityLease {
         community_id: c.community_id,
         host: c.host,

@@ -66,12 +66,10 @@ fn push_conditions(qb: &mut QueryBuilder<'_, Postgres>, f: &Filter) {
     if let Some(until) = f.until {
         qb.push(" AND e.created_at <= ").push_bind(until);
     }
-    // NIP-AR: a generic filter that can match revisions sees only current revisions of artifacts
-    // that are not deleted (a retired artifact's current revision is redacted, excluded above).
-    if f.kinds.as_ref().is_none_or(|k| k.contains(&buzz_core::nipar::KIND_REVISION)) {
+    if only_current_revisions(f) {
         qb.push(" AND (e.kind <> ").push(i64::from(buzz_core::nipar::KIND_REVISION)).push(
             " OR EXISTS (SELECT 1 FROM artifacts a WHERE a.community_id = e.community_id \
-                   AND a.current_revision = e.id AND NOT a.deleted))",
+                   AND a.current_revision = e.id))",
         );
     }
     for (name, values) in &f.tags {
@@ -82,6 +80,17 @@ fn push_conditions(qb: &mut QueryBuilder<'_, Postgres>, f: &Filter) {
             .push_bind(hashes)
             .push("))");
     }
+}
+
+/// NIP-AR on generic filters: one that names revisions (`ids`) or artifacts (`#d`) is a lookup and
+/// returns every revision it matches, each under its own channel's access like any event (redacted
+/// and expired ones are excluded for every event), so a lookup by d returns the deletion. Any other
+/// filter that can match kind 45010 returns only each artifact's current revision (a deletion
+/// included; a retired artifact's current revision is redacted), so that replaying a channel does
+/// not replay its artifacts' history.
+fn only_current_revisions(f: &Filter) -> bool {
+    let can_match_revisions = f.kinds.as_ref().is_none_or(|k| k.contains(&buzz_core::nipar::KIND_REVISION));
+    can_match_revisions && f.ids.is_none() && !f.tags.contains_key("d")
 }
 
 /// Newest first, as NIP-01 asks for the initial query.
@@ -106,4 +115,36 @@ pub fn count_events<'a>(reader: &Reader<'a>, filters: &[&Filter]) -> QueryBuilde
     }
     qb.push(")");
     qb
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filter(v: serde_json::Value) -> Filter {
+        Filter::from_value(&v).unwrap()
+    }
+
+    fn sql_of(f: &Filter) -> String {
+        let reader = Reader { community: Uuid::nil(), pubkey: "", channel_ids: None };
+        select_events(&reader, f, 10).sql().to_owned()
+    }
+
+    #[test]
+    fn only_broad_filters_that_can_match_revisions_are_limited_to_current_revisions() {
+        let current = "a.current_revision = e.id";
+        for broad in
+            [serde_json::json!({}), serde_json::json!({"kinds": [45010]}), serde_json::json!({"#h": ["x"]})]
+        {
+            assert!(sql_of(&filter(broad.clone())).contains(current), "{broad}");
+        }
+        for lookup in [
+            serde_json::json!({"ids": ["a".repeat(64)]}),
+            serde_json::json!({"kinds": [45010], "#d": ["x"]}),
+            serde_json::json!({"#d": ["x"], "#h": ["y"]}),
+            serde_json::json!({"kinds": [9, 45011]}),
+        ] {
+            assert!(!sql_of(&filter(lookup.clone())).contains(current), "{lookup}");
+        }
+    }
 }

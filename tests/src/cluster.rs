@@ -118,6 +118,8 @@ impl Cluster {
                 concurrency: 64,
                 relay_secret_key: relay.secret_hex(),
                 ttl_sweep_every: Duration::from_secs(1),
+                statement_timeout_ms: 3000,
+                lock_timeout_ms: 2000,
             })
             .await
             .expect("write-service");

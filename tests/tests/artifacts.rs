@@ -482,8 +482,14 @@ async fn dm_participants_are_peers_and_the_channel_type_comes_from_the_stored_ch
     refused(&mut c, &rev(&carol, "create", d, dm, None, &claims), "restricted: channel not found").await;
     let created = rev(&alice, "create", d, dm, None, &claims);
     ok(&mut a, &created).await;
-    ok(&mut b, &update(&bob, d, dm, &created)).await;
-    assert!(c.req("r", &[json!({"ids": [created.id]})]).await.events.is_empty());
+    let edited = update(&bob, d, dm, &created);
+    ok(&mut b, &edited).await;
+    // The participants read both revisions by id and by d; carol, who is not one, reads none.
+    for f in [json!({"ids": [created.id, edited.id]}), json!({"kinds": [45010], "#d": [d.to_string()]})] {
+        assert_eq!(a.req("r", std::slice::from_ref(&f)).await.events.len(), 2, "{f}");
+        assert!(c.req("r", &[f]).await.events.is_empty());
+    }
+    assert!(c.req("r", &[json!({"kinds": [45010]})]).await.events.is_empty());
     cluster.stop().await;
 }
 
@@ -589,8 +595,14 @@ async fn a_move_stores_the_arrival_and_a_relay_signed_removal_atomically_and_ear
     assert_eq!(replay.events, vec![removal.clone()]);
     assert_eq!(b.req("arrival", &[json!({"ids": [moved.id]})]).await.events, vec![moved.clone()]);
     assert_eq!(stored(&cluster, d).await, (moved.id.clone(), destination, false));
-    // Earlier revisions stay under the source's rules (stored there): Bob cannot read them.
-    assert!(b.req("old", &[json!({"ids": [created.id, edited.id]})]).await.events.is_empty());
+    // Earlier revisions stay under the source's rules (stored there): Carol, who reads the
+    // source, reads them by id and by d; Bob, who reads only the destination, by neither.
+    let old = json!({"ids": [created.id, edited.id]});
+    let by_d = json!({"kinds": [45010], "#d": [d.to_string()]});
+    assert_eq!(c.req("old", std::slice::from_ref(&old)).await.events.len(), 2);
+    assert_eq!(c.req("by-d", std::slice::from_ref(&by_d)).await.events.len(), 3);
+    assert!(b.req("old", &[old]).await.events.is_empty());
+    assert_eq!(b.req("by-d", &[by_d]).await.events, vec![moved.clone()]);
     assert!(b.req("gone", &[json!({"ids": [removal.id]})]).await.events.is_empty());
     let homes: Vec<(String, Uuid)> =
         sqlx::query_as("SELECT id, channel_id FROM events WHERE kind = 45010 AND id = ANY($1) ORDER BY seq")

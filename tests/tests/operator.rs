@@ -184,3 +184,47 @@ async fn a_removed_member_loses_authentication_and_open_subscriptions_on_every_g
     assert!(!fresh.auth(&bob).await.0);
     cluster.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operator_hosts_are_validated_for_syntax_and_length() {
+    let cluster = Cluster::start().await;
+    let owner = Keys::generate().public_hex();
+    let post = |host: String| {
+        let c = &cluster;
+        let body = json!({"community_id": Uuid::new_v4(), "host": host, "owner_pubkey": owner});
+        async move { c.operator_request(Method::POST, "/operator/communities", Some(&body), &c.operator).await }
+    };
+    // 253 characters is the longest name DNS allows; labels up to 63.
+    let longest = format!("{}.{}.{}.{}", "a".repeat(63), "b".repeat(63), "c".repeat(63), "d".repeat(61));
+    assert_eq!(longest.len(), 253);
+    for good in [
+        longest.clone(),
+        format!("{longest}:8443"),
+        "ok-1.test".into(),
+        "127.0.0.1:7777".into(),
+        "[::1]:7777".into(),
+    ] {
+        let res = post(good.clone()).await;
+        assert_eq!(res.status(), 201, "{good}: {}", res.text().await.unwrap_or_default());
+    }
+    let cases = [
+        (format!("{}.test", "a".repeat(5000)), "253"),
+        (format!("x{longest}"), "253"),
+        (format!("{}.test", "a".repeat(64)), "63"),
+        ("a..test".into(), "label"),
+        ("-lead.test".into(), "hyphen"),
+        ("trail-.test".into(), "hyphen"),
+        ("under_score.test".into(), "letters, digits"),
+        ("a b.test".into(), "host"),
+        ("a.test:99999".into(), "host"),
+    ];
+    for (bad, says) in cases {
+        let res = post(bad.clone()).await;
+        assert_eq!(res.status(), 400, "{}-character host {}...", bad.len(), &bad[..bad.len().min(20)]);
+        let v: serde_json::Value = res.json().await.unwrap();
+        let error = v["error"].as_str().unwrap();
+        assert!(error.contains("host") && error.contains(says), "{error:?} does not say {says:?}");
+        assert!(error.len() < 200, "the error echoes the input: {error:?}");
+    }
+    cluster.stop().await;
+}

@@ -2,15 +2,20 @@
 //!
 //! One transaction per revision, in this order:
 //!
-//! 1. The envelope is validated without I/O (`buzz_core::nipar::parse`).
-//! 2. Identity and CAS under the artifact row lock: a create claims `(community, d)` (a taken d
-//!    is `conflict: artifact identity is taken`, deleted ones included); any other op locks the
-//!    row `FOR UPDATE`. An already accepted revision id is then `OK true` (`duplicate:`) and
-//!    nothing is applied, whatever has happened since; otherwise `prev` must be the current
-//!    revision (`conflict: prev is not the current revision`, also for an unknown d). These
-//!    answers name nothing but the identity, so they come before anything access-dependent.
-//! 3. Access, exactly the kind-9 rule: write in the stored home (create: in `h`), and for a move
-//!    also in the destination. Denials are the kind-9 texts, which never reveal a channel.
+//! 1. Admission (`events::write_event`), as for every kind: an already accepted event id (stored,
+//!    or a revision whose event retention removed) is `OK true` (`duplicate:`) whatever has
+//!    happened since and whatever the sender may still read, since it tells nothing newer; then
+//!    community membership. The envelope is validated without I/O (`buzz_core::nipar::parse`).
+//! 2. Access, exactly the kind-9 check at the kind-9 point: write in the channel the revision names
+//!    (`h`, a move's destination), before anything about the artifact is looked at, so a sender
+//!    who could not post a kind 9 there gets the kind-9 answer whatever the artifact's state.
+//! 3. Identity and CAS under the artifact row lock: a create claims `(community, d)` (a taken d is
+//!    `conflict: artifact identity is taken`, deleted ones included); any other op locks the row
+//!    `FOR UPDATE` (an unknown d is `conflict: prev is not the current revision`). A revision id
+//!    accepted meanwhile (a concurrent resubmission) is `duplicate:`. When the artifact lives in
+//!    another channel than `h` (a move's source, or an update naming the wrong h), the kind-9
+//!    check runs there too, before `prev` is compared with the current revision
+//!    (`conflict: prev is not the current revision`).
 //! 4. Rules that describe the stored artifact (deleted, type, home, root), now that the sender
 //!    is known to be able to write where it lives.
 //! 5. Store the revision in `events` (channel = its `h`), advance the artifact and its
@@ -21,7 +26,7 @@
 //! Timestamps never decide anything here.
 
 pub mod retention;
-mod sql;
+pub(crate) mod sql;
 
 use buzz_bus::{Actor, Audience, BusError, ErrorCode, LiveEvent, WriteOk};
 use buzz_core::nipar::{self, Envelope, Op};
@@ -30,7 +35,7 @@ use buzz_store::access::{self, Channel};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::events::{credential, denial, live_event, sql as sql_error, Accepted, Relay};
+use crate::shared::{credential, denial, live_event, sql as sql_error, Accepted, Relay};
 
 pub use retention::sweep_retention;
 pub use sql::Artifact;
@@ -85,67 +90,116 @@ pub async fn write_revision(
     relay: &Relay<'_>,
 ) -> Result<Accepted, BusError> {
     let env = nipar::parse(&event).map_err(BusError::invalid)?;
+    // 2. The kind-9 write check on the channel the revision names, where a kind 9 has it: before
+    //    anything about the artifact is looked at.
+    let named = writable(tx, community, actor, community_role, env.h).await?;
+    // 3. Identity and CAS, under the artifact row lock.
+    let current = match identify(tx, community, &env, &event).await? {
+        Identity::Duplicate => return Ok(Accepted::duplicate()),
+        Identity::Created => None,
+        Identity::Existing(row) => Some(row),
+    };
+    // The artifact lives in another channel (a move's source, or an update naming the wrong h):
+    // the sender must be able to write there too before its state is answered.
+    let source = match &current {
+        Some(row) if row.home_channel != env.h => {
+            Some(writable(tx, community, actor, community_role, row.home_channel).await?)
+        }
+        _ => None,
+    };
+    if let Some(row) = &current {
+        if env.prev.as_deref() != Some(row.current_revision.as_str()) {
+            return Err(conflict(STALE_PREV));
+        }
+        check_transition(&env, row)?;
+    }
+    check_root(tx, community, &env, current.as_ref()).await?;
+    let revision = Revision { env: &env, event };
+    store(tx, community, revision, current.as_ref(), &named, source.as_ref(), relay).await
+}
+
+/// What the artifact row says about a revision that passed the write check.
+enum Identity {
+    /// This exact revision was accepted before (a concurrent resubmission committed first).
+    Duplicate,
+    /// A create that claimed its d.
+    Created,
+    /// Any other op: the locked artifact.
+    Existing(Artifact),
+}
+
+async fn identify(
+    tx: &mut PgConnection,
+    community: Uuid,
+    env: &Envelope,
+    event: &Event,
+) -> Result<Identity, BusError> {
+    if env.op == Op::Create {
+        if sql::claim(tx, community, env, &event.id, &p_keys(event)).await.map_err(sql_error)? {
+            return Ok(Identity::Created);
+        }
+        // Taken (a lost race included): wait for and lock the winner, then tell a resubmission
+        // from a new create.
+        sql::lock(tx, community, env.d).await.map_err(sql_error)?;
+        if sql::accepted(tx, community, &event.id).await.map_err(sql_error)? {
+            return Ok(Identity::Duplicate);
+        }
+        return Err(conflict(IDENTITY_TAKEN));
+    }
+    let Some(row) = sql::lock(tx, community, env.d).await.map_err(sql_error)? else {
+        // An unknown d has no current revision to name: the same answer as a stale prev.
+        return Err(conflict(STALE_PREV));
+    };
+    if sql::accepted(tx, community, &event.id).await.map_err(sql_error)? {
+        return Ok(Identity::Duplicate);
+    }
+    Ok(Identity::Existing(row))
+}
+
+/// On creation, on a move, or when changed, root must be an anchor in h (the destination of a
+/// move); an unchanged root may have lost its anchor since.
+async fn check_root(
+    tx: &mut PgConnection,
+    community: Uuid,
+    env: &Envelope,
+    current: Option<&Artifact>,
+) -> Result<(), BusError> {
+    let Some(root) = &env.root else { return Ok(()) };
+    let unchanged = current.is_some_and(|row| row.root.as_deref() == Some(root.as_str()));
+    if (env.op == Op::Move || !unchanged)
+        && !crate::store::is_anchor(tx, community, env.h, root).await.map_err(sql_error)?
+    {
+        return Err(BusError::invalid(if env.op == Op::Move {
+            "a move's root must be absent or a conversation anchor in the destination"
+        } else {
+            "root must be an existing, undeleted conversation anchor in h"
+        }));
+    }
+    Ok(())
+}
+
+/// An admitted revision and its parsed envelope.
+struct Revision<'a> {
+    env: &'a Envelope,
+    event: Event,
+}
+
+/// Step 5: stores the revision in `at` (its h), advances the artifact and its current-tag
+/// index, records the revision id, its new mentions, and for a move the removal left in `source`.
+async fn store(
+    tx: &mut PgConnection,
+    community: Uuid,
+    revision: Revision<'_>,
+    current: Option<&Artifact>,
+    at: &Writable,
+    source: Option<&Writable>,
+    relay: &Relay<'_>,
+) -> Result<Accepted, BusError> {
+    let Revision { env, event } = revision;
     // Every `p` key the revision carries (its author's too: carried over, it must not mention
     // them when someone else writes the next revision), and the ones it may mention.
     let carried = p_keys(&event);
     let mentioned = crate::read_model::mentioned(&event);
-
-    // 2. Identity and CAS, under the artifact row lock.
-    let current = if env.op == Op::Create {
-        if !sql::claim(tx, community, &env, &event.id, &carried).await.map_err(sql_error)? {
-            // Taken (a lost race included): wait for and lock the winner, then tell a
-            // resubmission from a new create.
-            sql::lock(tx, community, env.d).await.map_err(sql_error)?;
-            if sql::accepted(tx, community, &event.id).await.map_err(sql_error)? {
-                return Ok(Accepted::duplicate());
-            }
-            return Err(conflict(IDENTITY_TAKEN));
-        }
-        None
-    } else {
-        let Some(row) = sql::lock(tx, community, env.d).await.map_err(sql_error)? else {
-            // An unknown d has no current revision to name: the same answer as a stale prev.
-            return Err(conflict(STALE_PREV));
-        };
-        if sql::accepted(tx, community, &event.id).await.map_err(sql_error)? {
-            return Ok(Accepted::duplicate());
-        }
-        if env.prev.as_deref() != Some(row.current_revision.as_str()) {
-            return Err(conflict(STALE_PREV));
-        }
-        Some(row)
-    };
-
-    // 3. Access: the kind-9 rule in the stored home, and in the destination of a move.
-    let home_id = current.as_ref().map_or(env.h, |row| row.home_channel);
-    let home = writable(tx, community, actor, community_role, home_id).await?;
-    let destination = if env.op == Op::Move && env.h != home_id {
-        Some(writable(tx, community, actor, community_role, env.h).await?)
-    } else {
-        None
-    };
-
-    // 4. The artifact's own rules.
-    if let Some(row) = &current {
-        check_transition(&env, row)?;
-    }
-    if let Some(root) = &env.root {
-        // On creation, on a move, or when changed, root must be an anchor in h (the destination
-        // of a move); an unchanged root may have lost its anchor since.
-        let unchanged = current.as_ref().is_some_and(|row| row.root.as_deref() == Some(root.as_str()));
-        if (env.op == Op::Move || !unchanged)
-            && !crate::store::is_anchor(tx, community, env.h, root).await.map_err(sql_error)?
-        {
-            return Err(BusError::invalid(if env.op == Op::Move {
-                "a move's root must be absent or a conversation anchor in the destination"
-            } else {
-                "root must be an existing, undeleted conversation anchor in h"
-            }));
-        }
-    }
-
-    // 5. Store and advance.
-    let at = destination.as_ref().unwrap_or(&home);
     // The id is not in artifact_revisions (checked under the lock), so it cannot be stored yet;
     // if it were, the store is inconsistent and the whole transaction rolls back.
     let seq =
@@ -154,7 +208,7 @@ pub async fn write_revision(
             .map_err(sql_error)?
             .ok_or_else(BusError::internal)?;
     if current.is_some() {
-        sql::advance(tx, community, &env, &event.id, &carried).await.map_err(sql_error)?;
+        sql::advance(tx, community, env, &event.id, &carried).await.map_err(sql_error)?;
     }
     let replaced: Vec<[String; 2]> = sql::index_current_tags(tx, community, env.d)
         .await
@@ -162,18 +216,17 @@ pub async fn write_revision(
         .into_iter()
         .map(|(name, hash)| [name, hex::encode(hash)])
         .collect();
-    sql::record(tx, community, &env, &event.id, seq).await.map_err(sql_error)?;
-    let added: Vec<String> = match &current {
+    sql::record(tx, community, env, &event.id, seq).await.map_err(sql_error)?;
+    let added: Vec<String> = match current {
         Some(row) => mentioned.iter().filter(|k| !row.mentioned.contains(k)).cloned().collect(),
         None => mentioned,
     };
     crate::read_model::record_mentions(tx, community, at.channel.id, &event, seq, &added)
         .await
         .map_err(sql_error)?;
-
     let mut also = Vec::new();
-    if let (Some(row), Some(_)) = (&current, &destination) {
-        let removal = removal(relay, &env, &row.current_revision, home.channel.id);
+    if let (Some(row), Some(home)) = (current, source) {
+        let removal = removal(relay, env, &row.current_revision, home.channel.id);
         crate::store::insert_event(
             tx,
             community,
@@ -185,7 +238,7 @@ pub async fn write_revision(
         .await
         .map_err(sql_error)?
         .ok_or_else(BusError::internal)?;
-        let mut live = announce(community, &home, removal);
+        let mut live = announce(community, home, removal);
         live.replaced_tags.clone_from(&replaced);
         also.push(live);
     }

@@ -7,16 +7,14 @@ use buzz_store::access::{self, Channel, Credential, Standing, WriteDenial};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::events::{
-    channel_tag, denial, live_event, sql, store_and_announce, Accepted, Relay, KIND_DELETE_CHANNEL,
-    KIND_EDIT_CHANNEL, KIND_PUT_USER, KIND_REDACT, KIND_REMOVE_USER,
+use crate::shared::{
+    channel_tag, credential, denial, live_event, sql, store_and_announce, Accepted, Relay,
+    KIND_DELETE_CHANNEL, KIND_EDIT_CHANNEL, KIND_PUT_USER, KIND_REDACT, KIND_REMOVE_USER,
 };
 use crate::store;
 
 pub const KIND_CHANNEL_METADATA: u32 = 39000;
 pub const KIND_CHANNEL_MEMBERS: u32 = 39002;
-/// NIP-AR revisions cannot be removed with NIP-09.
-const KIND_ARTIFACT_REVISION: i64 = 45010;
 
 const UNRESTRICTED: Credential<'static> =
     Credential { can_read_messages: true, can_write_messages: true, channel_ids: None };
@@ -231,15 +229,15 @@ pub async fn delete_own(
     }
     let mut channel_id = None;
     for id in &ids {
-        let found = store::event_owner(tx, community, id).await.map_err(sql)?;
-        let Some((_, channel, kind)) = found.filter(|(author, ..)| *author == event.pubkey) else {
-            return Err(BusError::restricted("can only delete your own events"));
-        };
-        if kind == KIND_ARTIFACT_REVISION {
+        if is_known_revision(tx, community, actor, id).await? {
             return Err(BusError::invalid(
                 "artifact revisions cannot be deleted with kind 5; publish op=delete",
             ));
         }
+        let found = store::event_owner(tx, community, id).await.map_err(sql)?;
+        let Some((_, channel, _)) = found.filter(|(author, ..)| *author == event.pubkey) else {
+            return Err(BusError::restricted("can only delete your own events"));
+        };
         if channel_id.is_some_and(|c| Some(c) != channel) {
             return Err(BusError::invalid("a deletion names events of one channel"));
         }
@@ -258,6 +256,29 @@ pub async fn delete_own(
     }
     store::delete_events(tx, community, &ids).await.map_err(sql)?;
     store_and_announce(tx, community, event, &channel, None).await
+}
+
+/// Is `id` an accepted artifact revision that the sender wrote or can read (its channel, under
+/// the sender's credential)? Then a kind 5 aimed at it is told why it is refused, whoever wrote
+/// it, redacted or not. One the sender can neither read nor claim as theirs gets the answer any
+/// unknown event gets, so the refusal discloses nothing about a channel the sender cannot read.
+async fn is_known_revision(
+    tx: &mut PgConnection,
+    community: Uuid,
+    actor: &Actor,
+    id: &str,
+) -> Result<bool, BusError> {
+    let Some((channel_id, author)) =
+        crate::artifacts::sql::revision_origin(tx, community, id).await.map_err(sql)?
+    else {
+        return Ok(false);
+    };
+    if author.as_deref() == Some(actor.pubkey.as_str()) {
+        return Ok(true);
+    }
+    let channel = access::load_channel(tx, community, channel_id, false).await.map_err(sql)?;
+    let standing = access::standing(tx, community, channel_id, actor.member_key()).await.map_err(sql)?;
+    Ok(channel.is_some_and(|c| access::can_read(&c, standing, credential(actor))))
 }
 
 /// Regenerates the relay-signed channel events of `kinds` (39000 metadata, 39002 members),

@@ -1,81 +1,17 @@
 //! Event writes: admission, storage and what is published after commit.
 
-use buzz_bus::{Actor, Audience, BusError, ErrorCode, LiveEvent, Scope, WriteOk};
+use buzz_bus::{Actor, Audience, BusError, Scope};
 use buzz_core::Event;
-use buzz_store::access::{self, Credential, WriteDenial};
+use buzz_store::access;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
+use crate::shared::{
+    channel_tag, commit_failed, credential, denial, sql, store_and_announce, Accepted, Relay,
+    KIND_CREATE_CHANNEL, KIND_DELETE_CHANNEL, KIND_DELETION, KIND_EDIT_CHANNEL, KIND_MESSAGE, KIND_PUT_USER,
+    KIND_REDACT, KIND_REMOVE_USER,
+};
 use crate::store::{self, NewChannel};
-
-pub const KIND_DELETION: u32 = 5;
-pub const KIND_MESSAGE: u32 = 9;
-pub const KIND_PUT_USER: u32 = 9000;
-pub const KIND_REMOVE_USER: u32 = 9001;
-pub const KIND_EDIT_CHANNEL: u32 = 9002;
-pub const KIND_REDACT: u32 = 9005;
-pub const KIND_CREATE_CHANNEL: u32 = 9007;
-pub const KIND_DELETE_CHANNEL: u32 = 9008;
-
-/// The result of an accepted write: the reply, and what to publish once committed.
-pub struct Accepted {
-    pub ok: WriteOk,
-    /// The accepted event, for live fan-out.
-    pub live: Option<LiveEvent>,
-    /// Relay-signed events stored with it (39000/39002), also fanned out.
-    pub also: Vec<LiveEvent>,
-    /// The community's access changed (the channel concerned): gateways drop cached answers.
-    pub access_changed: Option<Uuid>,
-    /// The stored event's acceptance order.
-    pub seq: Option<i64>,
-    /// `live.banned` is already filled in (the post path reads it with the channel).
-    pub bans_resolved: bool,
-}
-
-impl Accepted {
-    #[must_use]
-    pub fn duplicate() -> Self {
-        Self {
-            ok: duplicate(),
-            live: None,
-            also: Vec::new(),
-            access_changed: None,
-            seq: None,
-            bans_resolved: true,
-        }
-    }
-}
-
-/// The relay's own key and signing, for the events the relay writes itself.
-pub struct Relay<'a> {
-    pub keys: &'a buzz_core::Keys,
-}
-
-pub(crate) fn denial(d: WriteDenial) -> BusError {
-    let (prefix, message) = d.reason();
-    let code = if prefix == "blocked" { ErrorCode::Blocked } else { ErrorCode::Restricted };
-    BusError::new(code, message)
-}
-
-pub(crate) fn credential(actor: &Actor) -> Credential<'_> {
-    Credential {
-        can_read_messages: actor.has_scope(Scope::MessagesRead),
-        can_write_messages: actor.has_scope(Scope::MessagesWrite),
-        channel_ids: actor.channel_ids.as_deref(),
-    }
-}
-
-/// `h` as a lowercase, hyphenated, non-nil UUID.
-pub fn channel_tag(event: &Event) -> Result<Uuid, BusError> {
-    let h = event.tag_value("h").ok_or_else(|| BusError::invalid("missing h tag"))?;
-    parse_uuid(h).ok_or_else(|| BusError::invalid("h must be a lowercase hyphenated non-nil UUID"))
-}
-
-#[must_use]
-pub fn parse_uuid(s: &str) -> Option<Uuid> {
-    let u = Uuid::parse_str(s).ok()?;
-    (!u.is_nil() && u.hyphenated().to_string() == s).then_some(u)
-}
 
 pub async fn write_event(
     pool: &PgPool,
@@ -140,12 +76,8 @@ pub async fn write_event(
             live.banned = bans.as_ref().map(|(_, list)| list.clone()).unwrap_or_default();
         }
     }
-    tx.commit().await.map_err(sql)?;
+    tx.commit().await.map_err(commit_failed)?;
     Ok(accepted)
-}
-
-pub(crate) fn duplicate() -> WriteOk {
-    WriteOk { duplicate: true, message: "duplicate: already have this event".into(), data: None }
 }
 
 async fn post_message(
@@ -190,45 +122,6 @@ pub fn thread_root(event: &Event) -> Result<Option<&str>, BusError> {
         return Err(BusError::invalid("thread root must be a 64-char lowercase hex event id"));
     }
     Ok(Some(id))
-}
-
-pub(crate) async fn store_and_announce(
-    tx: &mut PgConnection,
-    community: Uuid,
-    event: Event,
-    channel: &access::Channel,
-    thread_root: Option<&str>,
-) -> Result<Accepted, BusError> {
-    let Some(seq) =
-        store::insert_event(tx, community, &event, Some(channel.id), channel.ttl_seconds, thread_root)
-            .await
-            .map_err(sql)?
-    else {
-        return Ok(Accepted::duplicate());
-    };
-    Ok(Accepted {
-        ok: WriteOk::applied(),
-        live: Some(live_event(community, channel, event)),
-        also: Vec::new(),
-        access_changed: None,
-        seq: Some(seq),
-        bans_resolved: false,
-    })
-}
-
-/// A stored event of `channel` as it is fanned out (audience decided from the stored channel).
-#[must_use]
-pub fn live_event(community: Uuid, channel: &access::Channel, event: Event) -> LiveEvent {
-    let audience = if channel.is_open() { Audience::Community } else { Audience::ChannelMembers };
-    LiveEvent {
-        community_id: community,
-        channel_id: Some(channel.id),
-        audience,
-        event,
-        access_version: 0,
-        banned: Vec::new(),
-        replaced_tags: Vec::new(),
-    }
 }
 
 /// Kind 9007: `h`, `name`, `visibility` (open/private, default open), `channel_type`
@@ -303,9 +196,4 @@ async fn create_channel(
     let kinds = [crate::channels::KIND_CHANNEL_METADATA, crate::channels::KIND_CHANNEL_MEMBERS];
     accepted.also = crate::channels::relay_state(tx, community, &channel, relay, &kinds).await?;
     Ok(accepted)
-}
-
-pub(crate) fn sql(e: sqlx::Error) -> BusError {
-    tracing::error!(error = %e, "write failed");
-    BusError::unavailable("storage unavailable")
 }

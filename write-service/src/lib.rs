@@ -7,6 +7,7 @@ pub mod events;
 pub mod members;
 pub mod read_model;
 pub mod settings;
+pub mod shared;
 pub mod store;
 pub mod tokens;
 
@@ -34,7 +35,7 @@ impl Writer {
         let started = std::time::Instant::now();
         let reply = match req {
             WriteRequest::Event { community_id, actor, event } => {
-                let relay = events::Relay { keys: &self.relay };
+                let relay = shared::Relay { keys: &self.relay };
                 let accepted = events::write_event(&self.pool, community_id, &actor, event, &relay).await?;
                 // Access changes go out before the events that follow them, so a gateway drops
                 // its cached answers first (live events also carry the access version).
@@ -107,7 +108,7 @@ pub struct Application {
 
 impl Application {
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
-        let pool = buzz_store::connect(&settings.database_url, settings.max_db_connections).await?;
+        let pool = connect(&settings).await?;
         buzz_store::check_schema(&pool).await?;
         let nats = serve::connect(&settings.nats_url, "buzz-write").await?;
         let subjects = Subjects::new(&settings.nats_prefix).map_err(anyhow::Error::msg)?;
@@ -154,6 +155,24 @@ impl Application {
         self.writer.nats.flush().await.ok();
         Ok(())
     }
+}
+
+/// The write pool. Every connection starts with the write budget (`statement_timeout`,
+/// `lock_timeout`) as session defaults, at no cost per write; waiting for a connection is bounded
+/// by the lock timeout too. A write that runs into one is rolled back and answered
+/// `error: database busy, ...` (see `shared::sql`) well before the gateway's bus timeout.
+async fn connect(settings: &Settings) -> anyhow::Result<sqlx::PgPool> {
+    let options: sqlx::postgres::PgConnectOptions = settings.database_url.parse()?;
+    let options = options.application_name("buzz-relay").options([
+        ("statement_timeout", format!("{}ms", settings.statement_timeout_ms)),
+        ("lock_timeout", format!("{}ms", settings.lock_timeout_ms)),
+    ]);
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(settings.max_db_connections)
+        .acquire_timeout(std::time::Duration::from_millis(settings.lock_timeout_ms))
+        .connect_with(options)
+        .await?;
+    Ok(pool)
 }
 
 /// Removes expired TTL-channel events in batches. Reads never serve an expired event even before

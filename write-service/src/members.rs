@@ -4,7 +4,7 @@ use buzz_bus::{Actor, BusError, Role, Scope, WriteOk};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::events::sql;
+use crate::shared::{commit_failed, sql};
 use crate::store;
 
 /// Who may grant what: owners grant admin or member; admins grant member. Nobody grants owner
@@ -58,7 +58,7 @@ pub async fn put_member(
         return Err(BusError::restricted("your role cannot grant that role"));
     }
     store::put_member(&mut tx, community, pubkey, role.as_str()).await.map_err(sql)?;
-    tx.commit().await.map_err(sql)?;
+    tx.commit().await.map_err(commit_failed)?;
     let unchanged = previous == Some(role);
     Ok(WriteOk { duplicate: unchanged, message: String::new(), data: None })
 }
@@ -84,7 +84,7 @@ pub async fn remove_member(
     }
     let removed = store::remove_member(&mut tx, community, pubkey).await.map_err(sql)?;
     buzz_store::access::bump_access_version(&mut tx, community).await.map_err(sql)?;
-    tx.commit().await.map_err(sql)?;
+    tx.commit().await.map_err(commit_failed)?;
     Ok(removed)
 }
 

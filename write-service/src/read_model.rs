@@ -17,7 +17,7 @@ use buzz_store::access::{self, Credential};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use crate::events::{sql, Accepted, KIND_MESSAGE};
+use crate::shared::{commit_failed, sql, Accepted, KIND_MESSAGE};
 
 /// The one answer for a channel that is missing or that the caller cannot read.
 fn not_found() -> BusError {
@@ -162,7 +162,7 @@ pub async fn mark_read(
     .fetch_one(&mut *tx)
     .await
     .map_err(sql)?;
-    tx.commit().await.map_err(sql)?;
+    tx.commit().await.map_err(commit_failed)?;
     Ok(WriteOk {
         duplicate: !moved,
         message: String::new(),

@@ -53,8 +53,8 @@ pub async fn insert_event(
 }
 
 /// What every event write needs to know first, in one round trip: whether the community is
-/// active (and its access version), whether this exact event is stored, and the writer's
-/// community role.
+/// active (and its access version), whether this exact event was already accepted (stored, or a
+/// NIP-AR revision whose event retention has since removed), and the writer's community role.
 pub struct Admission {
     pub access_version: i64,
     pub duplicate: bool,
@@ -69,7 +69,8 @@ pub async fn admission(
 ) -> Result<Option<Admission>, sqlx::Error> {
     let row: Option<(i64, bool, Option<String>)> = sqlx::query_as(
         "SELECT c.access_version, \
-                EXISTS (SELECT 1 FROM events e WHERE e.community_id = c.id AND e.id = $2), \
+                EXISTS (SELECT 1 FROM events e WHERE e.community_id = c.id AND e.id = $2) \
+                OR EXISTS (SELECT 1 FROM artifact_revisions r WHERE r.community_id = c.id AND r.revision_id = $2), \
                 (SELECT m.role FROM community_members m WHERE m.community_id = c.id AND m.pubkey = $3) \
          FROM communities c WHERE c.id = $1 AND c.lifecycle = 'active'",
     )

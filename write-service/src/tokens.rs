@@ -12,7 +12,7 @@ use buzz_bus::{Actor, BusError, ErrorCode, Role, Scope, WriteOk};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::events::sql;
+use crate::shared::{commit_failed, sql};
 
 /// Longest and default lifetime of a token.
 pub const MAX_EXPIRES_IN: u64 = 365 * 24 * 60 * 60;
@@ -112,7 +112,7 @@ pub async fn issue(
             sql(e)
         }
     })?;
-    tx.commit().await.map_err(sql)?;
+    tx.commit().await.map_err(commit_failed)?;
     let data = serde_json::json!({
         "scopes": names,
         "channel_ids": channel_ids,

@@ -161,3 +161,27 @@ fn unknown_fields_rejected() {
     let json = REAL_KIND1.replacen("{", r#"{"extra":1,"#, 1);
     assert!(serde_json::from_str::<Event>(&json).is_err());
 }
+
+#[test]
+fn created_at_may_not_be_negative_or_beyond_the_upper_limit() {
+    let now = 1_700_000_000;
+    for ok in [0, now - 86_400 * 365 * 10, now, now + 900] {
+        assert_eq!(check_created_at(ok, now, 900), Ok(()), "{ok}");
+    }
+    assert!(check_created_at(now + 901, now, 900).unwrap_err().contains("too far in the future"));
+    assert!(check_created_at(i64::MAX, now, 900).is_err());
+    assert!(check_created_at(-1, now, 900).unwrap_err().contains("negative"));
+    // An upper limit beyond i64 saturates instead of overflowing.
+    assert_eq!(check_created_at(i64::MAX, now, u64::MAX), Ok(()));
+}
+
+#[test]
+fn nul_characters_are_found_in_content_tag_names_and_any_tag_value() {
+    let keys = Keys::generate();
+    let tag = |els: &[&str]| els.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    assert_eq!(keys.sign_new(9, vec![tag(&["t", "v", "w"])], "fine").nul_part(), None);
+    assert_eq!(keys.sign_new(9, vec![], "a\0b").nul_part(), Some("content"));
+    assert_eq!(keys.sign_new(9, vec![tag(&["t\0", "v"])], "").nul_part(), Some("tag name"));
+    assert_eq!(keys.sign_new(9, vec![tag(&["t", "v\0"])], "").nul_part(), Some("tag value"));
+    assert_eq!(keys.sign_new(9, vec![tag(&["t", "v", "\0"])], "").nul_part(), Some("tag value"));
+}

@@ -216,3 +216,18 @@ fn a_current_subscription_matches_what_replaced_a_revision_it_matched() {
     let history = parse(json!({"artifact": "history", "#d": ["x"]})).expect("parse");
     assert!(!history.matched_replaced(&removal, &replaced));
 }
+
+#[test]
+fn nul_in_a_tag_filter_name_or_value_is_invalid() {
+    for v in [
+        json!({"#\u{0}": ["x"]}),
+        json!({"#t\u{0}": ["x"]}),
+        json!({"#t": ["ok", "a\u{0}"]}),
+        json!({"artifact": "current", "#type": ["\u{0}"]}),
+    ] {
+        match parse(v.clone()) {
+            Err(FilterError::Invalid(why)) => assert!(why.contains("NUL"), "{v}: {why}"),
+            other => panic!("{v}: {other:?}"),
+        }
+    }
+}

@@ -206,3 +206,39 @@ fn parse_table() {
         assert!(ok, "case {name:?}: wanted {want:?}, got {got:?}");
     }
 }
+
+#[test]
+fn events_with_nul_or_a_far_future_created_at_are_refused_with_their_id() {
+    let limits = Limits::default();
+    let keys = Keys::generate();
+    let reason = |ev: &Event, kind: &str| match ClientMessage::parse(
+        &format!(r#"["{kind}",{}]"#, ev.to_json()),
+        &limits,
+    ) {
+        Err(ParseError::Ok { id, reason }) if id == ev.id => reason,
+        other => panic!("{other:?}"),
+    };
+    let nul_tag = keys.sign_new(9, vec![vec!["t\0".into(), "x".into()]], "");
+    assert_eq!(reason(&nul_tag, "EVENT"), "invalid: tag name must not contain NUL (U+0000)");
+    let nul_content = keys.sign_new(9, vec![], "\0");
+    assert_eq!(reason(&nul_content, "EVENT"), "invalid: content must not contain NUL (U+0000)");
+    assert!(reason(&nul_tag, "AUTH").contains("NUL"));
+    let at = |created_at: i64| {
+        keys.sign(crate::UnsignedEvent {
+            pubkey: String::new(),
+            created_at,
+            kind: 9,
+            tags: vec![],
+            content: String::new(),
+        })
+    };
+    let now = crate::unix_now();
+    assert!(reason(&at(now + 3600), "EVENT").starts_with("invalid: created_at is too far in the future"));
+    assert!(reason(&at(i64::MAX), "EVENT").starts_with("invalid: created_at"));
+    assert!(reason(&at(-5), "EVENT").starts_with("invalid: created_at must not be negative"));
+    assert!(ClientMessage::parse(&format!(r#"["EVENT",{}]"#, at(now + 60).to_json()), &limits).is_ok());
+    let strict = Limits { created_at_upper_limit: 10, ..Limits::default() };
+    assert!(ClientMessage::parse(&format!(r#"["EVENT",{}]"#, at(now + 60).to_json()), &strict).is_err());
+    // AUTH has its own window (NIP-42), checked after the signature.
+    assert!(ClientMessage::parse(&format!(r#"["AUTH",{}]"#, at(now + 3600).to_json()), &limits).is_ok());
+}

@@ -158,3 +158,21 @@ pub async fn index_current_tags(
     .fetch_all(conn)
     .await
 }
+
+/// An accepted NIP-AR revision's channel, and its author while its event is kept (retention may
+/// have removed it); `None` when the id was never accepted as a revision.
+pub async fn revision_origin(
+    conn: &mut PgConnection,
+    community: Uuid,
+    id: &str,
+) -> Result<Option<(Uuid, Option<String>)>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT r.channel_id, e.pubkey FROM artifact_revisions r \
+         LEFT JOIN events e ON e.community_id = r.community_id AND e.id = r.revision_id \
+         WHERE r.community_id = $1 AND r.revision_id = $2",
+    )
+    .bind(community)
+    .bind(id)
+    .fetch_optional(conn)
+    .await
+}

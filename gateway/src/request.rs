@@ -1,0 +1,156 @@
+//! What every tenant HTTP request goes through: the one error type, host binding, and
+//! authentication (NIP-98, or `Authorization: Bearer <token>` resolved to its actor). A token is
+//! never logged; only its sha256 crosses the bus.
+
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use buzz_bus::{AccessReply, AccessRequest, Actor, BusError, CommunityLease};
+use sha2::Digest as _;
+use uuid::Uuid;
+
+use crate::AppState;
+
+/// The one error type of the tenant HTTP surface: `{"error","code"}` with a safe message.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self { status, code, message: message.into() }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut res = (self.status, Json(serde_json::json!({ "error": self.message, "code": self.code })))
+            .into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            res.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Nostr"));
+        }
+        res
+    }
+}
+
+impl From<BusError> for ApiError {
+    fn from(e: BusError) -> Self {
+        let status = StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        Self { status, code: e.code.as_str(), message: e.message }
+    }
+}
+
+impl From<buzz_http_auth::HttpAuthError> for ApiError {
+    fn from(e: buzz_http_auth::HttpAuthError) -> Self {
+        Self { status: e.status(), code: e.code(), message: e.to_string() }
+    }
+}
+
+/// The community of this request's Host; unknown or empty hosts fail closed with 404.
+pub async fn community_for(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<(String, CommunityLease), ApiError> {
+    let not_found =
+        || ApiError::new(StatusCode::NOT_FOUND, "unknown_host", "no community is configured for this host");
+    let raw = headers.get(header::HOST).and_then(|v| v.to_str().ok()).ok_or_else(not_found)?;
+    let host = buzz_core::host::normalize_host(raw).ok_or_else(not_found)?;
+    match state.hosts.lookup(&host).await? {
+        Some(c) => Ok((host, c)),
+        None => Err(not_found()),
+    }
+}
+
+/// 400 for a request body that is not what the route takes; `message` names the field.
+pub fn invalid_body(message: String) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", format!("invalid body: {message}"))
+}
+
+/// The URL forms a NIP-98 `u` tag may take for this host and path: https always, http for
+/// loopback dev hosts.
+fn signed_urls(host: &str, path: &str) -> Vec<String> {
+    let mut urls = vec![format!("https://{host}{path}")];
+    if buzz_core::host::is_loopback_host(host) {
+        urls.push(format!("http://{host}{path}"));
+    }
+    urls
+}
+
+/// Authenticates a tenant HTTP request and returns who is acting: `Authorization: Bearer <token>`
+/// as the token's actor (its scopes and channel restriction), else NIP-98 with every scope.
+/// `path_and_query` is what the signed `u` must name after the host. Every `/api/*` route
+/// authenticates through here.
+pub async fn http_actor(
+    state: &AppState,
+    headers: &HeaderMap,
+    host: &str,
+    method: &str,
+    path_and_query: &str,
+    body: &[u8],
+) -> Result<Actor, ApiError> {
+    if let Some(token) = bearer(headers) {
+        return resolve_for_host(state, host, token).await;
+    }
+    let signer =
+        buzz_http_auth::authenticate(headers, method, &signed_urls(host, path_and_query), body, &state.guard)
+            .await?;
+    Ok(Actor::session(signer))
+}
+
+/// Prefix of every token this relay issues.
+pub const TOKEN_PREFIX: &str = "buzz_";
+
+/// sha256 of the token, lowercase hex: the only form that is stored.
+#[must_use]
+pub fn hash(token: &str) -> String {
+    hex::encode(sha2::Sha256::digest(token.as_bytes()))
+}
+
+/// The token of `Authorization: Bearer <token>`, if the request carries that scheme.
+#[must_use]
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, rest) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+}
+
+fn invalid_token() -> ApiError {
+    ApiError::new(StatusCode::UNAUTHORIZED, "invalid_token", "invalid or expired token")
+}
+
+/// The actor `token` authenticates as in `community`; unknown, expired or revoked is 401.
+pub async fn resolve(state: &AppState, community: Uuid, token: &str) -> Result<Actor, ApiError> {
+    if !token.starts_with(TOKEN_PREFIX) || token.len() > 128 {
+        return Err(invalid_token());
+    }
+    let req = AccessRequest::Token { community_id: community, token_hash: hash(token) };
+    let reply: Result<AccessReply, BusError> =
+        buzz_bus::rpc::request(&state.nats, state.subjects.access(), &req, state.settings.bus_timeout)
+            .await?;
+    reply?.token.ok_or_else(invalid_token)
+}
+
+/// [`resolve`] for an HTTP request whose (normalised) host is known.
+pub async fn resolve_for_host(state: &AppState, host: &str, token: &str) -> Result<Actor, ApiError> {
+    let community = state.hosts.lookup(host).await?.ok_or_else(|| {
+        ApiError::new(StatusCode::NOT_FOUND, "unknown_host", "no community is configured for this host")
+    })?;
+    resolve(state, community.community_id, token).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer_is_read_case_insensitively_and_nostr_is_not_bearer() {
+        let mut h = HeaderMap::new();
+        h.insert(header::AUTHORIZATION, "bearer buzz_abc".parse().unwrap_or_else(|_| unreachable!()));
+        assert_eq!(bearer(&h), Some("buzz_abc"));
+        h.insert(header::AUTHORIZATION, "Nostr eyJ9".parse().unwrap_or_else(|_| unreachable!()));
+        assert_eq!(bearer(&h), None);
+    }
+}
