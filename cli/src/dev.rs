@@ -164,7 +164,7 @@ async fn build_gateway(
         keys.relay.public_hex(),
     );
     gw.listen = args.gateway_addr;
-    let gw = gw.rate_limits_from_env()?;
+    let gw = gw.rate_limits_from_env()?.connection_limits_from_env()?;
     buzz_gateway::Application::build(gw, shutdown).await
 }
 

@@ -5,6 +5,7 @@
 pub mod chat_api;
 pub mod hosts;
 pub mod http;
+pub mod listener;
 pub mod live;
 pub mod query_api;
 pub mod ratelimit;
@@ -82,16 +83,7 @@ impl Application {
         ));
         tracing::info!(addr = %self.addr, "gateway listening");
         let app = http::router(state.clone());
-        // Small protocol frames (OK, EVENT, EOSE) must not wait for Nagle's algorithm and delayed
-        // ACKs: without TCP_NODELAY a REQ answer can sit ~40 ms in the kernel.
-        let listener = axum::serve::ListenerExt::tap_io(self.listener, |tcp: &mut tokio::net::TcpStream| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!(error = %e, "could not set TCP_NODELAY");
-            }
-        });
-        axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-            .with_graceful_shutdown(shutdown.clone().cancelled_owned())
-            .await?;
+        listener::serve(self.listener, app, &state.settings, shutdown.clone()).await;
         let deadline = tokio::time::Instant::now() + state.settings.shutdown_grace;
         while state.registry.socket_count() > 0 && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;

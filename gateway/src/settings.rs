@@ -34,12 +34,29 @@ pub struct Settings {
     pub rate_conn_per_sec: f64,
     pub rate_conn_burst: u32,
     pub rate_pubkey_per_min: u32,
+    /// Bytes one socket may have queued for its peer; beyond that the peer is too slow and the
+    /// socket is closed (1008). Paced REQ answers wait for half of it to be free.
+    pub outbound_queue_bytes: usize,
+    /// Time a socket may stay unauthenticated (NIP-42 AUTH or a bearer token) before it is closed.
+    pub auth_timeout: Duration,
+    /// Time a connection gets to send a complete HTTP/1 request head (also an idle keep-alive).
+    pub header_read_timeout: Duration,
+    /// Open connections (HTTP and WebSocket) per client IP address, and in total.
+    pub max_connections_per_ip: usize,
+    pub max_connections: usize,
 }
 
 /// Defaults of the write rate limits.
 pub const RATE_CONN_PER_SEC: f64 = 20.0;
 pub const RATE_CONN_BURST: u32 = 100;
 pub const RATE_PUBKEY_PER_MIN: u32 = 1200;
+
+/// Defaults of the connection limits (see docs/configuration.md).
+pub const OUTBOUND_QUEUE_BYTES: usize = 4 << 20;
+pub const AUTH_TIMEOUT: Duration = Duration::from_secs(60);
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+pub const MAX_CONNECTIONS_PER_IP: usize = 100;
+pub const MAX_CONNECTIONS: usize = 10_000;
 
 /// A rate setting: positive and finite, since 0 would silently mean either "off" or "nothing".
 fn positive_rate<T: PartialOrd + Default + std::str::FromStr + Copy>(
@@ -102,8 +119,32 @@ impl Settings {
             rate_conn_per_sec: RATE_CONN_PER_SEC,
             rate_conn_burst: RATE_CONN_BURST,
             rate_pubkey_per_min: RATE_PUBKEY_PER_MIN,
+            outbound_queue_bytes: OUTBOUND_QUEUE_BYTES,
+            auth_timeout: AUTH_TIMEOUT,
+            header_read_timeout: HEADER_READ_TIMEOUT,
+            max_connections_per_ip: MAX_CONNECTIONS_PER_IP,
+            max_connections: MAX_CONNECTIONS,
         }
-        .rate_limits_from_env()
+        .rate_limits_from_env()?
+        .connection_limits_from_env()
+    }
+
+    /// Reads the slow/idle peer settings (`BUZZ_OUTBOUND_QUEUE_BYTES`, `BUZZ_AUTH_TIMEOUT_SECS`,
+    /// `BUZZ_HEADER_READ_TIMEOUT_SECS`, `BUZZ_MAX_CONNECTIONS_PER_IP`, `BUZZ_MAX_CONNECTIONS`)
+    /// over the current values (also used by `buzz dev`). All must be positive.
+    pub fn connection_limits_from_env(mut self) -> anyhow::Result<Self> {
+        let secs = |name: &str, current: Duration| -> anyhow::Result<Duration> {
+            let v: u64 = env_or(name, current.as_secs())?;
+            anyhow::ensure!(v > 0, "{name} must be positive");
+            Ok(Duration::from_secs(v))
+        };
+        self.outbound_queue_bytes = positive_limit("BUZZ_OUTBOUND_QUEUE_BYTES", self.outbound_queue_bytes)?;
+        self.auth_timeout = secs("BUZZ_AUTH_TIMEOUT_SECS", self.auth_timeout)?;
+        self.header_read_timeout = secs("BUZZ_HEADER_READ_TIMEOUT_SECS", self.header_read_timeout)?;
+        self.max_connections_per_ip =
+            positive_limit("BUZZ_MAX_CONNECTIONS_PER_IP", self.max_connections_per_ip)?;
+        self.max_connections = positive_limit("BUZZ_MAX_CONNECTIONS", self.max_connections)?;
+        Ok(self)
     }
 
     /// Reads `BUZZ_RATE_CONN_PER_SEC`, `BUZZ_RATE_CONN_BURST` and `BUZZ_RATE_PUBKEY_PER_MIN` over
@@ -143,6 +184,18 @@ impl Settings {
             rate_conn_per_sec: RATE_CONN_PER_SEC,
             rate_conn_burst: RATE_CONN_BURST,
             rate_pubkey_per_min: RATE_PUBKEY_PER_MIN,
+            outbound_queue_bytes: OUTBOUND_QUEUE_BYTES,
+            auth_timeout: AUTH_TIMEOUT,
+            header_read_timeout: HEADER_READ_TIMEOUT,
+            max_connections_per_ip: MAX_CONNECTIONS_PER_IP,
+            max_connections: MAX_CONNECTIONS,
         }
     }
+}
+
+/// A size or count limit: positive (0 would refuse everything; set a large value to relax it).
+fn positive_limit(name: &str, default: usize) -> anyhow::Result<usize> {
+    let v: usize = env_or(name, default)?;
+    anyhow::ensure!(v > 0, "{name} must be positive");
+    Ok(v)
 }

@@ -85,6 +85,42 @@ impl WsClient {
         Self::connect_with_headers(addr, host, &[("authorization", &auth)]).await.unwrap()
     }
 
+    /// Connects over a socket prepared by the test (a small receive buffer, a local address);
+    /// a refused upgrade is an error wrapping `tungstenite::Error::Http`.
+    pub async fn connect_over(
+        socket: tokio::net::TcpSocket,
+        addr: SocketAddr,
+        host: &str,
+    ) -> anyhow::Result<Self> {
+        let tcp = socket.connect(addr).await?;
+        tcp.set_nodelay(true)?;
+        let mut req = format!("ws://{addr}/").into_client_request()?;
+        req.headers_mut().insert("host", host.parse()?);
+        let (ws, _) = tokio_tungstenite::client_async(req, MaybeTlsStream::Plain(tcp)).await?;
+        let mut c = Self { ws, host: host.to_owned(), challenge: String::new(), backlog: Default::default() };
+        let first = c.recv().await.ok_or_else(|| anyhow::anyhow!("no AUTH challenge"))?;
+        anyhow::ensure!(first[0] == "AUTH", "expected AUTH, got {first}");
+        c.challenge = first[1].as_str().unwrap_or_default().to_owned();
+        Ok(c)
+    }
+
+    /// Reads everything until the relay closes the socket or the connection ends: the JSON
+    /// messages received and the close code, if a close frame came. `None` when the socket is
+    /// still open after `within`.
+    pub async fn drain_until_closed(&mut self, within: Duration) -> Option<(Vec<Value>, Option<u16>)> {
+        let deadline = tokio::time::Instant::now() + within;
+        let mut got: Vec<Value> = self.backlog.drain(..).collect();
+        loop {
+            match tokio::time::timeout_at(deadline, self.ws.next()).await {
+                Ok(Some(Ok(Message::Text(t)))) => got.extend(serde_json::from_str(t.as_str()).ok()),
+                Ok(Some(Ok(Message::Close(frame)))) => return Some((got, frame.map(|f| u16::from(f.code)))),
+                Ok(Some(Ok(_))) => {}
+                Ok(Some(Err(_)) | None) => return Some((got, None)),
+                Err(_) => return None,
+            }
+        }
+    }
+
     /// Connects and authenticates as `keys`; panics when AUTH is refused.
     pub async fn authed(addr: SocketAddr, host: &str, keys: &Keys) -> Self {
         let mut c = Self::connect(addr, host).await.unwrap();

@@ -1,49 +1,53 @@
-//! The socket loop and its handlers.
+//! The socket loop and its live handlers (the other handlers are in `auth`, `reads`, `writes`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
 
-use axum::extract::ws::{CloseFrame, Message, WebSocket};
-use buzz_bus::{
-    AccessChanged, AccessReply, AccessRequest, Actor, BusError, CommunityLease, QueryRequest, WriteReply,
-    WriteRequest,
-};
-use buzz_core::{ClientMessage, Event, Filter, ParseError, RelayMessage};
-use futures::{SinkExt, StreamExt};
+use axum::extract::ws::{Message, WebSocket};
+use buzz_bus::{AccessChanged, AccessReply, AccessRequest, Actor, BusError, CommunityLease};
+use buzz_core::{ClientMessage, ParseError, RelayMessage};
+use futures::stream::SplitStream;
+use futures::StreamExt;
 use tokio::sync::{mpsc, Semaphore};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 use uuid::Uuid;
 
-use super::query::{self, QueryUpdate};
-use super::subs::{self, Pending, Subs};
+use super::outbound::{self, Frame, Outbound};
+use super::query::QueryUpdate;
+use super::subs::{self, Subs};
 use crate::live::Push;
 use crate::AppState;
 
-/// Outbound messages queued per socket before the writer applies backpressure.
-const OUTBOUND_QUEUE: usize = 1024;
-/// Most queued messages written before a flush.
-const FLUSH_EVERY: usize = 64;
 /// Live pushes queued per socket; a socket that falls this far behind is closed.
 const LIVE_QUEUE: usize = 4096;
 
-struct Session {
-    state: Arc<AppState>,
-    community: CommunityLease,
-    host: String,
-    challenge: String,
-    actor: Option<Actor>,
-    subs: Subs,
-    read_cache: HashMap<Uuid, bool>,
+pub(super) struct Session {
+    pub(super) state: Arc<AppState>,
+    pub(super) community: CommunityLease,
+    pub(super) host: String,
+    pub(super) challenge: String,
+    pub(super) actor: Option<Actor>,
+    pub(super) subs: Subs,
+    pub(super) read_cache: HashMap<Uuid, bool>,
     /// The community access version the cached answers and the authentication were last checked
     /// against; a live event carrying a newer one triggers a re-check before delivery.
     validated_version: i64,
-    out: mpsc::Sender<Message>,
-    queries: mpsc::Sender<QueryUpdate>,
-    writes: Arc<Semaphore>,
+    /// The socket's outbound queue (bounded in bytes; see `outbound`).
+    pub(super) out: Outbound,
+    pub(super) queries: mpsc::Sender<QueryUpdate>,
+    pub(super) writes: Arc<Semaphore>,
     /// Per-connection write limit.
-    bucket: crate::ratelimit::TokenBucket,
+    pub(super) bucket: crate::ratelimit::TokenBucket,
+    /// When an unauthenticated socket is closed; `None` while authenticated. Set at connect
+    /// and again whenever the socket loses its authentication.
+    unauthenticated_until: Option<Instant>,
+}
+
+/// How a socket's loop ended early.
+enum End {
+    Closed,
+    TooSlow,
 }
 
 /// `actor`: the socket starts authenticated (a bearer token resolved before the upgrade).
@@ -55,39 +59,14 @@ pub async fn run(
     actor: Option<Actor>,
 ) {
     metrics::gauge!("buzz_gateway_sockets").increment(1);
-    let (mut sink, mut stream) = socket.split();
-    let (out_tx, mut out_rx) = mpsc::channel::<Message>(OUTBOUND_QUEUE);
-    let writer = tokio::spawn(async move {
-        // Write whatever is queued, then flush once: a REQ answer of many events becomes a few
-        // large writes instead of one syscall (and TCP segment) per event.
-        'outer: while let Some(first) = out_rx.recv().await {
-            let mut next = Some(first);
-            let mut fed = 0;
-            while let Some(m) = next.take() {
-                let close = matches!(m, Message::Close(_));
-                if sink.feed(m).await.is_err() {
-                    break 'outer;
-                }
-                if close {
-                    let _ = sink.flush().await;
-                    break 'outer;
-                }
-                // At most FLUSH_EVERY messages per flush, so a busy socket still flushes regularly.
-                fed += 1;
-                if fed < FLUSH_EVERY {
-                    next = out_rx.try_recv().ok();
-                }
-            }
-            if sink.flush().await.is_err() {
-                break;
-            }
-        }
-        let _ = sink.close().await;
-    });
-    let (push_tx, mut push_rx) = mpsc::channel(LIVE_QUEUE);
+    let (sink, stream) = socket.split();
+    let (out, queue) = outbound::channel(state.settings.outbound_queue_bytes);
+    let mut writer = tokio::spawn(outbound::write(sink, queue));
+    let (push_tx, push_rx) = mpsc::channel(LIVE_QUEUE);
     let lagged = CancellationToken::new();
     let registration = state.registry.register(community.community_id, push_tx, lagged.clone());
-    let (q_tx, mut q_rx) = mpsc::channel(64);
+    let (q_tx, q_rx) = mpsc::channel(64);
+    let unauthenticated_until = actor.is_none().then(|| Instant::now() + state.settings.auth_timeout);
     let mut s = Session {
         challenge: Uuid::new_v4().simple().to_string(),
         writes: Arc::new(Semaphore::new(state.settings.max_inflight_writes)),
@@ -102,60 +81,108 @@ pub async fn run(
         subs: Subs::default(),
         read_cache: HashMap::new(),
         validated_version: 0,
-        out: out_tx,
+        out,
         queries: q_tx,
+        unauthenticated_until,
     };
     s.send(RelayMessage::Auth(s.challenge.clone())).await;
-    let mut ping = tokio::time::interval(state.settings.ping_interval);
-    ping.tick().await;
-    let mut last_seen = Instant::now();
-    loop {
-        tokio::select! {
-            biased;
-            () = state.shutdown.cancelled() => {
-                s.close(1001, "relay shutting down").await;
-                break;
-            }
-            () = lagged.cancelled() => {
-                s.send(RelayMessage::Notice("error: too slow to follow live events; reconnect and replay".into())).await;
-                s.close(1008, "too slow").await;
-                break;
-            }
-            m = stream.next() => {
-                let Some(Ok(msg)) = m else { break };
-                last_seen = Instant::now();
-                match msg {
-                    Message::Text(text) => s.on_text(text.as_str()).await,
-                    Message::Binary(_) => s.send(RelayMessage::Notice("invalid: binary messages are not supported".into())).await,
-                    Message::Close(_) => break,
-                    Message::Ping(_) | Message::Pong(_) => {}
-                }
-            }
-            Some(update) = q_rx.recv() => s.on_query(update).await,
-            Some(push) = push_rx.recv() => s.on_push(push).await,
-            _ = ping.tick() => {
-                if last_seen.elapsed() > state.settings.idle_timeout {
-                    s.close(1000, "idle timeout").await;
-                    break;
-                }
-                let _ = s.out.send(Message::Ping(Vec::new().into())).await;
-            }
-        }
+    if let End::TooSlow = s.serve(stream, push_rx, q_rx, lagged).await {
+        let community = s.community.community_id;
+        tracing::warn!(%community, queued = s.out.queued(), "closing socket: {}", outbound::TOO_SLOW);
     }
     drop(registration);
     drop(s);
-    let _ = tokio::time::timeout(state.settings.shutdown_grace, writer).await;
+    // A peer that stopped reading cannot hold the writer (and its memory) past the grace period.
+    if tokio::time::timeout(state.settings.shutdown_grace, &mut writer).await.is_err() {
+        writer.abort();
+    }
     metrics::gauge!("buzz_gateway_sockets").decrement(1);
 }
 
 impl Session {
-    async fn send(&self, msg: RelayMessage) {
-        let _ = self.out.send(Message::Text(msg.to_json().into())).await;
+    /// The loop: never waits on the network for writes, so every check below keeps running.
+    async fn serve(
+        &mut self,
+        mut stream: SplitStream<WebSocket>,
+        mut push_rx: mpsc::Receiver<Push>,
+        mut q_rx: mpsc::Receiver<QueryUpdate>,
+        lagged: CancellationToken,
+    ) -> End {
+        let state = self.state.clone();
+        let mut ping = tokio::time::interval(state.settings.ping_interval);
+        ping.tick().await;
+        let mut last_seen = Instant::now();
+        loop {
+            let paced = self.out.has_room();
+            tokio::select! {
+                biased;
+                () = state.shutdown.cancelled() => {
+                    self.close(1001, "relay shutting down").await;
+                    return End::Closed;
+                }
+                () = self.out.overflowed() => return End::TooSlow,
+                () = lagged.cancelled() => {
+                    self.send(RelayMessage::Notice("error: too slow to follow live events; reconnect and replay".into())).await;
+                    self.close(1008, "too slow").await;
+                    return End::Closed;
+                }
+                () = until(self.unauthenticated_until) => {
+                    let secs = state.settings.auth_timeout.as_secs_f64();
+                    self.send(RelayMessage::Notice(format!("auth-required: not authenticated within {secs} s"))).await;
+                    self.close(1008, "auth timeout").await;
+                    return End::Closed;
+                }
+                m = stream.next() => {
+                    let Some(Ok(msg)) = m else { return End::Closed };
+                    last_seen = Instant::now();
+                    match msg {
+                        Message::Text(text) => self.on_text(text.as_str()).await,
+                        Message::Binary(_) => self.send(RelayMessage::Notice("invalid: binary messages are not supported".into())).await,
+                        Message::Close(_) => return End::Closed,
+                        Message::Ping(_) | Message::Pong(_) => {}
+                    }
+                }
+                Some(update) = q_rx.recv(), if paced => self.on_query(update).await,
+                () = self.out.drained(), if !paced => {}
+                Some(push) = push_rx.recv() => self.on_push(push).await,
+                _ = ping.tick() => {
+                    if last_seen.elapsed() > state.settings.idle_timeout {
+                        self.close(1000, "idle timeout").await;
+                        return End::Closed;
+                    }
+                    // A ping is never what overflows the queue.
+                    self.out.push_paced(Frame::Ping);
+                }
+            }
+            self.track_authentication();
+        }
+    }
+
+    /// Starts the unauthenticated deadline when the socket has just lost its authentication
+    /// (token expiry, membership removal) and clears it once authenticated.
+    fn track_authentication(&mut self) {
+        match (&self.actor, self.unauthenticated_until) {
+            (Some(_), Some(_)) => self.unauthenticated_until = None,
+            (None, None) => {
+                self.unauthenticated_until = Some(Instant::now() + self.state.settings.auth_timeout);
+            }
+            _ => {}
+        }
+    }
+
+    /// Queues `msg` without waiting; a queue over its byte limit ends the socket as too slow.
+    /// (Async so that handlers read the same whichever way a message leaves.)
+    pub(super) async fn send(&self, msg: RelayMessage) {
+        self.out.push(Frame::Text(msg.to_json()));
+    }
+
+    /// Queues part of a REQ/COUNT answer; the loop paces these (see `Outbound::push_paced`).
+    pub(super) fn answer(&self, msg: RelayMessage) {
+        self.out.push_paced(Frame::Text(msg.to_json()));
     }
 
     async fn close(&self, code: u16, reason: &str) {
-        let frame = CloseFrame { code, reason: reason.to_owned().into() };
-        let _ = self.out.send(Message::Close(Some(frame))).await;
+        self.out.push(Frame::Close(code, reason.to_owned()));
     }
 
     async fn on_text(&mut self, text: &str) {
@@ -190,37 +217,7 @@ impl Session {
         }
     }
 
-    async fn on_auth(&mut self, event: Event) {
-        let id = event.id.clone();
-        let reply = |accepted: bool, message: String| RelayMessage::Ok { id: id.clone(), accepted, message };
-        let (event, owner) = match verify(event, true).await {
-            Ok(v) => v,
-            Err(reason) => return self.send(reply(false, reason)).await,
-        };
-        if let Err(reason) =
-            buzz_core::nip42::validate_auth_event(&event, &self.challenge, &self.host, buzz_core::unix_now())
-        {
-            return self.send(reply(false, format!("invalid: {reason}"))).await;
-        }
-        // A NIP-OA agent authenticates with its owner's grant in the AUTH event.
-        let mut actor = Actor::session(event.pubkey.clone());
-        let mut admitted = self.is_member(&event.pubkey).await;
-        if let (Ok(false), Some(owner)) = (&admitted, owner) {
-            admitted = self.is_member(&owner).await;
-            actor.agent_of = Some(owner);
-        }
-        match admitted {
-            Ok(true) => {
-                self.actor = Some(actor);
-                self.read_cache.clear();
-                self.send(reply(true, String::new())).await;
-            }
-            Ok(false) => self.send(reply(false, "restricted: not a member of this community".into())).await,
-            Err(e) => self.send(reply(false, e.nip01())).await,
-        }
-    }
-
-    async fn is_member(&self, pubkey: &str) -> Result<bool, BusError> {
+    pub(super) async fn is_member(&self, pubkey: &str) -> Result<bool, BusError> {
         let req =
             AccessRequest::Member { community_id: self.community.community_id, pubkey: pubkey.to_owned() };
         let answer: Result<AccessReply, BusError> = buzz_bus::rpc::request(
@@ -231,135 +228,6 @@ impl Session {
         )
         .await?;
         Ok(answer?.role.is_some())
-    }
-
-    async fn on_event(&mut self, event: Event) {
-        let Some(actor) = self.actor.clone() else {
-            let message = "auth-required: authenticate to publish".to_owned();
-            return self.send(RelayMessage::Ok { id: event.id, accepted: false, message }).await;
-        };
-        if event.pubkey != actor.pubkey {
-            let message = "restricted: event pubkey is not the authenticated pubkey".to_owned();
-            return self.send(RelayMessage::Ok { id: event.id, accepted: false, message }).await;
-        }
-        if !self.bucket.try_take() {
-            metrics::counter!("buzz_gateway_rate_limited_total", "limit" => "connection").increment(1);
-            let message = "rate-limited: too many events on this connection; slow down".to_owned();
-            return self.send(RelayMessage::Ok { id: event.id, accepted: false, message }).await;
-        }
-        let Ok(permit) = self.writes.clone().acquire_owned().await else { return };
-        let state = self.state.clone();
-        let out = self.out.clone();
-        let community_id = self.community.community_id;
-        let span = tracing::info_span!("gateway.event", event_id = %event.id, kind = event.kind);
-        tokio::spawn(async move {
-            let _permit = permit;
-            let id = event.id.clone();
-            if let Err(message) = state.rate.check(community_id, &actor.pubkey).await {
-                let msg = RelayMessage::Ok { id, accepted: false, message };
-                let _ = out.send(Message::Text(msg.to_json().into())).await;
-                return;
-            }
-            let (accepted, message) = match verify(event, false).await {
-                Err(reason) => (false, reason),
-                Ok((_, owner)) if owner.is_some() && owner != actor.agent_of && actor.agent_of.is_some() => {
-                    (false, "restricted: the auth tag names another owner".to_owned())
-                }
-                Ok((_, None)) if actor.agent_of.is_some() => {
-                    (false, "restricted: an agent's events carry its owner's auth tag".to_owned())
-                }
-                Ok((event, _)) => {
-                    let req = WriteRequest::Event { community_id, actor, event };
-                    let reply: Result<WriteReply, BusError> =
-                        buzz_bus::rpc::request(&state.nats, state.subjects.write(), &req, state.settings.bus_timeout).await;
-                    match reply.and_then(|r| r) {
-                        Ok(ok) => (true, ok.message),
-                        Err(e) => (false, e.nip01()),
-                    }
-                }
-            };
-            metrics::counter!("buzz_gateway_events_total", "accepted" => if accepted { "true" } else { "false" }).increment(1);
-            let msg = RelayMessage::Ok { id, accepted, message };
-            let _ = out.send(Message::Text(msg.to_json().into())).await;
-        }.instrument(span));
-    }
-
-    async fn on_req(&mut self, sub_id: String, filters: Vec<Filter>, count: bool) {
-        let Some(actor) = self.actor.clone() else {
-            let message = "auth-required: authenticate to read".to_owned();
-            return self.send(RelayMessage::Closed { sub_id, message }).await;
-        };
-        let generation = if count {
-            0
-        } else {
-            match self.subs.open(&sub_id, filters.clone(), self.state.settings.limits.max_subscriptions) {
-                Some(g) => g,
-                None => {
-                    let message = format!(
-                        "invalid: too many subscriptions (max {})",
-                        self.state.settings.limits.max_subscriptions
-                    );
-                    return self.send(RelayMessage::Closed { sub_id, message }).await;
-                }
-            }
-        };
-        let req = QueryRequest { community_id: self.community.community_id, reader: actor, filters, count };
-        let span = tracing::info_span!("gateway.req", sub_id = %sub_id, count);
-        tokio::spawn(
-            query::run(
-                self.state.nats.clone(),
-                self.state.subjects.query(),
-                req,
-                sub_id,
-                generation,
-                self.state.settings.bus_timeout,
-                self.queries.clone(),
-            )
-            .instrument(span),
-        );
-    }
-
-    async fn on_query(&mut self, update: QueryUpdate) {
-        match update {
-            QueryUpdate::Events { sub_id, generation, events } => {
-                let Some(sub) = self.subs.current(&sub_id, generation) else { return };
-                if let Some(p) = &mut sub.pending {
-                    p.sent.extend(events.iter().filter_map(|raw| event_id(raw)));
-                }
-                for event_json in events {
-                    self.send(RelayMessage::Event { sub_id: sub_id.clone(), event_json }).await;
-                }
-            }
-            QueryUpdate::Done { sub_id, generation: 0, result } => match result {
-                Ok(Some(count)) => self.send(RelayMessage::Count { sub_id, count }).await,
-                Ok(None) => self.send(RelayMessage::Count { sub_id, count: 0 }).await,
-                Err(e) => self.send(RelayMessage::Closed { sub_id, message: e.nip01() }).await,
-            },
-            QueryUpdate::Done { sub_id, generation, result } => {
-                let Some(sub) = self.subs.current(&sub_id, generation) else { return };
-                match result {
-                    Ok(_) => {
-                        let pending = sub.pending.take();
-                        self.send(RelayMessage::Eose(sub_id.clone())).await;
-                        if let Some(Pending { buffer, sent }) = pending {
-                            for (ev, json) in buffer {
-                                if !sent.contains(&ev.event.id) {
-                                    self.send(RelayMessage::Event {
-                                        sub_id: sub_id.clone(),
-                                        event_json: json.to_string(),
-                                    })
-                                    .await;
-                                }
-                            }
-                        }
-                    }
-                    Err(e) => {
-                        self.subs.map.remove(&sub_id);
-                        self.send(RelayMessage::Closed { sub_id, message: e.nip01() }).await;
-                    }
-                }
-            }
-        }
     }
 
     async fn on_push(&mut self, push: Push) {
@@ -459,7 +327,7 @@ impl Session {
             }
         }
         for sub_id in ready {
-            self.send(RelayMessage::Event { sub_id, event_json: json.to_string() }).await;
+            self.out.push(Frame::Event { sub_id, raw: json.clone() });
         }
         for sub_id in overflowed {
             self.subs.map.remove(&sub_id);
@@ -500,26 +368,10 @@ impl Session {
     }
 }
 
-/// Id, signature and NIP-OA `auth` tag checks on the blocking pool. Returns the event and the
-/// owner named by a valid `auth` tag; `Err` is the NIP-01 reason. An AUTH event's tag is checked
-/// without its kind (an AUTH publishes nothing).
-async fn verify(event: Event, is_auth: bool) -> Result<(Event, Option<String>), String> {
-    let checked = tokio::task::spawn_blocking(move || {
-        event.verify().map_err(|e| e.to_string())?;
-        let kind = (!is_auth).then_some(event.kind);
-        let artifact = event.kind == buzz_core::nipar::KIND_REVISION;
-        let owner = buzz_core::nipoa::check_event(&event, kind).map_err(|r| {
-            format!("invalid: {}", if artifact { r.replace("auth tag", "artifact auth tag") } else { r })
-        })?;
-        Ok((event, owner))
-    });
-    checked.await.unwrap_or_else(|_| Err("error: verification failed".into()))
-}
-
-fn event_id(raw: &str) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct IdOnly {
-        id: String,
+/// Resolves at `deadline`; never when there is none.
+async fn until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
     }
-    serde_json::from_str::<IdOnly>(raw).ok().map(|e| e.id)
 }

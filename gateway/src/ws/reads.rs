@@ -1,0 +1,96 @@
+//! REQ and COUNT of one socket: the query task per request and its answer, paced by the socket's
+//! outbound queue, with live events held back until `EOSE`.
+
+use buzz_bus::QueryRequest;
+use buzz_core::{Filter, RelayMessage};
+use tracing::Instrument;
+
+use super::outbound::Frame;
+use super::query::{self, QueryUpdate};
+use super::session::Session;
+use super::subs::Pending;
+
+impl Session {
+    pub(super) async fn on_req(&mut self, sub_id: String, filters: Vec<Filter>, count: bool) {
+        let Some(actor) = self.actor.clone() else {
+            let message = "auth-required: authenticate to read".to_owned();
+            return self.send(RelayMessage::Closed { sub_id, message }).await;
+        };
+        let generation = if count {
+            0
+        } else {
+            match self.subs.open(&sub_id, filters.clone(), self.state.settings.limits.max_subscriptions) {
+                Some(g) => g,
+                None => {
+                    let message = format!(
+                        "invalid: too many subscriptions (max {})",
+                        self.state.settings.limits.max_subscriptions
+                    );
+                    return self.send(RelayMessage::Closed { sub_id, message }).await;
+                }
+            }
+        };
+        let req = QueryRequest { community_id: self.community.community_id, reader: actor, filters, count };
+        let span = tracing::info_span!("gateway.req", sub_id = %sub_id, count);
+        tokio::spawn(
+            query::run(
+                self.state.nats.clone(),
+                self.state.subjects.query(),
+                req,
+                sub_id,
+                generation,
+                self.state.settings.bus_timeout,
+                self.queries.clone(),
+            )
+            .instrument(span),
+        );
+    }
+
+    pub(super) async fn on_query(&mut self, update: QueryUpdate) {
+        match update {
+            QueryUpdate::Events { sub_id, generation, events } => {
+                let Some(sub) = self.subs.current(&sub_id, generation) else { return };
+                if let Some(p) = &mut sub.pending {
+                    p.sent.extend(events.iter().filter_map(|raw| event_id(raw)));
+                }
+                for event_json in events {
+                    self.answer(RelayMessage::Event { sub_id: sub_id.clone(), event_json });
+                }
+            }
+            QueryUpdate::Done { sub_id, generation: 0, result } => match result {
+                Ok(Some(count)) => self.answer(RelayMessage::Count { sub_id, count }),
+                Ok(None) => self.answer(RelayMessage::Count { sub_id, count: 0 }),
+                Err(e) => self.answer(RelayMessage::Closed { sub_id, message: e.nip01() }),
+            },
+            QueryUpdate::Done { sub_id, generation, result } => {
+                let Some(sub) = self.subs.current(&sub_id, generation) else { return };
+                match result {
+                    Ok(_) => {
+                        let pending = sub.pending.take();
+                        self.answer(RelayMessage::Eose(sub_id.clone()));
+                        // Held live events are live traffic: they count against the queue limit.
+                        if let Some(Pending { buffer, sent }) = pending {
+                            for (ev, raw) in buffer {
+                                if !sent.contains(&ev.event.id) {
+                                    self.out.push(Frame::Event { sub_id: sub_id.clone(), raw });
+                                }
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        self.subs.map.remove(&sub_id);
+                        self.answer(RelayMessage::Closed { sub_id, message: e.nip01() });
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn event_id(raw: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct IdOnly {
+        id: String,
+    }
+    serde_json::from_str::<IdOnly>(raw).ok().map(|e| e.id)
+}

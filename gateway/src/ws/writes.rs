@@ -1,0 +1,76 @@
+//! Client writes (`EVENT`) of one socket: limits, signature checks off the runtime, the write
+//! request over the bus and the `OK` answer, each in its own task.
+
+use buzz_bus::{BusError, WriteReply, WriteRequest};
+use buzz_core::{Event, RelayMessage};
+use tracing::Instrument;
+
+use super::outbound::Frame;
+use super::session::Session;
+
+impl Session {
+    pub(super) async fn on_event(&mut self, event: Event) {
+        let Some(actor) = self.actor.clone() else {
+            let message = "auth-required: authenticate to publish".to_owned();
+            return self.send(RelayMessage::Ok { id: event.id, accepted: false, message }).await;
+        };
+        if event.pubkey != actor.pubkey {
+            let message = "restricted: event pubkey is not the authenticated pubkey".to_owned();
+            return self.send(RelayMessage::Ok { id: event.id, accepted: false, message }).await;
+        }
+        if !self.bucket.try_take() {
+            metrics::counter!("buzz_gateway_rate_limited_total", "limit" => "connection").increment(1);
+            let message = "rate-limited: too many events on this connection; slow down".to_owned();
+            return self.send(RelayMessage::Ok { id: event.id, accepted: false, message }).await;
+        }
+        let Ok(permit) = self.writes.clone().acquire_owned().await else { return };
+        let state = self.state.clone();
+        let out = self.out.clone();
+        let community_id = self.community.community_id;
+        let span = tracing::info_span!("gateway.event", event_id = %event.id, kind = event.kind);
+        tokio::spawn(async move {
+            let _permit = permit;
+            let id = event.id.clone();
+            if let Err(message) = state.rate.check(community_id, &actor.pubkey).await {
+                out.push(Frame::Text(RelayMessage::Ok { id, accepted: false, message }.to_json()));
+                return;
+            }
+            let (accepted, message) = match verify(event, false).await {
+                Err(reason) => (false, reason),
+                Ok((_, owner)) if owner.is_some() && owner != actor.agent_of && actor.agent_of.is_some() => {
+                    (false, "restricted: the auth tag names another owner".to_owned())
+                }
+                Ok((_, None)) if actor.agent_of.is_some() => {
+                    (false, "restricted: an agent's events carry its owner's auth tag".to_owned())
+                }
+                Ok((event, _)) => {
+                    let req = WriteRequest::Event { community_id, actor, event };
+                    let reply: Result<WriteReply, BusError> =
+                        buzz_bus::rpc::request(&state.nats, state.subjects.write(), &req, state.settings.bus_timeout).await;
+                    match reply.and_then(|r| r) {
+                        Ok(ok) => (true, ok.message),
+                        Err(e) => (false, e.nip01()),
+                    }
+                }
+            };
+            metrics::counter!("buzz_gateway_events_total", "accepted" => if accepted { "true" } else { "false" }).increment(1);
+            out.push(Frame::Text(RelayMessage::Ok { id, accepted, message }.to_json()));
+        }.instrument(span));
+    }
+}
+
+/// Id, signature and NIP-OA `auth` tag checks on the blocking pool. Returns the event and the
+/// owner named by a valid `auth` tag; `Err` is the NIP-01 reason. An AUTH event's tag is checked
+/// without its kind (an AUTH publishes nothing).
+pub(super) async fn verify(event: Event, is_auth: bool) -> Result<(Event, Option<String>), String> {
+    let checked = tokio::task::spawn_blocking(move || {
+        event.verify().map_err(|e| e.to_string())?;
+        let kind = (!is_auth).then_some(event.kind);
+        let artifact = event.kind == buzz_core::nipar::KIND_REVISION;
+        let owner = buzz_core::nipoa::check_event(&event, kind).map_err(|r| {
+            format!("invalid: {}", if artifact { r.replace("auth tag", "artifact auth tag") } else { r })
+        })?;
+        Ok((event, owner))
+    });
+    checked.await.unwrap_or_else(|_| Err("error: verification failed".into()))
+}
