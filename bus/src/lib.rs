@@ -3,6 +3,7 @@
 
 pub mod error;
 pub mod payload;
+pub mod retry;
 pub mod rpc;
 pub mod serve;
 pub mod subjects;

@@ -192,6 +192,9 @@ struct PutMember {
     role: Option<String>,
 }
 
+/// Member changes are not retried on another replica: they are not idempotent in their answer
+/// (a retry after a stalled attempt that committed answers `not a member` for a removal that
+/// happened, `200` for a grant that was new), see docs/design.md, "Stalls".
 async fn write(state: &AppState, req: WriteRequest) -> Result<WriteOk, ApiError> {
     let reply: WriteReply =
         buzz_bus::rpc::request(&state.nats, state.subjects.write(), &req, state.settings.bus_timeout).await?;

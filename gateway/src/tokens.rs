@@ -56,9 +56,13 @@ pub async fn resolve(state: &AppState, community: Uuid, token: &str) -> Result<A
         return Err(invalid_token());
     }
     let req = AccessRequest::Token { community_id: community, token_hash: hash(token) };
-    let reply: Result<AccessReply, BusError> =
-        buzz_bus::rpc::request(&state.nats, state.subjects.access(), &req, state.settings.bus_timeout)
-            .await?;
+    let reply: Result<AccessReply, BusError> = buzz_bus::retry::request_retrying(
+        &state.nats,
+        state.subjects.access(),
+        &req,
+        state.settings.bus_retry(),
+    )
+    .await?;
     reply?.token.ok_or_else(invalid_token)
 }
 
@@ -134,6 +138,8 @@ pub async fn issue(
         channel_ids,
         expires_in: req.expires_in,
     };
+    // Not retried: a second attempt after a stalled first one that committed would answer
+    // `conflict: token already issued` for a token that exists (docs/design.md, "Stalls").
     let reply: buzz_bus::WriteReply =
         buzz_bus::rpc::request(&state.nats, state.subjects.write(), &write, state.settings.bus_timeout)
             .await?;
