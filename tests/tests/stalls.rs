@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use buzz_bus::Subjects;
 use buzz_core::{Event, Keys};
 use buzz_tests::client::{create_channel, message, WsClient};
-use buzz_tests::processes::{spawn_replica, wait_for_replicas, PrivateRedis, Service};
+use buzz_tests::processes::{spawn_replica, wait_for_replicas, PrivateRedis, Process, Service};
 use buzz_tests::{Cluster, ClusterOptions, Community};
 use serde_json::json;
 use uuid::Uuid;
@@ -145,9 +145,34 @@ async fn one_stalled_query_replica_does_not_lose_live_events_of_a_private_channe
     cluster.stop().await;
 }
 
-/// When no replica answers the live access check at all, the event is not delivered (fail
-/// closed) but not silently lost either: each subscription it matched is closed with the point
-/// to replay from; subscriptions it did not match stay open.
+/// Publishes `events` while `querier` is stopped and expects `CLOSED live` with the replay point
+/// of the last one, then re-subscribes to `subscribed` from there once the querier is back.
+async fn expect_interrupted(
+    querier: &Process,
+    owner: &mut WsClient,
+    s: &mut WsClient,
+    events: &[Event],
+    subscribed: &[Uuid],
+) {
+    querier.stop();
+    for e in events {
+        let (ok, msg) = owner.publish(e).await;
+        assert!(ok, "{msg}");
+    }
+    let post = events.last().unwrap();
+    let closed = s.wait_for(|v| v[0] == "CLOSED" && v[1] == "live").await;
+    querier.resume();
+    let expected = format!("error: live delivery interrupted, replay from {}", post.created_at);
+    assert_eq!(closed.expect("CLOSED for the live subscription")[2], expected.as_str());
+    let replay = json!({"kinds": [9], "#h": subscribed, "since": post.created_at});
+    let replayed = s.req("live", &[replay]).await;
+    assert!(replayed.events.iter().any(|e| e.id == post.id), "the replay lacks the event");
+}
+
+/// When no replica answers a live access check at all (the channel check, or the membership
+/// re-check after an access change), the event is not delivered (fail closed) but not silently
+/// lost either: each subscription it matched is closed with the point to replay from, and
+/// subscriptions it did not match stay open.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_undecidable_live_access_check_closes_the_subscription_with_a_replay_point() {
     let cluster = Cluster::start_with(ClusterOptions {
@@ -162,25 +187,28 @@ async fn an_undecidable_live_access_check_closes_the_subscription_with_a_replay_
     wait_for_replicas(&subjects.query(), 1).await;
     let team = cluster.community("undecidable.test").await;
     let bob = cluster.member(&team).await;
-    let id = channel(&cluster, &team, "private", &[&bob]).await;
+    let a = channel(&cluster, &team, "private", &[&bob]).await;
+    let b = channel(&cluster, &team, "private", &[&bob]).await;
     let mut s = WsClient::authed(cluster.gateways[1], &team.host, &bob).await;
-    assert_eq!(s.req("live", &[json!({"kinds": [9], "#h": [id]})]).await.closed, None);
+    assert_eq!(s.req("live", &[json!({"kinds": [9], "#h": [a, b]})]).await.closed, None);
     assert_eq!(s.req("other", &[json!({"kinds": [9007]})]).await.closed, None);
-
     let mut owner = WsClient::authed(cluster.gateways[0], &team.host, &team.owner).await;
-    querier.stop();
-    let post = message(&team.owner, id, "while nobody can check access");
-    let (ok, msg) = owner.publish(&post).await;
-    assert!(ok, "{msg}");
-    let closed =
-        s.wait_for(|v| v[0] == "CLOSED" && v[1] == "live").await.expect("CLOSED for the live subscription");
-    let expected = format!("error: live delivery interrupted, replay from {}", post.created_at);
-    assert_eq!(closed[2], expected.as_str());
-    querier.resume();
+    // Bob's socket checks its membership and channel a while the querier answers.
+    let first = message(&team.owner, a, "checked");
+    assert!(owner.publish(&first).await.0);
+    assert_eq!(s.next_event("live", Duration::from_secs(5)).await.map(|e| e.id), Some(first.id));
 
-    // The replay finds the event; the unrelated subscription was left open.
-    let replay = s.req("live", &[json!({"kinds": [9], "#h": [id], "since": post.created_at})]).await;
-    assert_eq!(replay.events.iter().map(|e| e.id.clone()).collect::<Vec<_>>(), vec![post.id.clone()]);
+    // The channel check for b gets no answer.
+    let post = message(&team.owner, b, "nobody checks b");
+    expect_interrupted(&querier, &mut owner, &mut s, &[post], &[a, b]).await;
+    // An access change (carol joins a) while stopped: the membership re-check gets no answer.
+    let carol = cluster.member(&team).await;
+    let tags = vec![vec!["h".into(), a.to_string()], vec!["p".into(), carol.public_hex()]];
+    let put = team.owner.sign_new(9000, tags, "");
+    let post = message(&team.owner, a, "nobody re-checks bob");
+    expect_interrupted(&querier, &mut owner, &mut s, &[put, post], &[a, b]).await;
+
+    // The unrelated subscription was left open all along.
     let create = create_channel(&team.owner, Uuid::new_v4(), "later", "open");
     assert!(owner.publish(&create).await.0);
     assert_eq!(s.next_event("other", Duration::from_secs(5)).await.map(|e| e.id), Some(create.id));

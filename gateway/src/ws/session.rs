@@ -371,6 +371,11 @@ impl Session {
                 if self.actor.as_ref().is_some_and(|a| a.expired(buzz_core::unix_now())) {
                     return self.expire().await;
                 }
+                // Access is checked only for events a subscription asks for: the others would not
+                // be delivered anyway, and each check may wait on the bus.
+                if !self.subs.map.values().any(|sub| subs::wants(sub, &ev)) {
+                    return;
+                }
                 if ev.access_version > self.validated_version {
                     match self.revalidate(ev.access_version).await {
                         Some(true) => {}
