@@ -11,7 +11,7 @@
 //! within `Retry::total`.
 //!
 //! Only requests that may run twice use this: reads, and writes of events (idempotent by event
-//! id). Member changes and token issue use [`crate::rpc::request`].
+//! id). Member changes and token issue use `rpc::request`.
 
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex};
@@ -60,8 +60,12 @@ pub fn direct_subject(subject: &str, instance: &str) -> String {
     format!("{subject}.direct.{instance}")
 }
 
-/// Replicas that answered this process, by subject: (instance, when it last answered).
-static RECENT: LazyLock<Mutex<HashMap<String, Vec<(String, Instant)>>>> = LazyLock::new(Default::default);
+/// Replicas that answered, by subject: (instance, when it last answered), oldest first.
+type Answerers = HashMap<String, Vec<(String, Instant)>>;
+
+/// What this process has seen answer (shared by every client of the process: the instances are
+/// unique, so several gateways in one process, as in tests, only help each other).
+static RECENT: LazyLock<Mutex<Answerers>> = LazyLock::new(Default::default);
 
 fn note_answer(subject: &str, instance: &str) {
     let Ok(mut map) = RECENT.lock() else { return };
@@ -116,7 +120,7 @@ async fn wait_until(replies: &mut async_nats::Subscriber, until: Instant) -> Res
     }
 }
 
-/// [`crate::rpc::request`] for idempotent requests: hedged as the module describes. Errors as
+/// `rpc::request` for idempotent requests: hedged as the module describes. Errors as
 /// there: `Unavailable` when nobody serves `subject`, `Timeout` when no attempt was answered.
 pub async fn request_retrying<T: Serialize, R: DeserializeOwned>(
     client: &async_nats::Client,

@@ -21,9 +21,9 @@ fn replica_process() {
     buzz_tests::processes::child_main();
 }
 
-/// Nearest-rank percentile of sorted `v`.
-fn percentile(v: &[Duration], q: f64) -> Duration {
-    let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
+/// Nearest-rank percentile `pct` of sorted `v`.
+fn percentile(v: &[Duration], pct: usize) -> Duration {
+    let rank = (pct * v.len()).div_ceil(100).clamp(1, v.len());
     v[rank - 1]
 }
 
@@ -79,7 +79,7 @@ async fn one_stalled_write_replica_does_not_cost_writes_the_bus_timeout() {
     writers[0].resume();
     latencies.sort();
     let (p50, p99, max) =
-        (percentile(&latencies, 0.5), percentile(&latencies, 0.99), latencies[latencies.len() - 1]);
+        (percentile(&latencies, 50), percentile(&latencies, 99), latencies[latencies.len() - 1]);
     eprintln!(
         "write OK latency with 1 of 2 write replicas stopped (n=100): p50 {p50:?} p99 {p99:?} max {max:?}"
     );
