@@ -2,13 +2,14 @@
 //!
 //! A NATS queue group hands each request to one member picked at random, and a stalled member
 //! (paused, swapping, stuck) still holds its subscription, so without help every request it
-//! draws waits for the whole bus timeout. Idempotent requests are therefore *hedged*: when no
-//! answer came within `Retry::first`, the same payload is sent again, preferably straight to the
-//! replica of that subject that answered this process most recently (every replica also listens
-//! on its own direct subject and names itself in a reply header), else to the queue group. Every
-//! attempt replies to the same inbox and the first answer wins, so a slow but live replica's
-//! answer still counts. At most [`MAX_ATTEMPTS`] are sent, each wait twice the previous, all
-//! within `Retry::total`.
+//! draws waits for the whole bus timeout. Idempotent requests are therefore *hedged*: a replica
+//! that takes a request acknowledges it at once; when no acknowledgement (or answer) came within
+//! `Retry::first`, the same payload is sent again, preferably straight to the replica of that
+//! subject that answered this process most recently (every replica also listens on its own
+//! direct subject and names itself in its replies), else to the queue group. Every attempt
+//! replies to the same inbox and the first answer wins. At most [`MAX_ATTEMPTS`] are sent, each
+//! wait twice the previous, all within `Retry::total`. A request a replica acknowledged is not
+//! sent again however slow it is: hedging is for stalls, not for slow work.
 //!
 //! Only requests that may run twice use this: reads, and writes of events (idempotent by event
 //! id). Member changes and token issue use `rpc::request`.
@@ -27,6 +28,10 @@ use crate::trace;
 
 /// Reply header naming the replica (one `serve` loop) that answered.
 pub const INSTANCE_HEADER: &str = "Buzz-Instance";
+/// Request header asking the replica that takes the request to say so at once (an empty
+/// message with this header and [`INSTANCE_HEADER`], before the answer), and the header of that
+/// acknowledgement. Only requesters that skip it ask for it (`rpc::request` does not).
+pub const ACK_HEADER: &str = "Buzz-Ack";
 
 /// Most sends of one request: the first and two retries. Bounds the extra load a slow (not
 /// stalled) service takes from hedging to 3x, and only for requests slower than `Retry::first`.
@@ -104,18 +109,39 @@ fn is_no_responders(msg: &async_nats::Message) -> bool {
     msg.status == Some(async_nats::StatusCode::NO_RESPONDERS)
 }
 
+fn is_ack(msg: &async_nats::Message) -> bool {
+    msg.headers.as_ref().is_some_and(|h| h.get(ACK_HEADER).is_some())
+}
+
+/// Request headers: trace context, and the ask for an acknowledgement.
+fn request_headers() -> async_nats::HeaderMap {
+    let mut headers = trace::current_headers();
+    headers.insert(ACK_HEADER, "1");
+    headers
+}
+
 /// What one wait on the reply inbox gave.
 enum Wait {
     Reply(async_nats::Message),
+    /// A replica took the request (it names itself); its answer will follow.
+    Ack,
     NoResponders,
     Hedge,
 }
 
-async fn wait_until(replies: &mut async_nats::Subscriber, until: Instant) -> Result<Wait, BusError> {
+async fn wait_until(
+    replies: &mut async_nats::Subscriber,
+    until: Instant,
+    subject: &str,
+) -> Result<Wait, BusError> {
     match tokio::time::timeout_at(until, replies.next()).await {
         Err(_) => Ok(Wait::Hedge),
         Ok(None) => Err(unavailable()),
         Ok(Some(m)) if is_no_responders(&m) => Ok(Wait::NoResponders),
+        Ok(Some(m)) if is_ack(&m) => {
+            note_instance(subject, &m);
+            Ok(Wait::Ack)
+        }
         Ok(Some(m)) => Ok(Wait::Reply(m)),
     }
 }
@@ -129,13 +155,14 @@ pub async fn request_retrying<T: Serialize, R: DeserializeOwned>(
     retry: Retry,
 ) -> Result<R, BusError> {
     let payload: Bytes = serde_json::to_vec(body).map_err(|_| BusError::internal())?.into();
-    let headers = trace::current_headers();
+    let headers = request_headers();
     let inbox = client.new_inbox();
     let mut replies = client.subscribe(inbox.clone()).await.map_err(|_| unavailable())?;
     let deadline = Instant::now() + retry.total;
     let mut wait = retry.first;
     let mut tried: Vec<String> = Vec::new();
     let mut target: Option<String> = None;
+    let mut acked = false;
     for attempt in 1..=MAX_ATTEMPTS {
         let to = target.as_deref().map_or_else(|| subject.clone(), |i| direct_subject(&subject, i));
         client
@@ -143,14 +170,23 @@ pub async fn request_retrying<T: Serialize, R: DeserializeOwned>(
             .await
             .map_err(|_| unavailable())?;
         let hedge_at = if attempt == MAX_ATTEMPTS { deadline } else { (Instant::now() + wait).min(deadline) };
-        match wait_until(&mut replies, hedge_at).await? {
-            Wait::Reply(msg) => return decode(&subject, &msg),
-            // Nobody serves the subject at all: no point in waiting for anyone.
-            Wait::NoResponders if target.is_none() => {
-                return Err(BusError::unavailable("no service is available"))
+        loop {
+            // Once a replica has taken the request, only its (or an earlier attempt's) answer is
+            // awaited: a slow request is not sent again.
+            match wait_until(&mut replies, if acked { deadline } else { hedge_at }, &subject).await? {
+                Wait::Reply(msg) => return decode(&subject, &msg),
+                Wait::Ack => acked = true,
+                // Nobody serves the subject at all: no point in waiting for anyone.
+                Wait::NoResponders if target.is_none() => {
+                    return Err(BusError::unavailable("no service is available"))
+                }
+                Wait::NoResponders => {
+                    forget(&subject, target.as_deref().unwrap_or_default());
+                    break;
+                }
+                Wait::Hedge if acked => return Err(timed_out()),
+                Wait::Hedge => break,
             }
-            Wait::NoResponders => forget(&subject, target.as_deref().unwrap_or_default()),
-            Wait::Hedge => {}
         }
         if Instant::now() >= deadline {
             break;
@@ -164,10 +200,14 @@ pub async fn request_retrying<T: Serialize, R: DeserializeOwned>(
     Err(timed_out())
 }
 
-fn decode<R: DeserializeOwned>(subject: &str, msg: &async_nats::Message) -> Result<R, BusError> {
+fn note_instance(subject: &str, msg: &async_nats::Message) {
     if let Some(instance) = msg.headers.as_ref().and_then(|h| h.get(INSTANCE_HEADER)) {
         note_answer(subject, instance.as_str());
     }
+}
+
+fn decode<R: DeserializeOwned>(subject: &str, msg: &async_nats::Message) -> Result<R, BusError> {
+    note_instance(subject, msg);
     serde_json::from_slice(&msg.payload).map_err(|e| {
         tracing::error!(%subject, error = %e, "undecodable bus reply");
         BusError::internal()
@@ -175,9 +215,9 @@ fn decode<R: DeserializeOwned>(subject: &str, msg: &async_nats::Message) -> Resu
 }
 
 /// Opens a streamed answer (numbered frames on a private inbox): sends `body` to `subject`'s
-/// queue group and, while no first frame has arrived, again on the same schedule as
-/// [`request_retrying`], each attempt on its own inbox. Returns the inbox of the first attempt
-/// that produced a frame, and that frame; the other attempts are dropped (unsubscribed).
+/// queue group and, while no replica has taken it, again on the same schedule as
+/// [`request_retrying`], each attempt on its own inbox. Returns the inbox of the first attempt a
+/// replica took, and its first frame; the other attempts are dropped (unsubscribed).
 pub async fn open_stream<T: Serialize>(
     client: &async_nats::Client,
     subject: String,
@@ -185,7 +225,7 @@ pub async fn open_stream<T: Serialize>(
     retry: Retry,
 ) -> Result<(async_nats::Subscriber, async_nats::Message), BusError> {
     let payload: Bytes = serde_json::to_vec(body).map_err(|_| BusError::internal())?.into();
-    let headers = trace::current_headers();
+    let headers = request_headers();
     let deadline = Instant::now() + retry.total;
     let mut wait = retry.first;
     let mut attempts: Vec<async_nats::Subscriber> = Vec::new();
@@ -206,7 +246,7 @@ pub async fn open_stream<T: Serialize>(
             Ok((Some(msg), _)) if is_no_responders(&msg) => {
                 return Err(BusError::unavailable("no service is available"))
             }
-            Ok((Some(msg), i)) => return Ok((attempts.swap_remove(i), msg)),
+            Ok((Some(msg), i)) => return first_frame(attempts.swap_remove(i), msg, deadline).await,
             Ok((None, _)) => return Err(unavailable()),
             Err(_) => {}
         }
@@ -218,6 +258,22 @@ pub async fn open_stream<T: Serialize>(
         tracing::debug!(%subject, attempt = attempt + 1, "bus stream retried");
     }
     Err(BusError::new(ErrorCode::Timeout, "the query did not complete in time"))
+}
+
+/// Skips the acknowledgement `msg` may be and returns the first frame of `replies`.
+async fn first_frame(
+    mut replies: async_nats::Subscriber,
+    msg: async_nats::Message,
+    deadline: Instant,
+) -> Result<(async_nats::Subscriber, async_nats::Message), BusError> {
+    if !is_ack(&msg) {
+        return Ok((replies, msg));
+    }
+    match tokio::time::timeout_at(deadline, replies.next()).await {
+        Ok(Some(frame)) => Ok((replies, frame)),
+        Ok(None) => Err(unavailable()),
+        Err(_) => Err(BusError::new(ErrorCode::Timeout, "the query did not complete in time")),
+    }
 }
 
 #[cfg(test)]

@@ -62,6 +62,18 @@ pub fn reply_from<T: Serialize>(
     publish_reply(client, reply, body, Some(headers))
 }
 
+/// Tells a requester that asked for it (`retry::ACK_HEADER`) that `instance` took its request
+/// and is working on it: an empty message before the answer.
+pub async fn ack(client: &async_nats::Client, reply: Option<&async_nats::Subject>, instance: &str) {
+    let Some(reply) = reply else { return };
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert(crate::retry::ACK_HEADER, "1");
+    headers.insert(crate::retry::INSTANCE_HEADER, instance);
+    if let Err(e) = client.publish_with_headers(reply.clone(), headers, bytes::Bytes::new()).await {
+        tracing::warn!(error = %e, "bus ack failed");
+    }
+}
+
 fn publish_reply<T: Serialize>(
     client: &async_nats::Client,
     reply: Option<&async_nats::Subject>,

@@ -59,6 +59,9 @@ where
         tasks.spawn(
             async move {
                 let _permit = permit;
+                if msg.headers.as_ref().is_some_and(|h| h.get(retry::ACK_HEADER).is_some()) {
+                    rpc::ack(&client, msg.reply.as_ref(), &instance).await;
+                }
                 match serde_json::from_slice::<Req>(&msg.payload) {
                     Ok(body) => {
                         let reply = msg.reply.clone();

@@ -40,7 +40,7 @@ pub struct Settings {
 }
 
 /// Defaults of the stall settings.
-pub const BUS_RETRY_AFTER: Duration = Duration::from_millis(500);
+pub const BUS_RETRY_AFTER: Duration = Duration::from_millis(250);
 pub const REDIS_TIMEOUT: Duration = Duration::from_millis(250);
 
 /// Defaults of the write rate limits.

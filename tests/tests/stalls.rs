@@ -45,7 +45,7 @@ async fn channel(cluster: &Cluster, team: &Community, visibility: &str, members:
 }
 
 /// With one of two write replicas paused, writes still get `OK true` well within the 5 s bus
-/// timeout: a write unanswered after `BUZZ_BUS_RETRY_AFTER_MS` (500 ms) is sent again, to the
+/// timeout: a write no replica took within `BUZZ_BUS_RETRY_AFTER_MS` (250 ms) is sent again, to the
 /// replica that answered last, and the event id makes the second attempt safe.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_stalled_write_replica_does_not_cost_writes_the_bus_timeout() {
