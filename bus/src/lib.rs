@@ -4,6 +4,7 @@
 pub mod error;
 pub mod nats;
 pub mod payload;
+pub mod retry;
 pub mod rpc;
 pub mod serve;
 pub mod subjects;

@@ -46,18 +46,55 @@ pub fn reply<T: Serialize>(
     reply: Option<&async_nats::Subject>,
     body: &T,
 ) -> impl std::future::Future<Output = ()> + Send + 'static {
+    publish_reply(client, reply, body, None)
+}
+
+/// [`reply`] naming the replica that answers (header [`crate::retry::INSTANCE_HEADER`]), so that
+/// a requester can send its retries straight to a replica that answers (see `retry`).
+pub fn reply_from<T: Serialize>(
+    client: &async_nats::Client,
+    reply: Option<&async_nats::Subject>,
+    body: &T,
+    instance: &str,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert(crate::retry::INSTANCE_HEADER, instance);
+    publish_reply(client, reply, body, Some(headers))
+}
+
+/// Tells a requester that asked for it (`retry::ACK_HEADER`) that `instance` took its request
+/// and is working on it: an empty message before the answer.
+pub async fn ack(client: &async_nats::Client, reply: Option<&async_nats::Subject>, instance: &str) {
+    let Some(reply) = reply else { return };
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert(crate::retry::ACK_HEADER, "1");
+    headers.insert(crate::retry::INSTANCE_HEADER, instance);
+    if let Err(e) = client.publish_with_headers(reply.clone(), headers, bytes::Bytes::new()).await {
+        tracing::warn!(error = %e, "bus ack failed");
+    }
+}
+
+fn publish_reply<T: Serialize>(
+    client: &async_nats::Client,
+    reply: Option<&async_nats::Subject>,
+    body: &T,
+    headers: Option<async_nats::HeaderMap>,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
     let bytes = serde_json::to_vec(body);
     let client = client.clone();
     let reply = reply.cloned();
     async move {
         let Some(reply) = reply else { return };
-        match bytes {
-            Ok(bytes) => {
-                if let Err(e) = client.publish(reply, bytes.into()).await {
-                    tracing::warn!(error = %e, "bus reply failed");
-                }
-            }
-            Err(e) => tracing::error!(error = %e, "unserialisable bus reply"),
+        let bytes = match bytes {
+            Ok(bytes) => bytes,
+            Err(e) => return tracing::error!(error = %e, "unserialisable bus reply"),
+        };
+        let sent = match headers {
+            Some(h) => client.publish_with_headers(reply, h, bytes.into()).await,
+            None => client.publish(reply, bytes.into()).await,
+        };
+        if let Err(e) = sent {
+            tracing::warn!(error = %e, "bus reply failed");
         }
     }
 }

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::error::BusError;
-use crate::{rpc, trace};
+use crate::{retry, rpc, trace};
 
 /// A message as the handler sees it: the decoded body, and where a streamed answer goes.
 pub struct Incoming<Req> {
@@ -21,7 +21,9 @@ pub struct Incoming<Req> {
 
 /// Serves `subject` in queue group `group` until `shutdown`, running at most `concurrency` handlers
 /// at once. Undecodable requests get `Err(BusError::invalid)` as the reply. When `shutdown` fires,
-/// in-flight handlers finish before this returns.
+/// in-flight handlers finish before this returns. Each loop also serves its own direct subject
+/// (`retry::direct_subject`) and names itself in its replies, so that requesters can retry on a
+/// replica known to answer when a request drew a stalled one.
 pub async fn serve<Req, Rep, H, Fut>(
     client: async_nats::Client,
     subject: String,
@@ -37,6 +39,8 @@ where
     Fut: Future<Output = Option<Rep>> + Send + 'static,
 {
     let mut sub = client.queue_subscribe(subject.clone(), group.to_owned()).await?;
+    let instance: Arc<str> = uuid::Uuid::new_v4().simple().to_string().into();
+    let mut direct = client.subscribe(retry::direct_subject(&subject, &instance)).await?;
     let limit = Arc::new(Semaphore::new(concurrency));
     let handler = Arc::new(handler);
     let mut tasks = tokio::task::JoinSet::new();
@@ -44,26 +48,31 @@ where
         let msg = tokio::select! {
             () = shutdown.cancelled() => break,
             m = sub.next() => match m { Some(m) => m, None => break },
+            m = direct.next() => match m { Some(m) => m, None => break },
         };
         let Ok(permit) = limit.clone().acquire_owned().await else { break };
         let handler = handler.clone();
         let client = client.clone();
+        let instance = instance.clone();
         let span = tracing::info_span!("bus.handle", subject = %subject);
         trace::continue_from(msg.headers.as_ref(), &span);
         tasks.spawn(
             async move {
                 let _permit = permit;
+                if msg.headers.as_ref().is_some_and(|h| h.get(retry::ACK_HEADER).is_some()) {
+                    rpc::ack(&client, msg.reply.as_ref(), &instance).await;
+                }
                 match serde_json::from_slice::<Req>(&msg.payload) {
                     Ok(body) => {
                         let reply = msg.reply.clone();
                         if let Some(rep) = handler(Incoming { body, reply: reply.clone() }).await {
-                            rpc::reply(&client, reply.as_ref(), &rep).await;
+                            rpc::reply_from(&client, reply.as_ref(), &rep, &instance).await;
                         }
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "undecodable bus request");
                         let err: Result<(), BusError> = Err(BusError::invalid("undecodable request"));
-                        rpc::reply(&client, msg.reply.as_ref(), &err).await;
+                        rpc::reply_from(&client, msg.reply.as_ref(), &err, &instance).await;
                     }
                 }
             }
@@ -72,6 +81,7 @@ where
         while tasks.try_join_next().is_some() {}
     }
     let _ = sub.unsubscribe().await;
+    let _ = direct.unsubscribe().await;
     while tasks.join_next().await.is_some() {}
     Ok(())
 }

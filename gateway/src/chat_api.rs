@@ -50,8 +50,13 @@ fn path_and_query(uri: &Uri) -> &str {
 }
 
 async fn chat(state: &AppState, req: &ChatRequest) -> Result<serde_json::Value, ApiError> {
-    let reply: ChatReply =
-        buzz_bus::rpc::request(&state.nats, state.subjects.chat(), req, state.settings.bus_timeout).await?;
+    let reply: ChatReply = buzz_bus::retry::request_retrying(
+        &state.nats,
+        state.subjects.chat(),
+        req,
+        state.settings.bus_retry(),
+    )
+    .await?;
     Ok(reply?)
 }
 
@@ -83,10 +88,15 @@ async fn mark_read(
     if !buzz_core::is_lower_hex(&up_to, 64) {
         return Err(bad_request("up_to must be a 64-char lowercase hex event id"));
     }
-    let write = WriteRequest::MarkRead { community_id: community.community_id, actor, channel_id, up_to };
-    let reply: WriteReply =
-        buzz_bus::rpc::request(&state.nats, state.subjects.write(), &write, state.settings.bus_timeout)
-            .await?;
+    let write =
+        WriteRequest::MarkRead { community_id: community.community_id, actor, channel_id, up_to };
+    let reply: WriteReply = buzz_bus::retry::request_retrying(
+        &state.nats,
+        state.subjects.write(),
+        &write,
+        state.settings.bus_retry(),
+    )
+    .await?;
     let ok = reply?;
     let mut body = ok.data.unwrap_or_else(|| serde_json::json!({ "channel_id": channel_id }));
     if let Some(map) = body.as_object_mut() {

@@ -4,12 +4,13 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use buzz_bus::retry::Retry;
 use buzz_bus::{BusError, CommunityLease, LeaseReply, LeaseRequest, Subjects};
 
 pub struct HostCache {
     nats: async_nats::Client,
     subjects: Subjects,
-    timeout: Duration,
+    retry: Retry,
     entries: Mutex<HashMap<String, (Option<CommunityLease>, Instant)>>,
 }
 
@@ -18,8 +19,8 @@ const MAX_ENTRIES: usize = 10_000;
 
 impl HostCache {
     #[must_use]
-    pub fn new(nats: async_nats::Client, subjects: Subjects, timeout: Duration) -> Self {
-        Self { nats, subjects, timeout, entries: Mutex::new(HashMap::new()) }
+    pub fn new(nats: async_nats::Client, subjects: Subjects, retry: Retry) -> Self {
+        Self { nats, subjects, retry, entries: Mutex::new(HashMap::new()) }
     }
 
     /// The community bound to an already-normalised host, or `None` for an unknown host.
@@ -31,7 +32,8 @@ impl HostCache {
         }
         let req = LeaseRequest { host: host.to_owned() };
         let reply: Result<LeaseReply, BusError> =
-            buzz_bus::rpc::request(&self.nats, self.subjects.policy_lease(), &req, self.timeout).await?;
+            buzz_bus::retry::request_retrying(&self.nats, self.subjects.policy_lease(), &req, self.retry)
+                .await?;
         let reply = reply?;
         let until = Instant::now() + Duration::from_millis(reply.lease_ms.min(1000));
         let mut entries = self.entries.lock().map_err(|_| BusError::internal())?;

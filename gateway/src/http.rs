@@ -134,6 +134,9 @@ fn artifacts_nip11(l: &buzz_core::ArtifactLimits) -> serde_json::Value {
     })
 }
 
+/// Member changes are not retried on another replica: they are not idempotent in their answer
+/// (a retry after a stalled attempt that committed answers `not a member` for a removal that
+/// happened, `200` for a grant that was new), see docs/design.md, "Stalls".
 async fn write(state: &AppState, req: WriteRequest) -> Result<WriteOk, ApiError> {
     let reply: WriteReply =
         buzz_bus::rpc::request(&state.nats, state.subjects.write(), &req, state.settings.bus_timeout).await?;

@@ -49,13 +49,15 @@ impl Application {
         let listener = tokio::net::TcpListener::bind(settings.listen).await?;
         let addr = listener.local_addr()?;
         let state = Arc::new(AppState {
-            hosts: hosts::HostCache::new(nats.clone(), subjects.clone(), settings.bus_timeout),
+            hosts: hosts::HostCache::new(nats.clone(), subjects.clone(), settings.bus_retry()),
             rate: ratelimit::PubkeyLimiter::new(
                 redis.clone(),
                 &settings.redis_prefix,
                 settings.rate_pubkey_per_min,
-            ),
-            guard: buzz_http_auth::ReplayGuard::new(redis, &settings.redis_prefix),
+            )
+            .with_timeout(settings.redis_timeout),
+            guard: buzz_http_auth::ReplayGuard::new(redis, &settings.redis_prefix)
+                .with_timeout(settings.redis_timeout),
             registry: Arc::new(live::Registry::default()),
             nats,
             subjects,

@@ -84,9 +84,13 @@ async fn handle(
         community_id: community.community_id,
         pubkey: actor.member_key().to_owned(),
     };
-    let role: Result<buzz_bus::AccessReply, buzz_bus::BusError> =
-        buzz_bus::rpc::request(&state.nats, state.subjects.access(), &member, state.settings.bus_timeout)
-            .await?;
+    let role: Result<buzz_bus::AccessReply, buzz_bus::BusError> = buzz_bus::retry::request_retrying(
+        &state.nats,
+        state.subjects.access(),
+        &member,
+        state.settings.bus_retry(),
+    )
+    .await?;
     if role?.role.is_none() {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
@@ -103,7 +107,7 @@ async fn handle(
         req,
         String::new(),
         u64::from(!count),
-        state.settings.bus_timeout,
+        state.settings.bus_retry(),
         tx,
     ));
     let mut events: Vec<String> = Vec::new();

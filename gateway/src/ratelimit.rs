@@ -5,9 +5,9 @@
 //!   keyed by community and pubkey under `BUZZ_REDIS_PREFIX`. The check and the increment are one
 //!   Lua script, so concurrent writes through different gateways never both take the last slot.
 //!
-//! Limits protect capacity, not access: when Redis fails the pubkey limit fails open (the write
-//! proceeds) with a warning and `buzz_gateway_rate_limit_errors_total`; the per-connection bucket
-//! still applies.
+//! Limits protect capacity, not access: when Redis fails, or does not answer within the Redis
+//! deadline (`BUZZ_REDIS_TIMEOUT_MS`), the pubkey limit fails open (the write proceeds) with a
+//! warning and `buzz_gateway_rate_limit_errors_total`; the per-connection bucket still applies.
 
 use std::time::{Duration, Instant};
 
@@ -70,8 +70,12 @@ return 1
 ";
 
 #[derive(Debug, thiserror::Error)]
-#[error("rate limit store unavailable: {0}")]
-pub struct LimiterUnavailable(#[from] fred::error::Error);
+pub enum LimiterUnavailable {
+    #[error("rate limit store unavailable: {0}")]
+    Redis(#[from] fred::error::Error),
+    #[error("rate limit store did not answer within {0:?}")]
+    Timeout(Duration),
+}
 
 /// The per-pubkey write limit shared by every gateway through Redis.
 #[derive(Clone)]
@@ -79,12 +83,21 @@ pub struct PubkeyLimiter {
     redis: Pool,
     prefix: String,
     per_min: u32,
+    /// Longest wait for Redis; past it the check fails open.
+    timeout: Duration,
 }
 
 impl PubkeyLimiter {
     #[must_use]
     pub fn new(redis: Pool, redis_prefix: &str, per_min: u32) -> Self {
-        Self { redis, prefix: format!("{redis_prefix}rate:pk:"), per_min }
+        let timeout = crate::settings::REDIS_TIMEOUT;
+        Self { redis, prefix: format!("{redis_prefix}rate:pk:"), per_min, timeout }
+    }
+
+    /// The deadline of each Redis call (default [`crate::settings::REDIS_TIMEOUT`]).
+    #[must_use]
+    pub fn with_timeout(self, timeout: Duration) -> Self {
+        Self { timeout, ..self }
     }
 
     /// Admits one write by `pubkey` in `community`: `Ok(true)` admitted, `Ok(false)` over the limit.
@@ -101,7 +114,10 @@ impl PubkeyLimiter {
         let base = format!("{}{{{community}:{pubkey}}}:", self.prefix);
         let keys = vec![format!("{base}{window}"), format!("{base}{}", window.saturating_sub(1))];
         let args = vec![format!("{weight:.6}"), self.per_min.to_string(), (window_ms * 2).to_string()];
-        let admitted: i64 = self.redis.eval(SCRIPT, keys, args).await?;
+        let eval = self.redis.eval::<i64, _, _, _>(SCRIPT, keys, args);
+        let admitted = tokio::time::timeout(self.timeout, eval)
+            .await
+            .map_err(|_| LimiterUnavailable::Timeout(self.timeout))??;
         Ok(admitted == 1)
     }
 

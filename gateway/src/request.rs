@@ -127,9 +127,13 @@ pub async fn resolve(state: &AppState, community: Uuid, token: &str) -> Result<A
         return Err(invalid_token());
     }
     let req = AccessRequest::Token { community_id: community, token_hash: hash(token) };
-    let reply: Result<AccessReply, BusError> =
-        buzz_bus::rpc::request(&state.nats, state.subjects.access(), &req, state.settings.bus_timeout)
-            .await?;
+    let reply: Result<AccessReply, BusError> = buzz_bus::retry::request_retrying(
+        &state.nats,
+        state.subjects.access(),
+        &req,
+        state.settings.bus_retry(),
+    )
+    .await?;
     reply?.token.ok_or_else(invalid_token)
 }
 

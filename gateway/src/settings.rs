@@ -44,7 +44,16 @@ pub struct Settings {
     /// Open connections (HTTP and WebSocket) per client IP address, and in total.
     pub max_connections_per_ip: usize,
     pub max_connections: usize,
+    /// Stalls (docs/design.md, "Stalls"): an idempotent bus request unanswered this long is sent
+    /// again (`BUZZ_BUS_RETRY_AFTER_MS`); each Redis call waits at most `redis_timeout`
+    /// (`BUZZ_REDIS_TIMEOUT_MS`), then the rate limit fails open and NIP-98 fails closed.
+    pub bus_retry_after: Duration,
+    pub redis_timeout: Duration,
 }
+
+/// Defaults of the stall settings.
+pub const BUS_RETRY_AFTER: Duration = Duration::from_millis(250);
+pub const REDIS_TIMEOUT: Duration = Duration::from_millis(250);
 
 /// Defaults of the write rate limits.
 pub const RATE_CONN_PER_SEC: f64 = 20.0;
@@ -124,9 +133,12 @@ impl Settings {
             header_read_timeout: HEADER_READ_TIMEOUT,
             max_connections_per_ip: MAX_CONNECTIONS_PER_IP,
             max_connections: MAX_CONNECTIONS,
+            bus_retry_after: BUS_RETRY_AFTER,
+            redis_timeout: REDIS_TIMEOUT,
         }
         .rate_limits_from_env()?
-        .connection_limits_from_env()
+        .connection_limits_from_env()?
+        .stall_settings_from_env()
     }
 
     /// Reads the slow/idle peer settings (`BUZZ_OUTBOUND_QUEUE_BYTES`, `BUZZ_AUTH_TIMEOUT_SECS`,
@@ -145,6 +157,24 @@ impl Settings {
             positive_limit("BUZZ_MAX_CONNECTIONS_PER_IP", self.max_connections_per_ip)?;
         self.max_connections = positive_limit("BUZZ_MAX_CONNECTIONS", self.max_connections)?;
         Ok(self)
+    }
+
+    /// Reads `BUZZ_BUS_RETRY_AFTER_MS` and `BUZZ_REDIS_TIMEOUT_MS` (positive milliseconds).
+    pub fn stall_settings_from_env(mut self) -> anyhow::Result<Self> {
+        let ms = |name: &str, default: Duration| -> anyhow::Result<Duration> {
+            let v: u64 = env_or(name, u64::try_from(default.as_millis()).unwrap_or(u64::MAX))?;
+            anyhow::ensure!(v > 0, "{name} must be positive (milliseconds)");
+            Ok(Duration::from_millis(v))
+        };
+        self.bus_retry_after = ms("BUZZ_BUS_RETRY_AFTER_MS", self.bus_retry_after)?;
+        self.redis_timeout = ms("BUZZ_REDIS_TIMEOUT_MS", self.redis_timeout)?;
+        Ok(self)
+    }
+
+    /// The retry schedule of idempotent bus requests (`buzz_bus::retry`).
+    #[must_use]
+    pub fn bus_retry(&self) -> buzz_bus::retry::Retry {
+        buzz_bus::retry::Retry { first: self.bus_retry_after, total: self.bus_timeout }
     }
 
     /// Reads `BUZZ_RATE_CONN_PER_SEC`, `BUZZ_RATE_CONN_BURST` and `BUZZ_RATE_PUBKEY_PER_MIN` over
@@ -189,6 +219,8 @@ impl Settings {
             header_read_timeout: HEADER_READ_TIMEOUT,
             max_connections_per_ip: MAX_CONNECTIONS_PER_IP,
             max_connections: MAX_CONNECTIONS,
+            bus_retry_after: BUS_RETRY_AFTER,
+            redis_timeout: REDIS_TIMEOUT,
         }
     }
 }

@@ -86,6 +86,8 @@ pub async fn issue(
         channel_ids,
         expires_in,
     };
+    // Not retried: a second attempt after a stalled first one that committed would answer
+    // `conflict: token already issued` for a token that exists (docs/design.md, "Stalls").
     let reply: buzz_bus::WriteReply =
         buzz_bus::rpc::request(&state.nats, state.subjects.write(), &write, state.settings.bus_timeout)
             .await?;

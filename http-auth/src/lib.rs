@@ -4,6 +4,7 @@
 mod redis;
 
 pub use redis::{connect_redis, RedisConfig};
+use std::time::Duration;
 
 use axum::response::{IntoResponse, Response};
 use buzz_core::nip98::{self, Nip98Error};
@@ -57,39 +58,55 @@ impl IntoResponse for HttpAuthError {
     }
 }
 
+/// Default deadline of the replay guard's Redis call.
+pub const DEFAULT_REDIS_TIMEOUT: Duration = Duration::from_millis(250);
+
 /// One use per signature, across replicas.
 #[derive(Clone)]
 pub struct ReplayGuard {
     redis: Pool,
     prefix: String,
+    /// Longest wait for Redis. Past it the request fails closed (503): a signature whose use
+    /// cannot be recorded could be replayed, so it is not accepted.
+    timeout: Duration,
 }
 
 impl ReplayGuard {
     #[must_use]
     pub fn new(redis: Pool, prefix: &str) -> Self {
-        Self { redis, prefix: format!("{prefix}nip98:") }
+        Self { redis, prefix: format!("{prefix}nip98:"), timeout: DEFAULT_REDIS_TIMEOUT }
     }
 
-    /// Records the use of `event_id`; false when it was used before.
+    /// The deadline of the Redis call (default [`DEFAULT_REDIS_TIMEOUT`]).
+    #[must_use]
+    pub fn with_timeout(self, timeout: Duration) -> Self {
+        Self { timeout, ..self }
+    }
+
+    /// Records the use of `event_id`; false when it was used before. Redis failing or not
+    /// answering within the deadline is `Unavailable` (fail closed).
     pub async fn first_use(&self, event_id: &str) -> Result<bool, HttpAuthError> {
         // Kept a little past the acceptance window so a replay can never fall out of the guard while
         // its timestamp is still acceptable.
         let ttl = WINDOW_SECS * 2 + 10;
-        let set: Option<String> = self
-            .redis
-            .set(
-                format!("{}{event_id}", self.prefix),
-                "1",
-                Some(Expiration::EX(ttl)),
-                Some(SetOptions::NX),
-                false,
-            )
-            .await
-            .map_err(|e| {
+        let set = self.redis.set::<Option<String>, _, _>(
+            format!("{}{event_id}", self.prefix),
+            "1",
+            Some(Expiration::EX(ttl)),
+            Some(SetOptions::NX),
+            false,
+        );
+        match tokio::time::timeout(self.timeout, set).await {
+            Ok(Ok(set)) => Ok(set.is_some()),
+            Ok(Err(e)) => {
                 tracing::error!(error = %e, "replay guard unavailable");
-                HttpAuthError::Unavailable
-            })?;
-        Ok(set.is_some())
+                Err(HttpAuthError::Unavailable)
+            }
+            Err(_) => {
+                tracing::error!(timeout_ms = self.timeout.as_millis(), "replay guard did not answer in time");
+                Err(HttpAuthError::Unavailable)
+            }
+        }
     }
 }
 

@@ -16,11 +16,20 @@ pub struct ClusterOptions {
     pub statement_timeout_ms: u64,
     /// Adjusts every gateway's settings before it starts (e.g. low rate limits).
     pub gateway_settings: Option<fn(&mut buzz_gateway::Settings)>,
+    /// Redis of the gateways (e.g. a private server a test pauses); default `REDIS_URL`.
+    pub gateway_redis_url: Option<&'static str>,
 }
 
 impl Default for ClusterOptions {
     fn default() -> Self {
-        Self { gateways: 2, writers: 2, queriers: 2, statement_timeout_ms: 2000, gateway_settings: None }
+        Self {
+            gateways: 2,
+            writers: 2,
+            queriers: 2,
+            statement_timeout_ms: 2000,
+            gateway_settings: None,
+            gateway_redis_url: None,
+        }
     }
 }
 
@@ -151,7 +160,7 @@ impl Cluster {
         for _ in 0..opts.gateways {
             let mut settings = buzz_gateway::Settings::local(
                 &nats_url,
-                &redis_url,
+                opts.gateway_redis_url.unwrap_or(&redis_url),
                 &nats_prefix,
                 &redis_prefix,
                 relay.public_hex(),

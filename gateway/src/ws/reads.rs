@@ -39,7 +39,7 @@ impl Session {
                 req,
                 sub_id,
                 generation,
-                self.state.settings.bus_timeout,
+                self.state.settings.bus_retry(),
                 self.queries.clone(),
             )
             .instrument(span),

@@ -220,11 +220,11 @@ impl Session {
     pub(super) async fn is_member(&self, pubkey: &str) -> Result<bool, BusError> {
         let req =
             AccessRequest::Member { community_id: self.community.community_id, pubkey: pubkey.to_owned() };
-        let answer: Result<AccessReply, BusError> = buzz_bus::rpc::request(
+        let answer: Result<AccessReply, BusError> = buzz_bus::retry::request_retrying(
             &self.state.nats,
             self.state.subjects.access(),
             &req,
-            self.state.settings.bus_timeout,
+            self.state.settings.bus_retry(),
         )
         .await?;
         Ok(answer?.role.is_some())
@@ -239,16 +239,27 @@ impl Session {
                 if self.actor.as_ref().is_some_and(|a| a.expired(buzz_core::unix_now())) {
                     return self.expire().await;
                 }
-                if ev.access_version > self.validated_version && !self.revalidate(ev.access_version).await {
+                // Access is checked only for events a subscription asks for: the others would not
+                // be delivered anyway, and each check may wait on the bus.
+                if !self.subs.map.values().any(|sub| subs::wants(sub, &ev)) {
                     return;
+                }
+                if ev.access_version > self.validated_version {
+                    match self.revalidate(ev.access_version).await {
+                        Some(true) => {}
+                        Some(false) => return,
+                        None => return self.interrupt(&ev).await,
+                    }
                 }
                 let Some(actor) = &self.actor else { return };
                 let readable = match subs::live_access(actor, &ev) {
-                    Some(b) => b,
+                    Some(b) => Some(b),
                     None => self.can_read_channel(ev.channel_id).await,
                 };
-                if readable {
-                    self.deliver(&ev, &json).await;
+                match readable {
+                    Some(true) => self.deliver(&ev, &json).await,
+                    Some(false) => {}
+                    None => self.interrupt(&ev).await,
                 }
             }
             Push::Access(change) => match change.as_ref() {
@@ -287,23 +298,38 @@ impl Session {
     }
 
     /// Access changed since this socket last checked: drop cached answers and re-check membership.
-    /// False when the event must not be delivered (no longer a member, or no answer: fail closed).
-    async fn revalidate(&mut self, version: i64) -> bool {
+    /// `Some(false)` when the event must not be delivered (no longer a member), `None` when there
+    /// was no answer (no delivery either: fail closed, but see [`Self::interrupt`]).
+    async fn revalidate(&mut self, version: i64) -> Option<bool> {
         self.read_cache.clear();
-        let Some(key) = self.actor.as_ref().map(|a| a.member_key().to_owned()) else { return false };
+        let key = self.actor.as_ref().map(|a| a.member_key().to_owned())?;
         match self.is_member(&key).await {
             Ok(true) => {
                 self.validated_version = version;
-                true
+                Some(true)
             }
             Ok(false) => {
                 self.deauthenticate().await;
-                false
+                Some(false)
             }
             Err(e) => {
                 tracing::warn!(error = %e, "access re-check failed");
-                false
+                None
             }
+        }
+    }
+
+    /// Live access could not be decided for `ev` (the access check got no answer, even from a
+    /// second replica): it is not delivered, and every subscription it would have gone to is
+    /// closed with the point to replay from, so no event is lost without the client knowing.
+    async fn interrupt(&mut self, ev: &buzz_bus::LiveEvent) {
+        metrics::counter!("buzz_gateway_live_interrupted_total").increment(1);
+        let closed: Vec<String> =
+            self.subs.map.iter().filter(|(_, sub)| subs::wants(sub, ev)).map(|(id, _)| id.clone()).collect();
+        for sub_id in closed {
+            self.subs.map.remove(&sub_id);
+            let message = format!("error: live delivery interrupted, replay from {}", ev.event.created_at);
+            self.send(RelayMessage::Closed { sub_id, message }).await;
         }
     }
 
@@ -311,13 +337,7 @@ impl Session {
         let mut overflowed = Vec::new();
         let mut ready = Vec::new();
         for (sub_id, sub) in &mut self.subs.map {
-            // NIP-AR: an `artifact: current` subscription also receives what took an artifact out
-            // of its results (see `Filter::matched_replaced`).
-            if !sub
-                .filters
-                .iter()
-                .any(|f| f.matches(&ev.event) || f.matched_replaced(&ev.event, &ev.replaced_tags))
-            {
+            if !subs::wants(sub, ev) {
                 continue;
             }
             match &mut sub.pending {
@@ -336,33 +356,33 @@ impl Session {
         }
     }
 
-    /// Private channels and DMs: ask the query-service once, cache until an access change.
-    /// Fails closed: no answer means no delivery.
-    async fn can_read_channel(&mut self, channel: Option<Uuid>) -> bool {
-        let (Some(channel_id), Some(actor)) = (channel, &self.actor) else { return false };
+    /// Private channels and DMs: ask the query-service once (retried on another replica when the
+    /// first does not answer), cache until an access change. `None`: no answer (no delivery).
+    async fn can_read_channel(&mut self, channel: Option<Uuid>) -> Option<bool> {
+        let (Some(channel_id), Some(actor)) = (channel, &self.actor) else { return Some(false) };
         if let Some(b) = self.read_cache.get(&channel_id) {
-            return *b;
+            return Some(*b);
         }
         let req = AccessRequest::CanRead {
             community_id: self.community.community_id,
             reader: actor.clone(),
             channel_id,
         };
-        let answer: Result<Result<AccessReply, BusError>, BusError> = buzz_bus::rpc::request(
+        let answer: Result<Result<AccessReply, BusError>, BusError> = buzz_bus::retry::request_retrying(
             &self.state.nats,
             self.state.subjects.access(),
             &req,
-            self.state.settings.bus_timeout,
+            self.state.settings.bus_retry(),
         )
         .await;
         match answer.and_then(|r| r) {
             Ok(r) => {
                 self.read_cache.insert(channel_id, r.can_read);
-                r.can_read
+                Some(r.can_read)
             }
             Err(e) => {
                 tracing::warn!(error = %e, "live access check failed");
-                false
+                None
             }
         }
     }

@@ -50,6 +50,14 @@ impl Subs {
     }
 }
 
+/// Whether `sub` asks for the live event `ev` (before access). NIP-AR: an `artifact: current`
+/// subscription also receives what took an artifact out of its results
+/// (see `Filter::matched_replaced`).
+#[must_use]
+pub fn wants(sub: &Sub, ev: &LiveEvent) -> bool {
+    sub.filters.iter().any(|f| f.matches(&ev.event) || f.matched_replaced(&ev.event, &ev.replaced_tags))
+}
+
 /// Whether an authenticated actor may receive a live event, before any per-channel lookup.
 /// `Some(answer)` when decided here, `None` when the channel's member list must be consulted.
 #[must_use]

@@ -46,7 +46,7 @@ impl Session {
                 Ok((event, _)) => {
                     let req = WriteRequest::Event { community_id, actor, event };
                     let reply: Result<WriteReply, BusError> =
-                        buzz_bus::rpc::request(&state.nats, state.subjects.write(), &req, state.settings.bus_timeout).await;
+                        buzz_bus::retry::request_retrying(&state.nats, state.subjects.write(), &req, state.settings.bus_retry()).await;
                     match reply.and_then(|r| r) {
                         Ok(ok) => (true, ok.message),
                         Err(e) => (false, e.nip01()),
