@@ -7,7 +7,10 @@ use buzz_core::Limits;
 use futures::TryStreamExt;
 use sqlx::PgPool;
 
+use buzz_store::fragments::ReaderBinds;
+
 use crate::artifacts;
+use crate::error::sql_error;
 use crate::sql::{self, Reader};
 
 /// Largest frame of events put on the bus (NATS' default payload limit is 1 MiB).
@@ -46,16 +49,6 @@ pub struct Querier {
     pub statement_timeout_ms: u64,
 }
 
-fn sql_error(e: &sqlx::Error) -> BusError {
-    if let sqlx::Error::Database(db) = e {
-        if db.code().as_deref() == Some("57014") {
-            return BusError::new(ErrorCode::Timeout, "query exceeded its execution budget");
-        }
-    }
-    tracing::error!(error = %e, "query failed");
-    BusError::unavailable("storage unavailable")
-}
-
 impl Querier {
     /// Runs a REQ or COUNT, handing each frame body to `emit` in order. Errors end the stream with
     /// an `Error` frame (an incomplete result is never presented as complete).
@@ -89,7 +82,7 @@ impl Querier {
             [f] => match f.artifact.as_deref() {
                 Some(form) => Some((
                     f,
-                    artifacts::Form::parse(form).ok_or_else(|| {
+                    buzz_core::ArtifactForm::parse(form).ok_or_else(|| {
                         BusError::new(ErrorCode::Unsupported, "artifact query form is not supported")
                     })?,
                 )),
@@ -115,7 +108,7 @@ impl Querier {
             self.statement_timeout_ms
         };
         let (mut tx, readable) =
-            self.open(&reader, budget_ms, artifact.is_some()).await.map_err(|e| sql_error(&e))?;
+            self.open(&reader, budget_ms, artifact.is_some()).await.map_err(sql_error)?;
         if req.count {
             if filters.is_empty() {
                 return Ok(QueryFrameBody::Count { count: 0 });
@@ -124,7 +117,7 @@ impl Querier {
                 Some((f, form)) => artifacts::count(form, &reader, &readable, f),
                 None => sql::count_events(&reader, &filters),
             };
-            let count: i64 = qb.build_query_scalar().fetch_one(&mut *tx).await.map_err(|e| sql_error(&e))?;
+            let count: i64 = qb.build_query_scalar().fetch_one(&mut *tx).await.map_err(sql_error)?;
             return Ok(QueryFrameBody::Count { count: u64::try_from(count).unwrap_or(0) });
         }
         let mut out = Frames::default();
@@ -138,7 +131,7 @@ impl Querier {
                 None => sql::select_events(&reader, f, f.effective_limit(&self.limits)),
             };
             let mut rows = qb.build_query_as::<(String, String)>().fetch(&mut *tx);
-            while let Some((id, raw)) = rows.try_next().await.map_err(|e| sql_error(&e))? {
+            while let Some((id, raw)) = rows.try_next().await.map_err(sql_error)? {
                 if let Some(events) = out.push(id, raw) {
                     emit(QueryFrameBody::Events { events }).await;
                 }
@@ -178,7 +171,7 @@ impl Querier {
             "SELECT set_config('statement_timeout', $4, true), \
                     set_config('plan_cache_mode', 'force_custom_plan', true), \
                     set_config('random_page_cost', '1.1', true), {}",
-            buzz_store::access::readable_channel_ids()
+            buzz_store::fragments::readable_channel_ids(ReaderBinds::FIRST)
         ))
         .bind(reader.community)
         .bind(reader.pubkey)
@@ -190,23 +183,23 @@ impl Querier {
     }
 
     pub async fn access(&self, req: AccessRequest) -> Result<AccessReply, BusError> {
-        let mut conn = self.pool.acquire().await.map_err(|e| sql_error(&e))?;
+        let mut conn = self.pool.acquire().await.map_err(sql_error)?;
         match req {
             AccessRequest::Member { community_id, pubkey } => {
                 let role = buzz_store::access::community_role(&mut conn, community_id, &pubkey)
                     .await
-                    .map_err(|e| sql_error(&e))?;
-                let role = role.as_deref().and_then(buzz_bus::Role::parse);
+                    .map_err(sql_error)?;
+                let role = role.and_then(|r| buzz_bus::Role::parse(r.as_str()));
                 Ok(AccessReply { role, can_read: false, token: None })
             }
             AccessRequest::CanRead { community_id, reader, channel_id } => {
                 let channel = buzz_store::access::load_channel(&mut conn, community_id, channel_id, false)
                     .await
-                    .map_err(|e| sql_error(&e))?;
+                    .map_err(sql_error)?;
                 let standing =
                     buzz_store::access::standing(&mut conn, community_id, channel_id, reader.member_key())
                         .await
-                        .map_err(|e| sql_error(&e))?;
+                        .map_err(sql_error)?;
                 let cred = buzz_store::access::Credential {
                     can_read_messages: reader.has_scope(Scope::MessagesRead),
                     can_write_messages: reader.has_scope(Scope::MessagesWrite),

@@ -3,6 +3,7 @@
 
 pub mod artifacts;
 pub mod chat;
+pub mod error;
 pub mod handler;
 pub mod settings;
 pub mod sql;
