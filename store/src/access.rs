@@ -1,7 +1,7 @@
 //! The one access module: who may read and who may write a channel. Every read and write path
 //! (REQ, COUNT, live delivery, HTTP, artifacts) decides through here, either by the pure functions
 //! below or by the SQL fragment that encodes the same read rule
-//! ([`crate::fragments::readable_channel`]).
+//! (`fragments::readable_channel`).
 
 use sqlx::PgConnection;
 use uuid::Uuid;

@@ -32,7 +32,7 @@ pub fn served_event(e: &str) -> String {
     format!("{e}.deleted_at IS NULL AND {e}.redacted_at IS NULL AND {}", not_expired(e))
 }
 
-/// The read rule (contract "Channels", and [`crate::access::can_read`]) as a condition on a
+/// The read rule (contract "Channels", and `access::can_read`) as a condition on a
 /// channel row `{c}`: a live channel of the community, within the credential's channel
 /// restriction, the reader a community member not banned from it, and the channel open (not a DM)
 /// or the reader an active member of it. The credential's read scope is checked before querying.
