@@ -27,6 +27,8 @@
 
 pub mod retention;
 pub(crate) mod sql;
+#[cfg(test)]
+mod tests;
 
 use buzz_bus::{Actor, Audience, BusError, ErrorCode, LiveEvent, WriteOk};
 use buzz_core::nipar::{self, Envelope, Op};

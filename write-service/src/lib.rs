@@ -27,7 +27,7 @@ pub struct Writer {
     pub pool: sqlx::PgPool,
     pub nats: async_nats::Client,
     pub subjects: Subjects,
-    /// The relay's key, signing 39000/39002 (and later 45011).
+    /// The relay's key, signing 39000/39002 and the 45011 removals of NIP-AR moves.
     pub relay: std::sync::Arc<buzz_core::Keys>,
 }
 
