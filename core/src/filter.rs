@@ -318,7 +318,7 @@ const MAX_TAG_NAME_BYTES: usize = 64;
 
 /// A lowercase hyphenated UUID, as artifact `d` tags are.
 fn is_lower_uuid(s: &str) -> bool {
-    uuid::Uuid::try_parse(s).is_ok_and(|u| u.hyphenated().to_string() == s)
+    crate::ids::parse_uuid(s).is_some()
 }
 
 fn invalid(msg: &str) -> FilterError {

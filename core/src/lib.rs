@@ -1,11 +1,14 @@
 //! Pure Nostr protocol for buzz-relay: events, signatures, filters, client/relay messages, limits,
 //! host normalisation, the JSON of the HTTP APIs and the NIP-42 / NIP-98 checks. No I/O lives here.
 
+pub mod artifact_query;
 pub mod event;
 pub mod filter;
 pub mod host;
 pub mod http_json;
+pub mod ids;
 pub mod keys;
+pub mod kinds;
 pub mod limits;
 pub mod message;
 pub mod nip42;
@@ -13,6 +16,7 @@ pub mod nip98;
 pub mod nipar;
 pub mod nipoa;
 
+pub use artifact_query::ArtifactForm;
 pub use event::{Event, EventError, UnsignedEvent};
 pub use filter::{Filter, FilterError};
 pub use keys::Keys;

@@ -3,7 +3,7 @@
 use crate::event::Event;
 use crate::host::normalize_host;
 
-pub const AUTH_KIND: u32 = 22242;
+pub const AUTH_KIND: u32 = crate::kinds::CLIENT_AUTH;
 
 /// Largest accepted distance between an AUTH event's `created_at` and now, in seconds.
 pub const AUTH_WINDOW_SECS: u64 = 600;

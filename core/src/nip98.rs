@@ -7,7 +7,7 @@ use sha2::{Digest, Sha256};
 
 use crate::event::{Event, EventError};
 
-pub const HTTP_AUTH_KIND: u32 = 27235;
+pub const HTTP_AUTH_KIND: u32 = crate::kinds::HTTP_AUTH;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Nip98Error {

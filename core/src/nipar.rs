@@ -6,9 +6,9 @@ use uuid::Uuid;
 use crate::event::Event;
 
 /// An artifact revision.
-pub const KIND_REVISION: u32 = 45010;
+pub const KIND_REVISION: u32 = crate::kinds::ARTIFACT_REVISION;
 /// The relay-signed removal a move leaves in the source channel.
-pub const KIND_REMOVAL: u32 = 45011;
+pub const KIND_REMOVAL: u32 = crate::kinds::ARTIFACT_REMOVAL;
 /// Most tags a revision may carry.
 pub const MAX_TAGS: usize = 256;
 /// Largest `type`, in bytes.
@@ -191,11 +191,8 @@ fn check_version(event: &Event) -> Result<(), String> {
 /// `d` / `h`: a lowercase, hyphenated, non-nil UUID (no braces, `urn:uuid:`, or simple form).
 fn uuid_tag(name: &str, value: Option<&str>) -> Result<Uuid, String> {
     let value = value.ok_or_else(|| format!("missing {name} tag"))?;
-    let mut buf = Uuid::encode_buffer();
-    let uuid = Uuid::try_parse(value)
-        .ok()
-        .filter(|u| *u.hyphenated().encode_lower(&mut buf) == *value)
-        .ok_or_else(|| format!("{name} must be a lowercase hyphenated uuid"))?;
+    let uuid =
+        crate::ids::parse_uuid(value).ok_or_else(|| format!("{name} must be a lowercase hyphenated uuid"))?;
     if uuid.is_nil() {
         return Err(format!("{name} must not be the nil uuid"));
     }

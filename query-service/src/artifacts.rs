@@ -1,5 +1,5 @@
 //! NIP-AR artifact queries (`../shared/spec/NIP-AR.md`, "Current state and queries"): SQL for the
-//! `current` and `history` forms. Access (the one read rule: `readable_channel_condition`, or the
+//! `current` and `history` forms. Access (the one read rule: `fragments::readable_channel`, or the
 //! reader's readable channel ids it yields, bound as an array) and tag matching are conditions of
 //! the statement itself, so they apply before `LIMIT`/`OFFSET` and
 //! counts. Values are always bound.
@@ -15,37 +15,18 @@
 //!   expired revisions withheld, in acceptance order (`artifact_revisions.accepted_seq`).
 
 use buzz_core::Filter;
+use buzz_store::fragments::{not_expired, readable_channel_of, served_event, ReaderBinds};
 use sqlx::{Postgres, QueryBuilder};
 use uuid::Uuid;
 
 use crate::sql::{prefixed_with_reader, with_reader, Reader};
 
-/// The artifact query forms this relay answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Form {
-    Current,
-    History,
-}
-
-impl Form {
-    /// `None` for any other value (refused by `Filter::validate_artifact` before reaching here).
-    #[must_use]
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "current" => Some(Self::Current),
-            "history" => Some(Self::History),
-            _ => None,
-        }
-    }
-}
+/// The artifact query forms this relay answers (parsed in `buzz_core`).
+pub use buzz_core::ArtifactForm as Form;
 
 /// Conditions every served revision meets: stored, not redacted/deleted/expired, readable.
 fn visible(qb: &mut QueryBuilder<'_, Postgres>) {
-    qb.push(
-        " AND e.redacted_at IS NULL AND e.deleted_at IS NULL \
-          AND (e.expires_at IS NULL OR e.expires_at > now()) AND ",
-    )
-    .push(buzz_store::access::readable_channel_condition("e"));
+    qb.push(" AND ").push(served_event("e")).push(" AND ").push(readable_channel_of("e", ReaderBinds::FIRST));
 }
 
 /// Conditions every served current revision meets once its artifact is joined (`a`) to it
@@ -54,10 +35,10 @@ fn visible(qb: &mut QueryBuilder<'_, Postgres>) {
 /// channel is the artifact's home, written in one transaction; stating `e.channel_id =
 /// a.home_channel` as well would only make the planner underestimate every join by far.)
 fn served_current(qb: &mut QueryBuilder<'_, Postgres>, readable: &[Uuid]) {
-    qb.push(" AND NOT a.deleted AND a.home_channel = ANY(").push_bind(readable.to_vec()).push(
-        ") AND e.redacted_at IS NULL AND e.deleted_at IS NULL \
-              AND (e.expires_at IS NULL OR e.expires_at > now())",
-    );
+    qb.push(" AND NOT a.deleted AND a.home_channel = ANY(")
+        .push_bind(readable.to_vec())
+        .push(") AND ")
+        .push(served_event("e"));
 }
 
 /// `current` without tag predicates: every served artifact, from `artifacts` and `events`.
@@ -99,7 +80,8 @@ fn push_candidates(qb: &mut QueryBuilder<'_, Postgres>, readable: &[Uuid], f: &F
         .push_bind(hashes(lead_values))
         .push(") AND t.home_channel = ANY(")
         .push_bind(readable.to_vec())
-        .push(") AND (t.expires_at IS NULL OR t.expires_at > now())");
+        .push(") AND ")
+        .push(not_expired("t"));
     for (name, values) in f.tags.iter().filter(|(n, _)| *n != lead_name) {
         qb.push(
             " AND EXISTS (SELECT 1 FROM artifact_current_tags u WHERE u.community_id = $1 \
@@ -124,7 +106,7 @@ fn from_history<'a>(
     let ds: Vec<Uuid> = f
         .tags
         .get("d")
-        .map(|v| v.iter().filter_map(|d| Uuid::try_parse(d).ok()).collect())
+        .map(|v| v.iter().filter_map(|d| buzz_core::ids::parse_uuid(d)).collect())
         .unwrap_or_default();
     let mut qb = prefixed_with_reader(prefix, reader);
     qb.push(select)

@@ -16,7 +16,9 @@
 use std::collections::BTreeMap;
 
 use buzz_bus::{Actor, BusError, ChatReply, ChatRequest, ErrorCode, Scope};
+use buzz_core::kinds;
 use buzz_store::access::{self, Credential};
+use buzz_store::fragments::{readable_channel_of, served_event, ReaderBinds};
 use serde_json::{json, Value};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
@@ -26,22 +28,7 @@ const STATEMENT_TIMEOUT_MS: u32 = 5000;
 /// Largest page of `GET /api/mentions`.
 pub const MAX_MENTIONS: u32 = 100;
 
-/// SQL condition: event `{a}` is a visible (not deleted, redacted or expired) event.
-fn visible(a: &str) -> String {
-    format!(
-        "{a}.deleted_at IS NULL AND {a}.redacted_at IS NULL AND ({a}.expires_at IS NULL OR {a}.expires_at > now())"
-    )
-}
-
-fn sql_error(e: &sqlx::Error) -> BusError {
-    if let sqlx::Error::Database(db) = e {
-        if db.code().as_deref() == Some("57014") {
-            return BusError::new(ErrorCode::Timeout, "query exceeded its execution budget");
-        }
-    }
-    tracing::error!(error = %e, "chat read model query failed");
-    BusError::unavailable("storage unavailable")
-}
+use crate::error::sql_error;
 
 fn not_found() -> BusError {
     BusError::new(ErrorCode::NotFound, "channel not found or not accessible")
@@ -62,16 +49,16 @@ pub async fn handle(pool: &PgPool, req: ChatRequest) -> ChatReply {
     if !reader.has_scope(Scope::MessagesRead) {
         return Err(BusError::restricted("token does not allow reading messages"));
     }
-    let mut tx = pool.begin().await.map_err(|e| sql_error(&e))?;
+    let mut tx = pool.begin().await.map_err(sql_error)?;
     sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         .execute(&mut *tx)
         .await
-        .map_err(|e| sql_error(&e))?;
+        .map_err(sql_error)?;
     sqlx::query("SELECT set_config('statement_timeout', $1, true)")
         .bind(format!("{STATEMENT_TIMEOUT_MS}ms"))
         .execute(&mut *tx)
         .await
-        .map_err(|e| sql_error(&e))?;
+        .map_err(sql_error)?;
     let answer = match req {
         ChatRequest::Summary { community_id, reader, channel_id } => {
             summary(&mut tx, community_id, &reader, channel_id).await?
@@ -80,7 +67,7 @@ pub async fn handle(pool: &PgPool, req: ChatRequest) -> ChatReply {
             mentions(&mut tx, community_id, &reader, limit).await?
         }
     };
-    tx.commit().await.map_err(|e| sql_error(&e))?;
+    tx.commit().await.map_err(sql_error)?;
     Ok(answer)
 }
 
@@ -90,9 +77,9 @@ async fn summary(
     reader: &Actor,
     channel_id: Uuid,
 ) -> Result<Value, BusError> {
-    let channel = access::load_channel(tx, community, channel_id, false).await.map_err(|e| sql_error(&e))?;
+    let channel = access::load_channel(tx, community, channel_id, false).await.map_err(sql_error)?;
     let standing =
-        access::standing(tx, community, channel_id, reader.member_key()).await.map_err(|e| sql_error(&e))?;
+        access::standing(tx, community, channel_id, reader.member_key()).await.map_err(sql_error)?;
     if !channel.as_ref().is_some_and(|c| access::can_read(c, standing, credential(reader))) {
         return Err(not_found());
     }
@@ -103,7 +90,7 @@ async fn summary(
              WHERE community_id = $1 AND channel_id = $2 AND pubkey = $3), \
          msgs AS ( \
              SELECT e.seq, e.pubkey FROM events e \
-             WHERE e.community_id = $1 AND e.channel_id = $2 AND e.kind = 9 AND {vis_e}) \
+             WHERE e.community_id = $1 AND e.channel_id = $2 AND e.kind = $4 AND {vis_e}) \
          SELECT \
              (SELECT count(*) FROM msgs), \
              (SELECT count(*) FROM msgs, marker WHERE msgs.seq > marker.seq AND msgs.pubkey <> $3), \
@@ -112,29 +99,31 @@ async fn summary(
               WHERE mn.community_id = $1 AND mn.pubkey = $3 AND mn.channel_id = $2 \
                 AND mn.seq > marker.seq AND m.channel_id = $2 AND {vis_m}), \
              (SELECT event_id FROM marker)",
-            vis_e = visible("e"),
-            vis_m = visible("m"),
+            vis_e = served_event("e"),
+            vis_m = served_event("m"),
         ))
         .bind(community)
         .bind(channel_id)
         .bind(&reader.pubkey)
+        .bind(i64::from(kinds::MESSAGE))
         .fetch_one(&mut *tx)
         .await
-        .map_err(|e| sql_error(&e))?;
+        .map_err(sql_error)?;
     let rows: Vec<(String, i64)> = sqlx::query_as(&format!(
         "SELECT r.thread_root, count(*) FROM events r \
          JOIN events a ON a.community_id = r.community_id AND a.id = r.thread_root \
-         WHERE r.community_id = $1 AND r.channel_id = $2 AND r.kind = 9 AND r.thread_root IS NOT NULL \
-           AND {vis_r} AND a.channel_id = $2 AND a.kind = 9 AND {vis_a} \
+         WHERE r.community_id = $1 AND r.channel_id = $2 AND r.kind = $3 AND r.thread_root IS NOT NULL \
+           AND {vis_r} AND a.channel_id = $2 AND a.kind = $3 AND {vis_a} \
          GROUP BY r.thread_root",
-        vis_r = visible("r"),
-        vis_a = visible("a"),
+        vis_r = served_event("r"),
+        vis_a = served_event("a"),
     ))
     .bind(community)
     .bind(channel_id)
+    .bind(i64::from(kinds::MESSAGE))
     .fetch_all(&mut *tx)
     .await
-    .map_err(|e| sql_error(&e))?;
+    .map_err(sql_error)?;
     let replies: BTreeMap<String, i64> = rows.into_iter().collect();
     Ok(json!({
         "channel_id": channel_id,
@@ -168,8 +157,9 @@ async fn mentions(
          WHERE mn.community_id = $1 AND mn.pubkey = $5 AND e.channel_id = mn.channel_id AND {vis} \
            AND {readable} \
          ORDER BY mn.seq DESC LIMIT $4",
-        vis = visible("e"),
-        readable = access::readable_channel_condition("mn"),
+        vis = served_event("e"),
+        readable =
+            readable_channel_of("mn", ReaderBinds { community: "$1", pubkey: "$2", restriction: "$3" }),
     ))
     .bind(community)
     .bind(reader.member_key())
@@ -178,7 +168,7 @@ async fn mentions(
     .bind(&reader.pubkey)
     .fetch_all(&mut *tx)
     .await
-    .map_err(|e| sql_error(&e))?;
+    .map_err(sql_error)?;
     let mut out = Vec::with_capacity(rows.len());
     for (event_id, channel_id, raw, read) in rows {
         let event: Value = serde_json::from_str(&raw).map_err(|e| {

@@ -1,59 +1,23 @@
 //! REQ/COUNT answers and the access answers gateways need.
 
-use std::collections::HashSet;
-
-use buzz_bus::{AccessReply, AccessRequest, BusError, ErrorCode, QueryFrameBody, QueryRequest, Scope};
+use buzz_bus::{AccessReply, AccessRequest, BusError, QueryFrameBody, QueryRequest, Scope};
 use buzz_core::Limits;
-use futures::TryStreamExt;
 use sqlx::PgPool;
 
-use crate::artifacts;
+use buzz_store::fragments::ReaderBinds;
+
+use crate::error::sql_error;
+use crate::plan::{artifact_query, Plan, QueryKind};
 use crate::sql::{self, Reader};
 
-/// Largest frame of events put on the bus (NATS' default payload limit is 1 MiB).
-const FRAME_BYTES: usize = 256 * 1024;
-const FRAME_EVENTS: usize = 200;
-
-/// Streamed events: de-duplicated across filters, cut into frames of bounded size.
-#[derive(Default)]
-struct Frames {
-    seen: HashSet<String>,
-    batch: Vec<String>,
-    batch_bytes: usize,
-    total: u64,
-}
-
-impl Frames {
-    /// Adds one row; returns a full frame to emit.
-    fn push(&mut self, id: String, raw: String) -> Option<Vec<String>> {
-        if !self.seen.insert(id) {
-            return None;
-        }
-        self.batch_bytes += raw.len();
-        self.batch.push(raw);
-        self.total += 1;
-        if self.batch.len() >= FRAME_EVENTS || self.batch_bytes >= FRAME_BYTES {
-            self.batch_bytes = 0;
-            return Some(std::mem::take(&mut self.batch));
-        }
-        None
-    }
-}
-
+/// Answers queries and access questions from one pool; cheap to share behind an `Arc`.
 pub struct Querier {
+    /// The read pool.
     pub pool: PgPool,
+    /// Filter and artifact query limits.
     pub limits: Limits,
+    /// Execution budget of a query's statements (artifact queries: at most their own budget).
     pub statement_timeout_ms: u64,
-}
-
-fn sql_error(e: &sqlx::Error) -> BusError {
-    if let sqlx::Error::Database(db) = e {
-        if db.code().as_deref() == Some("57014") {
-            return BusError::new(ErrorCode::Timeout, "query exceeded its execution budget");
-        }
-    }
-    tracing::error!(error = %e, "query failed");
-    BusError::unavailable("storage unavailable")
 }
 
 impl Querier {
@@ -70,7 +34,8 @@ impl Querier {
             Ok(last) => emit(last).await,
             Err(error) => emit(QueryFrameBody::Error { error }).await,
         }
-        metrics::histogram!("buzz_query_seconds", "count" => if req.count { "true" } else { "false" })
+        let count = QueryKind::of(&req) == QueryKind::Count;
+        metrics::histogram!("buzz_query_seconds", "count" => if count { "true" } else { "false" })
             .record(started.elapsed().as_secs_f64());
     }
 
@@ -85,24 +50,7 @@ impl Querier {
         for f in &req.filters {
             f.validate(&self.limits).map_err(|e| BusError::invalid(e.to_string()))?;
         }
-        let artifact = match req.filters.as_slice() {
-            [f] => match f.artifact.as_deref() {
-                Some(form) => Some((
-                    f,
-                    artifacts::Form::parse(form).ok_or_else(|| {
-                        BusError::new(ErrorCode::Unsupported, "artifact query form is not supported")
-                    })?,
-                )),
-                None => None,
-            },
-            many if many.iter().any(|f| f.artifact.is_some()) => {
-                return Err(BusError::new(
-                    ErrorCode::Unsupported,
-                    "an artifact query must be the only filter of its request",
-                ))
-            }
-            _ => None,
-        };
+        let artifact = artifact_query(&req.filters)?;
         let reader = Reader {
             community: req.community_id,
             pubkey: req.reader.member_key(),
@@ -115,39 +63,12 @@ impl Querier {
             self.statement_timeout_ms
         };
         let (mut tx, readable) =
-            self.open(&reader, budget_ms, artifact.is_some()).await.map_err(|e| sql_error(&e))?;
-        if req.count {
-            if filters.is_empty() {
-                return Ok(QueryFrameBody::Count { count: 0 });
-            }
-            let mut qb = match artifact {
-                Some((f, form)) => artifacts::count(form, &reader, &readable, f),
-                None => sql::count_events(&reader, &filters),
-            };
-            let count: i64 = qb.build_query_scalar().fetch_one(&mut *tx).await.map_err(|e| sql_error(&e))?;
-            return Ok(QueryFrameBody::Count { count: u64::try_from(count).unwrap_or(0) });
+            self.open(&reader, budget_ms, artifact.is_some()).await.map_err(sql_error)?;
+        let plan = Plan { reader, readable, filters, artifact };
+        match QueryKind::of(req) {
+            QueryKind::Count => plan.count(&mut tx).await,
+            QueryKind::Page => plan.page(&mut tx, &self.limits, emit).await,
         }
-        let mut out = Frames::default();
-        for f in filters {
-            let mut qb = match artifact {
-                Some((_, form)) => {
-                    let limits = &self.limits.artifacts;
-                    let limit = f.limit.unwrap_or(limits.default_limit).min(limits.max_limit);
-                    artifacts::select(form, &reader, &readable, f, limit, f.offset.unwrap_or(0))
-                }
-                None => sql::select_events(&reader, f, f.effective_limit(&self.limits)),
-            };
-            let mut rows = qb.build_query_as::<(String, String)>().fetch(&mut *tx);
-            while let Some((id, raw)) = rows.try_next().await.map_err(|e| sql_error(&e))? {
-                if let Some(events) = out.push(id, raw) {
-                    emit(QueryFrameBody::Events { events }).await;
-                }
-            }
-        }
-        if !out.batch.is_empty() {
-            emit(QueryFrameBody::Events { events: out.batch }).await;
-        }
-        Ok(QueryFrameBody::Done { total: out.total })
     }
 
     /// Opens a query's transaction: one read-only snapshot (REPEATABLE READ, so every statement of
@@ -178,7 +99,7 @@ impl Querier {
             "SELECT set_config('statement_timeout', $4, true), \
                     set_config('plan_cache_mode', 'force_custom_plan', true), \
                     set_config('random_page_cost', '1.1', true), {}",
-            buzz_store::access::readable_channel_ids()
+            buzz_store::fragments::readable_channel_ids(ReaderBinds::FIRST)
         ))
         .bind(reader.community)
         .bind(reader.pubkey)
@@ -190,23 +111,23 @@ impl Querier {
     }
 
     pub async fn access(&self, req: AccessRequest) -> Result<AccessReply, BusError> {
-        let mut conn = self.pool.acquire().await.map_err(|e| sql_error(&e))?;
+        let mut conn = self.pool.acquire().await.map_err(sql_error)?;
         match req {
             AccessRequest::Member { community_id, pubkey } => {
                 let role = buzz_store::access::community_role(&mut conn, community_id, &pubkey)
                     .await
-                    .map_err(|e| sql_error(&e))?;
-                let role = role.as_deref().and_then(buzz_bus::Role::parse);
+                    .map_err(sql_error)?;
+                let role = role.and_then(|r| buzz_bus::Role::parse(r.as_str()));
                 Ok(AccessReply { role, can_read: false, token: None })
             }
             AccessRequest::CanRead { community_id, reader, channel_id } => {
                 let channel = buzz_store::access::load_channel(&mut conn, community_id, channel_id, false)
                     .await
-                    .map_err(|e| sql_error(&e))?;
+                    .map_err(sql_error)?;
                 let standing =
                     buzz_store::access::standing(&mut conn, community_id, channel_id, reader.member_key())
                         .await
-                        .map_err(|e| sql_error(&e))?;
+                        .map_err(sql_error)?;
                 let cred = buzz_store::access::Credential {
                     can_read_messages: reader.has_scope(Scope::MessagesRead),
                     can_write_messages: reader.has_scope(Scope::MessagesWrite),

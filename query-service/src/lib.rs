@@ -3,7 +3,9 @@
 
 pub mod artifacts;
 pub mod chat;
+pub mod error;
 pub mod handler;
+pub mod plan;
 pub mod settings;
 pub mod sql;
 pub mod tokens;

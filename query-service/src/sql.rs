@@ -1,6 +1,7 @@
 //! SQL built from NIP-01 filters. Values are always bound, never formatted into the text.
 
-use buzz_core::Filter;
+use buzz_core::{kinds, Filter};
+use buzz_store::fragments::{readable_channel_of, served_event, ReaderBinds};
 use sqlx::{Postgres, QueryBuilder};
 use uuid::Uuid;
 
@@ -23,7 +24,7 @@ pub fn can_match(filter: &Filter) -> bool {
 }
 
 /// A statement that starts by binding the reader as `$1`, `$2`, `$3`, the binds
-/// [`buzz_store::access::readable_channel_condition`] expects.
+/// [`ReaderBinds::FIRST`] names.
 pub(crate) fn with_reader<'a>(reader: &Reader<'a>) -> QueryBuilder<'a, Postgres> {
     prefixed_with_reader("", reader)
 }
@@ -43,9 +44,10 @@ pub(crate) fn prefixed_with_reader<'a>(prefix: &str, reader: &Reader<'a>) -> Que
 fn start<'a>(select: &str, reader: &Reader<'a>) -> QueryBuilder<'a, Postgres> {
     let mut qb = with_reader(reader);
     qb.push(select)
-        .push(" FROM events e WHERE e.community_id = $1 AND e.redacted_at IS NULL AND e.deleted_at IS NULL ")
-        .push("AND (e.expires_at IS NULL OR e.expires_at > now()) AND ")
-        .push(buzz_store::access::readable_channel_condition("e"));
+        .push(" FROM events e WHERE e.community_id = $1 AND ")
+        .push(served_event("e"))
+        .push(" AND ")
+        .push(readable_channel_of("e", ReaderBinds::FIRST));
     qb
 }
 
@@ -67,7 +69,7 @@ fn push_conditions(qb: &mut QueryBuilder<'_, Postgres>, f: &Filter) {
         qb.push(" AND e.created_at <= ").push_bind(until);
     }
     if only_current_revisions(f) {
-        qb.push(" AND (e.kind <> ").push(i64::from(buzz_core::nipar::KIND_REVISION)).push(
+        qb.push(" AND (e.kind <> ").push_bind(i64::from(kinds::ARTIFACT_REVISION)).push(
             " OR EXISTS (SELECT 1 FROM artifacts a WHERE a.community_id = e.community_id \
                    AND a.current_revision = e.id))",
         );
@@ -89,7 +91,7 @@ fn push_conditions(qb: &mut QueryBuilder<'_, Postgres>, f: &Filter) {
 /// included; a retired artifact's current revision is redacted), so that replaying a channel does
 /// not replay its artifacts' history.
 fn only_current_revisions(f: &Filter) -> bool {
-    let can_match_revisions = f.kinds.as_ref().is_none_or(|k| k.contains(&buzz_core::nipar::KIND_REVISION));
+    let can_match_revisions = f.kinds.as_ref().is_none_or(|k| k.contains(&kinds::ARTIFACT_REVISION));
     can_match_revisions && f.ids.is_none() && !f.tags.contains_key("d")
 }
 

@@ -34,10 +34,7 @@ pub async fn resolve(pool: &PgPool, community: Uuid, token_hash: &str) -> Result
     .bind(token_hash)
     .fetch_optional(pool)
     .await
-    .map_err(|e| {
-        tracing::error!(error = %e, "token lookup failed");
-        BusError::unavailable("storage unavailable")
-    })?;
+    .map_err(crate::error::sql_error)?;
     let Some((pubkey, scopes, channel_ids, expires_at)) = row else { return Ok(none) };
     let scopes = scopes.iter().filter_map(|s| parse_scope(s)).collect();
     let actor = Actor {

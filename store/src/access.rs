@@ -1,18 +1,27 @@
 //! The one access module: who may read and who may write a channel. Every read and write path
-//! (REQ, COUNT, live delivery, HTTP, later artifacts and snapshots) decides through here, either by
-//! the pure functions below or by the SQL fragment that encodes the same read rule.
+//! (REQ, COUNT, live delivery, HTTP, artifacts) decides through here, either by the pure functions
+//! below or by the SQL fragment that encodes the same read rule
+//! (`fragments::readable_channel`).
 
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use crate::domain::{ChannelType, Role, Visibility};
+
 /// A stored channel, as access needs it.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Channel {
+    /// The channel's id (its `h`).
     pub id: Uuid,
+    /// Display name, 1 to 256 bytes (DMs may have none).
     pub name: String,
-    pub visibility: String,
-    pub channel_type: String,
+    /// Open or private.
+    pub visibility: Visibility,
+    /// Stream, forum or DM.
+    pub channel_type: ChannelType,
+    /// Events expire this many seconds after acceptance (`None`: kept).
     pub ttl_seconds: Option<i32>,
+    /// Readable but no longer writable.
     pub archived: bool,
 }
 
@@ -20,7 +29,7 @@ impl Channel {
     /// Open channels are readable by every community member (DMs never are).
     #[must_use]
     pub fn is_open(&self) -> bool {
-        self.visibility == "open" && self.channel_type != "dm"
+        self.visibility == Visibility::Open && self.channel_type != ChannelType::Dm
     }
 }
 
@@ -42,7 +51,9 @@ pub struct Standing {
 /// Credential limits: token scopes and channel restriction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Credential<'a> {
+    /// Scope `messages:read`.
     pub can_read_messages: bool,
+    /// Scope `messages:write`.
     pub can_write_messages: bool,
     /// `None`: unrestricted.
     pub channel_ids: Option<&'a [Uuid]>,
@@ -72,7 +83,9 @@ pub enum WriteDenial {
     NotFound,
     /// The credential lacks `messages:write` or is restricted to other channels.
     Scope,
+    /// The channel is archived: readable, not writable.
     Archived,
+    /// A private channel (or DM) the caller has not joined.
     NotMember,
 }
 
@@ -132,12 +145,12 @@ pub async fn load_channel(
     sqlx::query_as(sql).bind(community).bind(id).fetch_optional(conn).await
 }
 
-/// The community role of `pubkey` (`owner`, `admin`, `member`), if a member.
+/// The community role of `pubkey`, if a member.
 pub async fn community_role(
     conn: &mut PgConnection,
     community: Uuid,
     pubkey: &str,
-) -> Result<Option<String>, sqlx::Error> {
+) -> Result<Option<Role>, sqlx::Error> {
     sqlx::query_scalar("SELECT role FROM community_members WHERE community_id = $1 AND pubkey = $2")
         .bind(community)
         .bind(pubkey)
@@ -152,7 +165,7 @@ pub async fn standing(
     channel: Uuid,
     pubkey: &str,
 ) -> Result<Standing, sqlx::Error> {
-    let row: Option<(Option<String>, Option<String>, Option<bool>)> = sqlx::query_as(
+    let row: Option<(Role, Option<Role>, Option<bool>)> = sqlx::query_as(
         "SELECT cm.role, CASE WHEN chm.removed_at IS NULL THEN chm.role END, chm.banned \
          FROM community_members cm \
          LEFT JOIN channel_members chm ON chm.community_id = cm.community_id AND chm.channel_id = $2 \
@@ -168,9 +181,9 @@ pub async fn standing(
         None => Standing::default(),
         Some((community_role, channel_role, banned)) => Standing {
             community_member: true,
-            community_admin: matches!(community_role.as_deref(), Some("owner" | "admin")),
+            community_admin: community_role.is_admin(),
             channel_member: channel_role.is_some(),
-            channel_admin: matches!(channel_role.as_deref(), Some("owner" | "admin")),
+            channel_admin: channel_role.is_some_and(Role::is_admin),
             banned: banned.unwrap_or(false),
         },
     })
@@ -195,9 +208,9 @@ pub async fn channel_for_post(
     community: Uuid,
     channel: Uuid,
     pubkey: &str,
-    community_role: Option<&str>,
+    community_role: Option<Role>,
 ) -> Result<(Option<Channel>, Standing, Vec<String>), sqlx::Error> {
-    type Row = (Uuid, String, String, String, Option<i32>, bool, Option<String>, bool, Vec<String>);
+    type Row = (Uuid, String, Visibility, ChannelType, Option<i32>, bool, Option<Role>, bool, Vec<String>);
     let row: Option<Row> = sqlx::query_as(
         "SELECT ch.id, ch.name, ch.visibility, ch.channel_type, ch.ttl_seconds, ch.archived, \
                 CASE WHEN chm.removed_at IS NULL THEN chm.role END, coalesce(chm.banned, false), \
@@ -216,7 +229,7 @@ pub async fn channel_for_post(
     .await?;
     let mut standing = Standing {
         community_member: community_role.is_some(),
-        community_admin: matches!(community_role, Some("owner" | "admin")),
+        community_admin: community_role.is_some_and(Role::is_admin),
         ..Standing::default()
     };
     let Some((id, name, visibility, channel_type, ttl_seconds, archived, role, banned, banned_list)) = row
@@ -224,35 +237,9 @@ pub async fn channel_for_post(
         return Ok((None, standing, Vec::new()));
     };
     standing.channel_member = role.is_some();
-    standing.channel_admin = matches!(role.as_deref(), Some("owner" | "admin"));
+    standing.channel_admin = role.is_some_and(Role::is_admin);
     standing.banned = banned;
     Ok((Some(Channel { id, name, visibility, channel_type, ttl_seconds, archived }), standing, banned_list))
-}
-
-/// The read rule in SQL, as a condition on a channel row `c`. Binds: `$1` community, `$2` reader
-/// pubkey, `$3` the credential's channel restriction (`uuid[]`, NULL = unrestricted). The same rule
-/// as [`can_read`] (the credential's read scope is checked before querying).
-const READABLE_CHANNEL: &str = "c.community_id = $1 AND c.deleted_at IS NULL \
-      AND ($3::uuid[] IS NULL OR c.id = ANY($3::uuid[])) \
-      AND EXISTS (SELECT 1 FROM community_members m WHERE m.community_id = $1 AND m.pubkey = $2) \
-      AND NOT EXISTS (SELECT 1 FROM channel_members b WHERE b.community_id = $1 \
-                      AND b.channel_id = c.id AND b.pubkey = $2 AND b.banned) \
-      AND ((c.visibility = 'open' AND c.channel_type <> 'dm') \
-           OR EXISTS (SELECT 1 FROM channel_members cm WHERE cm.community_id = $1 \
-                      AND cm.channel_id = c.id AND cm.pubkey = $2 AND cm.removed_at IS NULL))";
-
-/// SQL condition: channel `{alias}.channel_id` is readable by the reader (binds as
-/// the read rule above).
-pub fn readable_channel_condition(alias: &str) -> String {
-    format!("{alias}.channel_id IN (SELECT c.id FROM channels c WHERE {READABLE_CHANNEL})")
-}
-
-/// SQL expression: the ids of every channel the reader can read, as one `uuid[]` (binds as
-/// the read rule above). For statements that filter by channel inside an index
-/// (`channel = ANY(...)`) instead of joining against the channel list.
-#[must_use]
-pub fn readable_channel_ids() -> String {
-    format!("ARRAY(SELECT c.id FROM channels c WHERE {READABLE_CHANNEL})")
 }
 
 #[cfg(test)]
@@ -263,8 +250,8 @@ mod tests {
         Channel {
             id: Uuid::from_u128(7),
             name: "c".into(),
-            visibility: visibility.into(),
-            channel_type: channel_type.into(),
+            visibility: Visibility::parse(visibility).unwrap(),
+            channel_type: ChannelType::parse(channel_type).unwrap(),
             ttl_seconds: None,
             archived,
         }

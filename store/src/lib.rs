@@ -1,6 +1,11 @@
 //! PostgreSQL schema, migrations, connection setup and the schema-version check of buzz-relay.
+#![warn(missing_docs)]
 
 pub mod access;
+pub mod domain;
+pub mod fragments;
+
+pub use domain::{ChannelType, Role, Visibility};
 
 use std::time::Duration;
 
@@ -12,14 +17,24 @@ pub const SCHEMA_VERSION: i64 = 8;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
+/// Why the store could not be opened, migrated or checked.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// The URL is invalid or the server refused or did not answer.
     #[error("cannot connect to PostgreSQL: {0}")]
     Connect(#[source] sqlx::Error),
+    /// A migration failed (or the database has one this build does not know).
     #[error("migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The database is older than this build needs.
     #[error("database schema is at version {found}, this build needs {needed}: run `buzz migrate`")]
-    SchemaTooOld { found: i64, needed: i64 },
+    SchemaTooOld {
+        /// The newest applied migration.
+        found: i64,
+        /// [`SCHEMA_VERSION`].
+        needed: i64,
+    },
+    /// Any other statement failed.
     #[error(transparent)]
     Sql(#[from] sqlx::Error),
 }

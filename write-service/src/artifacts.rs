@@ -27,15 +27,19 @@
 
 pub mod retention;
 pub(crate) mod sql;
+#[cfg(test)]
+mod tests;
 
 use buzz_bus::{Actor, Audience, BusError, ErrorCode, LiveEvent, WriteOk};
 use buzz_core::nipar::{self, Envelope, Op};
 use buzz_core::Event;
 use buzz_store::access::{self, Channel};
+use buzz_store::Role;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::shared::{credential, denial, live_event, sql as sql_error, Accepted, Relay};
+use crate::error::{WriteError, WriteResult};
+use crate::shared::{credential, live_event, Accepted, Relay};
 
 pub use retention::sweep_retention;
 pub use sql::Artifact;
@@ -46,8 +50,8 @@ pub const STALE_PREV: &str = "prev is not the current revision";
 pub const IDENTITY_TAKEN: &str = "artifact identity is taken";
 pub const DELETED: &str = "artifact is deleted; only restore is accepted";
 
-fn conflict(message: &str) -> BusError {
-    BusError::new(ErrorCode::Conflict, message)
+fn conflict(message: &str) -> WriteError {
+    WriteError::new(ErrorCode::Conflict, message)
 }
 
 /// A channel the sender may post in (the kind-9 rule), share-locked, with its banned keys.
@@ -60,14 +64,12 @@ async fn writable(
     tx: &mut PgConnection,
     community: Uuid,
     actor: &Actor,
-    community_role: &str,
+    community_role: Role,
     channel_id: Uuid,
-) -> Result<Writable, BusError> {
+) -> WriteResult<Writable> {
     let (channel, standing, banned) =
-        access::channel_for_post(tx, community, channel_id, actor.member_key(), Some(community_role))
-            .await
-            .map_err(sql_error)?;
-    access::can_write(channel.as_ref(), standing, credential(actor)).map_err(denial)?;
+        access::channel_for_post(tx, community, channel_id, actor.member_key(), Some(community_role)).await?;
+    access::can_write(channel.as_ref(), standing, credential(actor))?;
     let channel = channel.ok_or_else(BusError::internal)?;
     Ok(Writable { channel, banned })
 }
@@ -86,9 +88,9 @@ pub async fn write_revision(
     community: Uuid,
     actor: &Actor,
     event: Event,
-    community_role: &str,
+    community_role: Role,
     relay: &Relay<'_>,
-) -> Result<Accepted, BusError> {
+) -> WriteResult<Accepted> {
     let env = nipar::parse(&event).map_err(BusError::invalid)?;
     // 2. The kind-9 write check on the channel the revision names, where a kind 9 has it: before
     //    anything about the artifact is looked at.
@@ -133,24 +135,24 @@ async fn identify(
     community: Uuid,
     env: &Envelope,
     event: &Event,
-) -> Result<Identity, BusError> {
+) -> WriteResult<Identity> {
     if env.op == Op::Create {
-        if sql::claim(tx, community, env, &event.id, &p_keys(event)).await.map_err(sql_error)? {
+        if sql::claim(tx, community, env, &event.id, &p_keys(event)).await? {
             return Ok(Identity::Created);
         }
         // Taken (a lost race included): wait for and lock the winner, then tell a resubmission
         // from a new create.
-        sql::lock(tx, community, env.d).await.map_err(sql_error)?;
-        if sql::accepted(tx, community, &event.id).await.map_err(sql_error)? {
+        sql::lock(tx, community, env.d).await?;
+        if sql::accepted(tx, community, &event.id).await? {
             return Ok(Identity::Duplicate);
         }
         return Err(conflict(IDENTITY_TAKEN));
     }
-    let Some(row) = sql::lock(tx, community, env.d).await.map_err(sql_error)? else {
+    let Some(row) = sql::lock(tx, community, env.d).await? else {
         // An unknown d has no current revision to name: the same answer as a stale prev.
         return Err(conflict(STALE_PREV));
     };
-    if sql::accepted(tx, community, &event.id).await.map_err(sql_error)? {
+    if sql::accepted(tx, community, &event.id).await? {
         return Ok(Identity::Duplicate);
     }
     Ok(Identity::Existing(row))
@@ -163,13 +165,11 @@ async fn check_root(
     community: Uuid,
     env: &Envelope,
     current: Option<&Artifact>,
-) -> Result<(), BusError> {
+) -> WriteResult<()> {
     let Some(root) = &env.root else { return Ok(()) };
     let unchanged = current.is_some_and(|row| row.root.as_deref() == Some(root.as_str()));
-    if (env.op == Op::Move || !unchanged)
-        && !crate::store::is_anchor(tx, community, env.h, root).await.map_err(sql_error)?
-    {
-        return Err(BusError::invalid(if env.op == Op::Move {
+    if (env.op == Op::Move || !unchanged) && !crate::store::is_anchor(tx, community, env.h, root).await? {
+        return Err(WriteError::invalid(if env.op == Op::Move {
             "a move's root must be absent or a conversation anchor in the destination"
         } else {
             "root must be an existing, undeleted conversation anchor in h"
@@ -194,7 +194,7 @@ async fn store(
     at: &Writable,
     source: Option<&Writable>,
     relay: &Relay<'_>,
-) -> Result<Accepted, BusError> {
+) -> WriteResult<Accepted> {
     let Revision { env, event } = revision;
     // Every `p` key the revision carries (its author's too: carried over, it must not mention
     // them when someone else writes the next revision), and the ones it may mention.
@@ -204,26 +204,22 @@ async fn store(
     // if it were, the store is inconsistent and the whole transaction rolls back.
     let seq =
         crate::store::insert_event(tx, community, &event, Some(at.channel.id), at.channel.ttl_seconds, None)
-            .await
-            .map_err(sql_error)?
+            .await?
             .ok_or_else(BusError::internal)?;
     if current.is_some() {
-        sql::advance(tx, community, env, &event.id, &carried).await.map_err(sql_error)?;
+        sql::advance(tx, community, env, &event.id, &carried).await?;
     }
     let replaced: Vec<[String; 2]> = sql::index_current_tags(tx, community, env.d)
-        .await
-        .map_err(sql_error)?
+        .await?
         .into_iter()
         .map(|(name, hash)| [name, hex::encode(hash)])
         .collect();
-    sql::record(tx, community, env, &event.id, seq).await.map_err(sql_error)?;
+    sql::record(tx, community, env, &event.id, seq).await?;
     let added: Vec<String> = match current {
         Some(row) => mentioned.iter().filter(|k| !row.mentioned.contains(k)).cloned().collect(),
         None => mentioned,
     };
-    crate::read_model::record_mentions(tx, community, at.channel.id, &event, seq, &added)
-        .await
-        .map_err(sql_error)?;
+    crate::read_model::record_mentions(tx, community, at.channel.id, &event, seq, &added).await?;
     let mut also = Vec::new();
     if let (Some(row), Some(home)) = (current, source) {
         let removal = removal(relay, env, &row.current_revision, home.channel.id);
@@ -235,8 +231,7 @@ async fn store(
             home.channel.ttl_seconds,
             None,
         )
-        .await
-        .map_err(sql_error)?
+        .await?
         .ok_or_else(BusError::internal)?;
         let mut live = announce(community, home, removal);
         live.replaced_tags.clone_from(&replaced);

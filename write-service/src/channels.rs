@@ -2,19 +2,18 @@
 //! events (kind 5), and the relay-signed channel state (39000 metadata, 39002 members).
 
 use buzz_bus::{Actor, BusError, LiveEvent, Scope};
+use buzz_core::kinds::{
+    CHANNEL_MEMBERS, CHANNEL_METADATA, DELETE_CHANNEL, EDIT_CHANNEL, PUT_USER, REDACT, REMOVE_USER,
+};
 use buzz_core::Event;
 use buzz_store::access::{self, Channel, Credential, Standing, WriteDenial};
+use buzz_store::{ChannelType, Role, Visibility};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::shared::{
-    channel_tag, credential, denial, live_event, sql, store_and_announce, Accepted, Relay,
-    KIND_DELETE_CHANNEL, KIND_EDIT_CHANNEL, KIND_PUT_USER, KIND_REDACT, KIND_REMOVE_USER,
-};
+use crate::error::{WriteError, WriteResult};
+use crate::shared::{channel_tag, credential, live_event, store_and_announce, Accepted, Relay};
 use crate::store;
-
-pub const KIND_CHANNEL_METADATA: u32 = 39000;
-pub const KIND_CHANNEL_MEMBERS: u32 = 39002;
 
 const UNRESTRICTED: Credential<'static> =
     Credential { can_read_messages: true, can_write_messages: true, channel_ids: None };
@@ -55,44 +54,44 @@ pub async fn moderate(
     actor: &Actor,
     event: Event,
     relay: &Relay<'_>,
-) -> Result<Accepted, BusError> {
+) -> WriteResult<Accepted> {
     let channel_id = channel_tag(&event)?;
     let member = actor.member_key().to_owned();
-    let locked = store::lock_channel(tx, community, channel_id).await.map_err(sql)?;
-    let standing = access::standing(tx, community, channel_id, &member).await.map_err(sql)?;
+    let locked = store::lock_channel(tx, community, channel_id).await?;
+    let standing = access::standing(tx, community, channel_id, &member).await?;
     let Some(mut channel) = locked.filter(|c| access::can_read(c, standing, UNRESTRICTED)) else {
-        return Err(denial(WriteDenial::NotFound));
+        return Err(WriteDenial::NotFound.into());
     };
     if actor.channel_ids.as_ref().is_some_and(|ids| !ids.contains(&channel_id)) {
-        return Err(denial(WriteDenial::Scope));
+        return Err(WriteDenial::Scope.into());
     }
-    let dm = channel.channel_type == "dm";
+    let dm = channel.channel_type == ChannelType::Dm;
     let (metadata, members) = match event.kind {
-        KIND_PUT_USER => {
+        PUT_USER => {
             if dm {
-                return Err(BusError::invalid("dm participants are fixed"));
+                return Err(WriteError::invalid("dm participants are fixed"));
             }
             need(actor, Scope::ChannelsWrite)?;
             moderator(standing)?;
             let target = target_pubkey(&event)?;
-            let role = event.tags_named("p").next().and_then(|t| t.get(2)).map_or("member", String::as_str);
-            if !matches!(role, "member" | "admin") {
-                return Err(BusError::invalid("role must be member or admin"));
+            let role = match event.tags_named("p").next().and_then(|t| t.get(2)) {
+                None => Role::Member,
+                Some(r) => Role::parse(r)
+                    .filter(|r| *r != Role::Owner)
+                    .ok_or_else(|| BusError::invalid("role must be member or admin"))?,
+            };
+            if access::community_role(tx, community, &target).await?.is_none() {
+                return Err(WriteError::invalid("user is not a community member"));
             }
-            if access::community_role(tx, community, &target).await.map_err(sql)?.is_none() {
-                return Err(BusError::invalid("user is not a community member"));
+            if store::channel_role(tx, community, channel_id, &target).await? == Some(Role::Owner) {
+                return Err(WriteError::restricted("the channel owner's role cannot be changed"));
             }
-            if store::channel_role(tx, community, channel_id, &target).await.map_err(sql)?.as_deref()
-                == Some("owner")
-            {
-                return Err(BusError::restricted("the channel owner's role cannot be changed"));
-            }
-            store::add_channel_members(tx, community, channel_id, &[target], role).await.map_err(sql)?;
+            store::add_channel_members(tx, community, channel_id, &[target], role).await?;
             (false, true)
         }
-        KIND_REMOVE_USER => {
+        REMOVE_USER => {
             if dm {
-                return Err(BusError::invalid("dm participants are fixed"));
+                return Err(WriteError::invalid("dm participants are fixed"));
             }
             let target = target_pubkey(&event)?;
             if target == member {
@@ -100,51 +99,47 @@ pub async fn moderate(
             } else {
                 need(actor, Scope::ChannelsWrite)?;
                 moderator(standing)?;
-                let role = store::channel_role(tx, community, channel_id, &target).await.map_err(sql)?;
-                if role.as_deref() == Some("owner") && !standing.community_admin {
-                    return Err(BusError::restricted(
+                let role = store::channel_role(tx, community, channel_id, &target).await?;
+                if role == Some(Role::Owner) && !standing.community_admin {
+                    return Err(WriteError::restricted(
                         "only community owners and admins remove a channel owner",
                     ));
                 }
             }
-            if !store::remove_channel_member(tx, community, channel_id, &target, target != member)
-                .await
-                .map_err(sql)?
-            {
-                return Err(BusError::invalid("not a member of this channel"));
+            if !store::remove_channel_member(tx, community, channel_id, &target, target != member).await? {
+                return Err(WriteError::invalid("not a member of this channel"));
             }
             (false, true)
         }
-        KIND_EDIT_CHANNEL => {
+        EDIT_CHANNEL => {
             need(actor, Scope::ChannelsWrite)?;
             moderator(standing)?;
             edit(&mut channel, &event)?;
-            store::update_channel(tx, community, &channel).await.map_err(sql)?;
+            store::update_channel(tx, community, &channel).await?;
             (true, false)
         }
-        KIND_REDACT => {
+        REDACT => {
             redact(tx, community, actor, &event, channel_id, standing).await?;
             (false, false)
         }
-        KIND_DELETE_CHANNEL => {
+        DELETE_CHANNEL => {
             need(actor, Scope::ChannelsWrite)?;
-            let role = store::channel_role(tx, community, channel_id, &member).await.map_err(sql)?;
-            if role.as_deref() != Some("owner") && !standing.community_admin {
-                return Err(BusError::restricted(
+            let role = store::channel_role(tx, community, channel_id, &member).await?;
+            if role != Some(Role::Owner) && !standing.community_admin {
+                return Err(WriteError::restricted(
                     "only the channel owner or community owners and admins delete a channel",
                 ));
             }
-            store::delete_channel(tx, community, channel_id).await.map_err(sql)?;
+            store::delete_channel(tx, community, channel_id).await?;
             (false, false)
         }
-        _ => return Err(BusError::blocked(format!("kind {} is not accepted by this relay", event.kind))),
+        _ => return Err(WriteError::blocked(format!("kind {} is not accepted by this relay", event.kind))),
     };
     let access_changed =
-        matches!(event.kind, KIND_PUT_USER | KIND_REMOVE_USER | KIND_EDIT_CHANNEL | KIND_DELETE_CHANNEL)
-            .then_some(channel_id);
+        matches!(event.kind, PUT_USER | REMOVE_USER | EDIT_CHANNEL | DELETE_CHANNEL).then_some(channel_id);
     let mut accepted = store_and_announce(tx, community, event, &channel, None).await?;
     accepted.access_changed = access_changed;
-    let kinds: Vec<u32> = [(metadata, KIND_CHANNEL_METADATA), (members, KIND_CHANNEL_MEMBERS)]
+    let kinds: Vec<u32> = [(metadata, CHANNEL_METADATA), (members, CHANNEL_MEMBERS)]
         .into_iter()
         .filter_map(|(changed, kind)| changed.then_some(kind))
         .collect();
@@ -164,13 +159,11 @@ fn edit(channel: &mut Channel, event: &Event) -> Result<(), BusError> {
         changed = true;
     }
     if let Some(v) = event.tag_value("visibility") {
-        if channel.channel_type == "dm" {
+        if channel.channel_type == ChannelType::Dm {
             return Err(BusError::invalid("a dm is always private"));
         }
-        if !matches!(v, "open" | "private") {
-            return Err(BusError::invalid("visibility must be open or private"));
-        }
-        v.clone_into(&mut channel.visibility);
+        channel.visibility =
+            Visibility::parse(v).ok_or_else(|| BusError::invalid("visibility must be open or private"))?;
         changed = true;
     }
     if let Some(a) = event.tag_value("archived") {
@@ -197,14 +190,14 @@ async fn redact(
     event: &Event,
     channel_id: Uuid,
     standing: Standing,
-) -> Result<(), BusError> {
+) -> WriteResult<()> {
     let target = event.tag_value("e").unwrap_or_default();
     if !buzz_core::is_lower_hex(target, 64) {
-        return Err(BusError::invalid("e must be a 64-char lowercase hex event id"));
+        return Err(WriteError::invalid("e must be a 64-char lowercase hex event id"));
     }
-    let found = store::event_owner(tx, community, target).await.map_err(sql)?;
+    let found = store::event_owner(tx, community, target).await?;
     let Some((author, _, _)) = found.filter(|(_, c, _)| *c == Some(channel_id)) else {
-        return Err(BusError::invalid("no such event in this channel"));
+        return Err(WriteError::invalid("no such event in this channel"));
     };
     if author == actor.pubkey {
         need(actor, Scope::MessagesWrite)?;
@@ -212,7 +205,7 @@ async fn redact(
         need(actor, Scope::ChannelsWrite)?;
         moderator(standing)?;
     }
-    store::redact_event(tx, community, target).await.map_err(sql)
+    Ok(store::redact_event(tx, community, target).await?)
 }
 
 /// Kind 5 (NIP-09): the author deletes their own events, all in one channel they can read.
@@ -222,39 +215,39 @@ pub async fn delete_own(
     community: Uuid,
     actor: &Actor,
     event: Event,
-) -> Result<Accepted, BusError> {
+) -> WriteResult<Accepted> {
     let ids: Vec<String> = event.tags_named("e").filter_map(|t| t.get(1).cloned()).collect();
     if ids.is_empty() || ids.iter().any(|id| !buzz_core::is_lower_hex(id, 64)) {
-        return Err(BusError::invalid("a deletion names one or more events in e tags"));
+        return Err(WriteError::invalid("a deletion names one or more events in e tags"));
     }
     let mut channel_id = None;
     for id in &ids {
         if is_known_revision(tx, community, actor, id).await? {
-            return Err(BusError::invalid(
+            return Err(WriteError::invalid(
                 "artifact revisions cannot be deleted with kind 5; publish op=delete",
             ));
         }
-        let found = store::event_owner(tx, community, id).await.map_err(sql)?;
+        let found = store::event_owner(tx, community, id).await?;
         let Some((_, channel, _)) = found.filter(|(author, ..)| *author == event.pubkey) else {
-            return Err(BusError::restricted("can only delete your own events"));
+            return Err(WriteError::restricted("can only delete your own events"));
         };
         if channel_id.is_some_and(|c| Some(c) != channel) {
-            return Err(BusError::invalid("a deletion names events of one channel"));
+            return Err(WriteError::invalid("a deletion names events of one channel"));
         }
         channel_id = channel;
     }
     let channel_id = channel_id.ok_or_else(|| BusError::restricted("can only delete your own events"))?;
-    let channel = access::load_channel(tx, community, channel_id, true).await.map_err(sql)?;
-    let standing = access::standing(tx, community, channel_id, actor.member_key()).await.map_err(sql)?;
+    let channel = access::load_channel(tx, community, channel_id, true).await?;
+    let standing = access::standing(tx, community, channel_id, actor.member_key()).await?;
     let Some(channel) = channel.filter(|c| access::can_read(c, standing, UNRESTRICTED)) else {
-        return Err(denial(WriteDenial::NotFound));
+        return Err(WriteDenial::NotFound.into());
     };
     if !actor.has_scope(Scope::MessagesWrite)
         || actor.channel_ids.as_ref().is_some_and(|c| !c.contains(&channel_id))
     {
-        return Err(denial(WriteDenial::Scope));
+        return Err(WriteDenial::Scope.into());
     }
-    store::delete_events(tx, community, &ids).await.map_err(sql)?;
+    store::delete_events(tx, community, &ids).await?;
     store_and_announce(tx, community, event, &channel, None).await
 }
 
@@ -267,17 +260,15 @@ async fn is_known_revision(
     community: Uuid,
     actor: &Actor,
     id: &str,
-) -> Result<bool, BusError> {
-    let Some((channel_id, author)) =
-        crate::artifacts::sql::revision_origin(tx, community, id).await.map_err(sql)?
-    else {
+) -> WriteResult<bool> {
+    let Some((channel_id, author)) = crate::artifacts::sql::revision_origin(tx, community, id).await? else {
         return Ok(false);
     };
     if author.as_deref() == Some(actor.pubkey.as_str()) {
         return Ok(true);
     }
-    let channel = access::load_channel(tx, community, channel_id, false).await.map_err(sql)?;
-    let standing = access::standing(tx, community, channel_id, actor.member_key()).await.map_err(sql)?;
+    let channel = access::load_channel(tx, community, channel_id, false).await?;
+    let standing = access::standing(tx, community, channel_id, actor.member_key()).await?;
     Ok(channel.is_some_and(|c| access::can_read(&c, standing, credential(actor))))
 }
 
@@ -289,35 +280,31 @@ pub async fn relay_state(
     channel: &Channel,
     relay: &Relay<'_>,
     kinds: &[u32],
-) -> Result<Vec<LiveEvent>, BusError> {
+) -> WriteResult<Vec<LiveEvent>> {
     let d = channel.id.to_string();
     let mut meta = vec![
         vec!["d".to_owned(), d.clone()],
         vec!["name".to_owned(), channel.name.clone()],
-        vec![if channel.visibility == "open" { "public" } else { "private" }.to_owned()],
-        vec!["visibility".to_owned(), channel.visibility.clone()],
-        vec!["channel_type".to_owned(), channel.channel_type.clone()],
+        vec![if channel.visibility == Visibility::Open { "public" } else { "private" }.to_owned()],
+        vec!["visibility".to_owned(), channel.visibility.as_str().to_owned()],
+        vec!["channel_type".to_owned(), channel.channel_type.as_str().to_owned()],
         vec!["archived".to_owned(), channel.archived.to_string()],
     ];
     if let Some(ttl) = channel.ttl_seconds {
         meta.push(vec!["ttl".to_owned(), ttl.to_string()]);
     }
     let mut members = vec![vec!["d".to_owned(), d]];
-    for (pubkey, role) in store::channel_members(tx, community, channel.id).await.map_err(sql)? {
-        members.push(vec!["p".to_owned(), pubkey, role]);
+    for (pubkey, role) in store::channel_members(tx, community, channel.id).await? {
+        members.push(vec!["p".to_owned(), pubkey, role.as_str().to_owned()]);
     }
     let mut out = Vec::new();
-    for (kind, tags) in [(KIND_CHANNEL_METADATA, meta), (KIND_CHANNEL_MEMBERS, members)] {
+    for (kind, tags) in [(CHANNEL_METADATA, meta), (CHANNEL_MEMBERS, members)] {
         if !kinds.contains(&kind) {
             continue;
         }
         let signed = relay.keys.sign_new(kind, tags, "");
-        store::drop_relay_event(tx, community, channel.id, kind, &signed.pubkey).await.map_err(sql)?;
-        if store::insert_event(tx, community, &signed, Some(channel.id), None, None)
-            .await
-            .map_err(sql)?
-            .is_none()
-        {
+        store::drop_relay_event(tx, community, channel.id, kind, &signed.pubkey).await?;
+        if store::insert_event(tx, community, &signed, Some(channel.id), None, None).await?.is_none() {
             continue;
         }
         out.push(live_event(community, channel, signed));

@@ -3,6 +3,8 @@
 
 pub mod artifacts;
 pub mod channels;
+pub mod create_channel;
+pub mod error;
 pub mod events;
 pub mod members;
 pub mod read_model;
@@ -25,7 +27,7 @@ pub struct Writer {
     pub pool: sqlx::PgPool,
     pub nats: async_nats::Client,
     pub subjects: Subjects,
-    /// The relay's key, signing 39000/39002 (and later 45011).
+    /// The relay's key, signing 39000/39002 and the 45011 removals of NIP-AR moves.
     pub relay: std::sync::Arc<buzz_core::Keys>,
 }
 
@@ -49,7 +51,7 @@ impl Writer {
                 Ok(accepted.ok)
             }
             WriteRequest::PutMember { community_id, actor, pubkey, role } => {
-                members::put_member(&self.pool, community_id, &actor, &pubkey, role).await
+                Ok(members::put_member(&self.pool, community_id, &actor, &pubkey, role).await?)
             }
             WriteRequest::RemoveMember { community_id, actor, pubkey } => {
                 let removed = members::remove_member(&self.pool, community_id, &actor, &pubkey).await?;
@@ -60,7 +62,7 @@ impl Writer {
                 Ok(buzz_bus::WriteOk { duplicate: !removed, message: String::new(), data: None })
             }
             WriteRequest::IssueToken { community_id, actor, token_hash, scopes, channel_ids, expires_in } => {
-                tokens::issue(
+                let issued = tokens::issue(
                     &self.pool,
                     community_id,
                     &actor,
@@ -68,11 +70,11 @@ impl Writer {
                     &scopes,
                     channel_ids.as_deref(),
                     expires_in,
-                )
-                .await
+                );
+                Ok(issued.await?)
             }
             WriteRequest::MarkRead { community_id, actor, channel_id, up_to } => {
-                read_model::mark_read(&self.pool, community_id, &actor, channel_id, &up_to).await
+                Ok(read_model::mark_read(&self.pool, community_id, &actor, channel_id, &up_to).await?)
             }
         };
         metrics::histogram!("buzz_write_seconds").record(started.elapsed().as_secs_f64());
@@ -160,7 +162,7 @@ impl Application {
 /// The write pool. Every connection starts with the write budget (`statement_timeout`,
 /// `lock_timeout`) as session defaults, at no cost per write; waiting for a connection is bounded
 /// by the lock timeout too. A write that runs into one is rolled back and answered
-/// `error: database busy, ...` (see `shared::sql`) well before the gateway's bus timeout.
+/// `error: database busy, ...` (see `error::WriteError`) well before the gateway's bus timeout.
 async fn connect(settings: &Settings) -> anyhow::Result<sqlx::PgPool> {
     let options: sqlx::postgres::PgConnectOptions = settings.database_url.parse()?;
     let options = options.application_name("buzz-relay").options([

@@ -1,10 +1,11 @@
 //! Community membership changes requested over `POST/DELETE /api/members`.
 
-use buzz_bus::{Actor, BusError, Role, Scope, WriteOk};
+use buzz_bus::{Actor, BusError, Scope, WriteOk};
+use buzz_store::Role;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::shared::{commit_failed, sql};
+use crate::error::{WriteError, WriteResult};
 use crate::store;
 
 /// Who may grant what: owners grant admin or member; admins grant member. Nobody grants owner
@@ -17,10 +18,8 @@ fn may_grant(actor: Role, target_previous: Option<Role>, role: Role) -> bool {
     }
 }
 
-fn actor_role(role: Option<String>) -> Result<Role, BusError> {
-    role.as_deref()
-        .and_then(Role::parse)
-        .filter(|r| *r >= Role::Admin)
+fn actor_role(role: Option<Role>) -> Result<Role, BusError> {
+    role.filter(|r| r.is_admin())
         .ok_or_else(|| BusError::restricted("only community owners and admins manage members"))
 }
 
@@ -31,48 +30,45 @@ async fn begin_as_manager(
     community: Uuid,
     actor: &Actor,
     pubkey: &str,
-) -> Result<(sqlx::Transaction<'static, sqlx::Postgres>, Role), BusError> {
+) -> WriteResult<(sqlx::Transaction<'static, sqlx::Postgres>, Role)> {
     if !actor.has_scope(Scope::MembersWrite) {
-        return Err(BusError::restricted("token does not allow managing members"));
+        return Err(WriteError::restricted("token does not allow managing members"));
     }
     if !buzz_core::is_lower_hex(pubkey, 64) {
-        return Err(BusError::invalid("pubkey must be 64 lowercase hex"));
+        return Err(WriteError::invalid("pubkey must be 64 lowercase hex"));
     }
-    let mut tx = pool.begin().await.map_err(sql)?;
-    let role =
-        buzz_store::access::community_role(&mut tx, community, actor.member_key()).await.map_err(sql)?;
+    let mut tx = pool.begin().await?;
+    let role = buzz_store::access::community_role(&mut tx, community, actor.member_key()).await?;
     Ok((tx, actor_role(role)?))
 }
 
+/// `POST /api/members`: grants `role` to `pubkey` when the actor's role may (see [`may_grant`]).
 pub async fn put_member(
     pool: &PgPool,
     community: Uuid,
     actor: &Actor,
     pubkey: &str,
-    role: Role,
-) -> Result<WriteOk, BusError> {
+    role: buzz_bus::Role,
+) -> WriteResult<WriteOk> {
+    let role = crate::shared::stored_role(role);
     let (mut tx, me) = begin_as_manager(pool, community, actor, pubkey).await?;
-    let previous = buzz_store::access::community_role(&mut tx, community, pubkey).await.map_err(sql)?;
-    let previous = previous.as_deref().and_then(Role::parse);
+    let previous = buzz_store::access::community_role(&mut tx, community, pubkey).await?;
     if !may_grant(me, previous, role) {
-        return Err(BusError::restricted("your role cannot grant that role"));
+        return Err(WriteError::restricted("your role cannot grant that role"));
     }
-    store::put_member(&mut tx, community, pubkey, role.as_str()).await.map_err(sql)?;
-    tx.commit().await.map_err(commit_failed)?;
+    store::put_member(&mut tx, community, pubkey, role).await?;
+    tx.commit().await.map_err(WriteError::Commit)?;
     let unchanged = previous == Some(role);
     Ok(WriteOk { duplicate: unchanged, message: String::new(), data: None })
 }
 
-pub async fn remove_member(
-    pool: &PgPool,
-    community: Uuid,
-    actor: &Actor,
-    pubkey: &str,
-) -> Result<bool, BusError> {
+/// `DELETE /api/members/{pubkey}`: owners remove anyone but the owner, admins remove members.
+/// True when a membership was removed.
+pub async fn remove_member(pool: &PgPool, community: Uuid, actor: &Actor, pubkey: &str) -> WriteResult<bool> {
     let (mut tx, me) = begin_as_manager(pool, community, actor, pubkey).await?;
-    let target = buzz_store::access::community_role(&mut tx, community, pubkey).await.map_err(sql)?;
-    let Some(target) = target.as_deref().and_then(Role::parse) else {
-        return Err(BusError::new(buzz_bus::ErrorCode::NotFound, "not a member"));
+    let target = buzz_store::access::community_role(&mut tx, community, pubkey).await?;
+    let Some(target) = target else {
+        return Err(WriteError::new(buzz_bus::ErrorCode::NotFound, "not a member"));
     };
     let allowed = match me {
         Role::Owner => target != Role::Owner,
@@ -80,11 +76,11 @@ pub async fn remove_member(
         Role::Member => false,
     };
     if !allowed {
-        return Err(BusError::restricted("your role cannot remove that member"));
+        return Err(WriteError::restricted("your role cannot remove that member"));
     }
-    let removed = store::remove_member(&mut tx, community, pubkey).await.map_err(sql)?;
-    buzz_store::access::bump_access_version(&mut tx, community).await.map_err(sql)?;
-    tx.commit().await.map_err(commit_failed)?;
+    let removed = store::remove_member(&mut tx, community, pubkey).await?;
+    buzz_store::access::bump_access_version(&mut tx, community).await?;
+    tx.commit().await.map_err(WriteError::Commit)?;
     Ok(removed)
 }
 

@@ -12,12 +12,14 @@
 //!   "read up to X" means every message accepted no later than X.
 
 use buzz_bus::{Actor, BusError, ErrorCode, Scope, WriteOk};
-use buzz_core::Event;
-use buzz_store::access::{self, Credential};
+use buzz_core::{kinds, Event};
+use buzz_store::access;
+use buzz_store::fragments::served_event;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use crate::shared::{commit_failed, sql, Accepted, KIND_MESSAGE};
+use crate::error::{WriteError, WriteResult};
+use crate::shared::{credential, Accepted};
 
 /// The one answer for a channel that is missing or that the caller cannot read.
 fn not_found() -> BusError {
@@ -26,13 +28,13 @@ fn not_found() -> BusError {
 
 /// The read-model side of an accepted kind-9 post, called inside its transaction once the event is
 /// stored. Does nothing for duplicates or other kinds.
-pub async fn on_message(tx: &mut PgConnection, community: Uuid, accepted: &Accepted) -> Result<(), BusError> {
+pub async fn on_message(tx: &mut PgConnection, community: Uuid, accepted: &Accepted) -> WriteResult<()> {
     let Some(live) = accepted.live.as_ref().filter(|_| !accepted.ok.duplicate) else { return Ok(()) };
     let event = &live.event;
-    let Some(channel) = live.channel_id.filter(|_| event.kind == KIND_MESSAGE) else { return Ok(()) };
+    let Some(channel) = live.channel_id.filter(|_| event.kind == kinds::MESSAGE) else { return Ok(()) };
     let Some(seq) = accepted.seq else { return Ok(()) };
-    record_mentions(tx, community, channel, event, seq, &mentioned(event)).await.map_err(sql)?;
-    advance_marker(tx, community, channel, &event.pubkey, seq, &event.id).await.map_err(sql)?;
+    record_mentions(tx, community, channel, event, seq, &mentioned(event)).await?;
+    advance_marker(tx, community, channel, &event.pubkey, seq, &event.id).await?;
     Ok(())
 }
 
@@ -120,39 +122,34 @@ pub async fn mark_read(
     actor: &Actor,
     channel_id: Uuid,
     up_to: &str,
-) -> Result<WriteOk, BusError> {
+) -> WriteResult<WriteOk> {
     if !actor.has_scope(Scope::MessagesRead) {
-        return Err(BusError::restricted("token does not allow reading messages"));
+        return Err(WriteError::restricted("token does not allow reading messages"));
     }
     if !buzz_core::is_lower_hex(up_to, 64) {
-        return Err(BusError::invalid("up_to must be a 64-char lowercase hex event id"));
+        return Err(WriteError::invalid("up_to must be a 64-char lowercase hex event id"));
     }
-    let mut tx = pool.begin().await.map_err(sql)?;
-    let channel = access::load_channel(&mut tx, community, channel_id, false).await.map_err(sql)?;
-    let standing = access::standing(&mut tx, community, channel_id, actor.member_key()).await.map_err(sql)?;
-    let cred = Credential {
-        can_read_messages: actor.has_scope(Scope::MessagesRead),
-        can_write_messages: actor.has_scope(Scope::MessagesWrite),
-        channel_ids: actor.channel_ids.as_deref(),
-    };
-    if !channel.as_ref().is_some_and(|c| access::can_read(c, standing, cred)) {
-        return Err(not_found());
+    let mut tx = pool.begin().await?;
+    let channel = access::load_channel(&mut tx, community, channel_id, false).await?;
+    let standing = access::standing(&mut tx, community, channel_id, actor.member_key()).await?;
+    if !channel.as_ref().is_some_and(|c| access::can_read(c, standing, credential(actor))) {
+        return Err(not_found().into());
     }
-    let seq: Option<i64> = sqlx::query_scalar(
-        "SELECT seq FROM events WHERE community_id = $1 AND id = $2 AND channel_id = $3 AND kind = 9 \
-           AND deleted_at IS NULL AND redacted_at IS NULL AND (expires_at IS NULL OR expires_at > now())",
-    )
+    let seq: Option<i64> = sqlx::query_scalar(&format!(
+        "SELECT e.seq FROM events e WHERE e.community_id = $1 AND e.id = $2 AND e.channel_id = $3 \
+           AND e.kind = $4 AND {}",
+        served_event("e")
+    ))
     .bind(community)
     .bind(up_to)
     .bind(channel_id)
+    .bind(i64::from(kinds::MESSAGE))
     .fetch_optional(&mut *tx)
-    .await
-    .map_err(sql)?;
+    .await?;
     let Some(seq) = seq else {
-        return Err(BusError::invalid("up_to is not a message of this channel"));
+        return Err(WriteError::invalid("up_to is not a message of this channel"));
     };
-    let moved =
-        advance_marker(&mut tx, community, channel_id, &actor.pubkey, seq, up_to).await.map_err(sql)?;
+    let moved = advance_marker(&mut tx, community, channel_id, &actor.pubkey, seq, up_to).await?;
     let (marker,): (String,) = sqlx::query_as(
         "SELECT event_id FROM read_markers WHERE community_id = $1 AND channel_id = $2 AND pubkey = $3",
     )
@@ -160,9 +157,8 @@ pub async fn mark_read(
     .bind(channel_id)
     .bind(&actor.pubkey)
     .fetch_one(&mut *tx)
-    .await
-    .map_err(sql)?;
-    tx.commit().await.map_err(commit_failed)?;
+    .await?;
+    tx.commit().await.map_err(WriteError::Commit)?;
     Ok(WriteOk {
         duplicate: !moved,
         message: String::new(),

@@ -1,23 +1,14 @@
-//! What every write path shares: the accepted-write result, the relay's key, the kind numbers,
-//! how denials and storage failures are answered, and storing an event for fan-out. It imports
+//! What every write path shares: the accepted-write result, the relay's key, how denials and storage failures are answered, and storing an event for fan-out. It imports
 //! nothing from the write paths, so they all depend on it and never on each other's internals.
 
-use buzz_bus::{Actor, Audience, BusError, ErrorCode, LiveEvent, Scope, WriteOk};
+use buzz_bus::{Actor, Audience, BusError, LiveEvent, Scope, WriteOk};
 use buzz_core::Event;
-use buzz_store::access::{self, Credential, WriteDenial};
+use buzz_store::access::{self, Credential};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use crate::error::WriteResult;
 use crate::store;
-
-pub const KIND_DELETION: u32 = 5;
-pub const KIND_MESSAGE: u32 = 9;
-pub const KIND_PUT_USER: u32 = 9000;
-pub const KIND_REMOVE_USER: u32 = 9001;
-pub const KIND_EDIT_CHANNEL: u32 = 9002;
-pub const KIND_REDACT: u32 = 9005;
-pub const KIND_CREATE_CHANNEL: u32 = 9007;
-pub const KIND_DELETE_CHANNEL: u32 = 9008;
 
 /// The result of an accepted write: the reply, and what to publish once committed.
 pub struct Accepted {
@@ -53,10 +44,13 @@ pub struct Relay<'a> {
     pub keys: &'a buzz_core::Keys,
 }
 
-pub(crate) fn denial(d: WriteDenial) -> BusError {
-    let (prefix, message) = d.reason();
-    let code = if prefix == "blocked" { ErrorCode::Blocked } else { ErrorCode::Restricted };
-    BusError::new(code, message)
+/// A community role as the bus carries it, as it is stored.
+pub(crate) fn stored_role(role: buzz_bus::Role) -> buzz_store::Role {
+    match role {
+        buzz_bus::Role::Member => buzz_store::Role::Member,
+        buzz_bus::Role::Admin => buzz_store::Role::Admin,
+        buzz_bus::Role::Owner => buzz_store::Role::Owner,
+    }
 }
 
 pub(crate) fn credential(actor: &Actor) -> Credential<'_> {
@@ -70,13 +64,8 @@ pub(crate) fn credential(actor: &Actor) -> Credential<'_> {
 /// `h` as a lowercase, hyphenated, non-nil UUID.
 pub fn channel_tag(event: &Event) -> Result<Uuid, BusError> {
     let h = event.tag_value("h").ok_or_else(|| BusError::invalid("missing h tag"))?;
-    parse_uuid(h).ok_or_else(|| BusError::invalid("h must be a lowercase hyphenated non-nil UUID"))
-}
-
-#[must_use]
-pub fn parse_uuid(s: &str) -> Option<Uuid> {
-    let u = Uuid::parse_str(s).ok()?;
-    (!u.is_nil() && u.hyphenated().to_string() == s).then_some(u)
+    buzz_core::ids::parse_id(h)
+        .ok_or_else(|| BusError::invalid("h must be a lowercase hyphenated non-nil UUID"))
 }
 
 pub fn duplicate() -> WriteOk {
@@ -89,11 +78,10 @@ pub(crate) async fn store_and_announce(
     event: Event,
     channel: &access::Channel,
     thread_root: Option<&str>,
-) -> Result<Accepted, BusError> {
+) -> WriteResult<Accepted> {
     let Some(seq) =
         store::insert_event(tx, community, &event, Some(channel.id), channel.ttl_seconds, thread_root)
-            .await
-            .map_err(sql)?
+            .await?
     else {
         return Ok(Accepted::duplicate());
     };
@@ -120,31 +108,4 @@ pub fn live_event(community: Uuid, channel: &access::Channel, event: Event) -> L
         banned: Vec::new(),
         replaced_tags: Vec::new(),
     }
-}
-
-/// The answer to a write whose database work timed out before its commit: it was rolled back.
-pub const BUSY: &str = "database busy, nothing was stored; resubmitting is safe";
-
-/// A failed statement before the commit. A lock wait, a statement or a pool wait over its budget
-/// (PostgreSQL 55P03 / 57014, pool timeout) means the transaction never commits: the answer says
-/// so. Anything else is `error: storage unavailable`.
-pub(crate) fn sql(e: sqlx::Error) -> BusError {
-    let timed_out = match &e {
-        sqlx::Error::PoolTimedOut => true,
-        sqlx::Error::Database(db) => matches!(db.code().as_deref(), Some("55P03" | "57014")),
-        _ => false,
-    };
-    if timed_out {
-        tracing::warn!(error = %e, "write timed out and was rolled back");
-        return BusError::new(ErrorCode::Timeout, BUSY);
-    }
-    tracing::error!(error = %e, "write failed");
-    BusError::unavailable("storage unavailable")
-}
-
-/// A failed commit: whether it took effect is unknown to us, so the answer claims nothing
-/// (`error:` = outcome unknown; resubmitting the same event is safe, a duplicate is `OK true`).
-pub(crate) fn commit_failed(e: sqlx::Error) -> BusError {
-    tracing::error!(error = %e, "commit failed");
-    BusError::unavailable("storage unavailable")
 }

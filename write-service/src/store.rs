@@ -1,7 +1,8 @@
 //! SQL of the write-service that is not access: events, tags, channels, members.
 
-use buzz_core::Event;
-use buzz_store::access;
+use buzz_core::{kinds, Event};
+use buzz_store::fragments::served_event;
+use buzz_store::{access, ChannelType, Role, Visibility};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -56,18 +57,22 @@ pub async fn insert_event(
 /// active (and its access version), whether this exact event was already accepted (stored, or a
 /// NIP-AR revision whose event retention has since removed), and the writer's community role.
 pub struct Admission {
+    /// The community's access version, carried by live events.
     pub access_version: i64,
+    /// This event id was already accepted.
     pub duplicate: bool,
-    pub role: Option<String>,
+    /// The writer's (member key's) community role; `None` for a non-member.
+    pub role: Option<Role>,
 }
 
+/// Loads the [`Admission`] of `event_id` by `member`; `None` when the community is not active.
 pub async fn admission(
     conn: &mut PgConnection,
     community: Uuid,
     event_id: &str,
     member: &str,
 ) -> Result<Option<Admission>, sqlx::Error> {
-    let row: Option<(i64, bool, Option<String>)> = sqlx::query_as(
+    let row: Option<(i64, bool, Option<Role>)> = sqlx::query_as(
         "SELECT c.access_version, \
                 EXISTS (SELECT 1 FROM events e WHERE e.community_id = c.id AND e.id = $2) \
                 OR EXISTS (SELECT 1 FROM artifact_revisions r WHERE r.community_id = c.id AND r.revision_id = $2), \
@@ -82,12 +87,19 @@ pub async fn admission(
     Ok(row.map(|(access_version, duplicate, role)| Admission { access_version, duplicate, role }))
 }
 
+/// A channel as kind 9007 creates it.
 pub struct NewChannel<'a> {
+    /// Its `h`.
     pub id: Uuid,
+    /// Trimmed name (empty for an unnamed DM).
     pub name: &'a str,
-    pub visibility: &'a str,
-    pub channel_type: &'a str,
+    /// Open or private (a DM is always private).
+    pub visibility: Visibility,
+    /// Stream, forum or DM.
+    pub channel_type: ChannelType,
+    /// Event lifetime in seconds, for a TTL channel.
     pub ttl_seconds: Option<i32>,
+    /// The creator's pubkey.
     pub created_by: &'a str,
 }
 
@@ -114,12 +126,13 @@ pub async fn create_channel(
     Ok(n == 1)
 }
 
+/// Makes each of `pubkeys` an active channel member with `role` (lifting a removal or ban).
 pub async fn add_channel_members(
     conn: &mut PgConnection,
     community: Uuid,
     channel: Uuid,
     pubkeys: &[String],
-    role: &str,
+    role: Role,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
         "INSERT INTO channel_members (community_id, channel_id, pubkey, role) \
@@ -140,9 +153,9 @@ pub async fn put_member(
     conn: &mut PgConnection,
     community: Uuid,
     pubkey: &str,
-    role: &str,
-) -> Result<Option<String>, sqlx::Error> {
-    let previous: Option<String> = sqlx::query_scalar(
+    role: Role,
+) -> Result<Option<Role>, sqlx::Error> {
+    let previous: Option<Role> = sqlx::query_scalar(
         "SELECT role FROM community_members WHERE community_id = $1 AND pubkey = $2 FOR UPDATE",
     )
     .bind(community)
@@ -191,14 +204,15 @@ pub async fn is_anchor(
     channel: Uuid,
     id: &str,
 ) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM events WHERE community_id = $1 AND id = $2 AND channel_id = $3 \
-         AND kind = 9 AND thread_root IS NULL AND deleted_at IS NULL AND redacted_at IS NULL \
-         AND (expires_at IS NULL OR expires_at > now()))",
-    )
+    sqlx::query_scalar(&format!(
+        "SELECT EXISTS (SELECT 1 FROM events e WHERE e.community_id = $1 AND e.id = $2 \
+         AND e.channel_id = $3 AND e.kind = $4 AND e.thread_root IS NULL AND {})",
+        served_event("e")
+    ))
     .bind(community)
     .bind(id)
     .bind(channel)
+    .bind(i64::from(kinds::MESSAGE))
     .fetch_one(conn)
     .await
 }
@@ -219,6 +233,7 @@ pub async fn lock_channel(
     .await
 }
 
+/// Stores a changed channel's name, visibility and archive flag.
 pub async fn update_channel(
     conn: &mut PgConnection,
     community: Uuid,
@@ -230,13 +245,14 @@ pub async fn update_channel(
     .bind(community)
     .bind(c.id)
     .bind(&c.name)
-    .bind(&c.visibility)
+    .bind(c.visibility)
     .bind(c.archived)
     .execute(conn)
     .await?;
     Ok(())
 }
 
+/// Marks a channel deleted (its row stays, so the id is never reused).
 pub async fn delete_channel(conn: &mut PgConnection, community: Uuid, id: Uuid) -> Result<(), sqlx::Error> {
     sqlx::query("UPDATE channels SET deleted_at = now() WHERE community_id = $1 AND id = $2")
         .bind(community)
@@ -274,7 +290,7 @@ pub async fn channel_role(
     community: Uuid,
     channel: Uuid,
     pubkey: &str,
-) -> Result<Option<String>, sqlx::Error> {
+) -> Result<Option<Role>, sqlx::Error> {
     sqlx::query_scalar(
         "SELECT role FROM channel_members WHERE community_id = $1 AND channel_id = $2 AND pubkey = $3 AND removed_at IS NULL",
     )
@@ -290,7 +306,7 @@ pub async fn channel_members(
     conn: &mut PgConnection,
     community: Uuid,
     channel: Uuid,
-) -> Result<Vec<(String, String)>, sqlx::Error> {
+) -> Result<Vec<(String, Role)>, sqlx::Error> {
     sqlx::query_as(
         "SELECT pubkey, role FROM channel_members WHERE community_id = $1 AND channel_id = $2 AND removed_at IS NULL \
          ORDER BY added_at, pubkey",
@@ -333,6 +349,7 @@ pub async fn redact_event(conn: &mut PgConnection, community: Uuid, id: &str) ->
     Ok(())
 }
 
+/// Marks the events `ids` deleted (NIP-09).
 pub async fn delete_events(
     conn: &mut PgConnection,
     community: Uuid,

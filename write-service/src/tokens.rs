@@ -8,11 +8,11 @@
 
 use std::collections::HashSet;
 
-use buzz_bus::{Actor, BusError, ErrorCode, Role, Scope, WriteOk};
+use buzz_bus::{Actor, BusError, ErrorCode, Scope, WriteOk};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::shared::{commit_failed, sql};
+use crate::error::{WriteError, WriteResult};
 
 /// Longest and default lifetime of a token.
 pub const MAX_EXPIRES_IN: u64 = 365 * 24 * 60 * 60;
@@ -75,20 +75,20 @@ pub async fn issue(
     scopes: &[Scope],
     channel_ids: Option<&[Uuid]>,
     expires_in: Option<u64>,
-) -> Result<WriteOk, BusError> {
+) -> WriteResult<WriteOk> {
     let expires_in = validate(token_hash, scopes, channel_ids, expires_in)?;
     // Only a signed (NIP-98) session mints tokens; the gateway never forwards a bearer actor here,
     // and a restricted actor could not widen itself anyway.
     if actor.channel_ids.is_some() || !Scope::ALL.iter().all(|s| actor.has_scope(*s)) {
-        return Err(BusError::restricted("tokens are issued only to signed requests"));
+        return Err(WriteError::restricted("tokens are issued only to signed requests"));
     }
-    let mut tx = pool.begin().await.map_err(sql)?;
-    let role = buzz_store::access::community_role(&mut tx, community, &actor.pubkey).await.map_err(sql)?;
-    let Some(role) = role.as_deref().and_then(Role::parse) else {
-        return Err(BusError::restricted("not a member of this community"));
+    let mut tx = pool.begin().await?;
+    let role = buzz_store::access::community_role(&mut tx, community, &actor.pubkey).await?;
+    let Some(role) = role else {
+        return Err(WriteError::restricted("not a member of this community"));
     };
-    if scopes.contains(&Scope::MembersWrite) && role < Role::Admin {
-        return Err(BusError::restricted("only community owners and admins may grant members:write"));
+    if scopes.contains(&Scope::MembersWrite) && !role.is_admin() {
+        return Err(WriteError::restricted("only community owners and admins may grant members:write"));
     }
     let names: Vec<&str> = scopes.iter().map(|s| scope_name(*s)).collect();
     let secs = i64::try_from(expires_in).map_err(|_| BusError::invalid("expires_in out of range"))?;
@@ -107,12 +107,12 @@ pub async fn issue(
     .await
     .map_err(|e| {
         if buzz_store::is_unique_violation(&e) {
-            BusError::new(ErrorCode::Conflict, "token already issued")
+            WriteError::new(ErrorCode::Conflict, "token already issued")
         } else {
-            sql(e)
+            WriteError::Storage(e)
         }
     })?;
-    tx.commit().await.map_err(commit_failed)?;
+    tx.commit().await.map_err(WriteError::Commit)?;
     let data = serde_json::json!({
         "scopes": names,
         "channel_ids": channel_ids,

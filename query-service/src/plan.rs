@@ -1,0 +1,192 @@
+//! A validated query and how it is answered: a count (COUNT) or pages of events (REQ, `POST
+//! /query`), over NIP-01 filters or one NIP-AR artifact query, streamed in bounded frames.
+
+use std::collections::HashSet;
+
+use buzz_bus::{BusError, ErrorCode, QueryFrameBody, QueryRequest};
+use buzz_core::{ArtifactForm, Filter, Limits};
+use futures::TryStreamExt;
+use sqlx::{PgConnection, Postgres, Transaction};
+use uuid::Uuid;
+
+use crate::artifacts;
+use crate::error::sql_error;
+use crate::sql::{self, Reader};
+
+/// What a query asks for. (On the bus it is still `QueryRequest.count: bool`; the gateway tells a
+/// COUNT's frames from a REQ's by its own bookkeeping.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueryKind {
+    /// One number: how many events match (COUNT).
+    Count,
+    /// The matching events, newest first or in the artifact form's order (REQ).
+    Page,
+}
+
+impl QueryKind {
+    /// The kind a request asks for.
+    #[must_use]
+    pub fn of(req: &QueryRequest) -> Self {
+        if req.count {
+            Self::Count
+        } else {
+            Self::Page
+        }
+    }
+}
+
+/// The artifact query of a request, if it is one: an artifact filter must be the only filter.
+pub fn artifact_query(filters: &[Filter]) -> Result<Option<(&Filter, ArtifactForm)>, BusError> {
+    match filters {
+        [f] => match f.artifact.as_deref() {
+            Some(form) => {
+                let form = ArtifactForm::parse(form).ok_or_else(|| {
+                    BusError::new(ErrorCode::Unsupported, "artifact query form is not supported")
+                })?;
+                Ok(Some((f, form)))
+            }
+            None => Ok(None),
+        },
+        many if many.iter().any(|f| f.artifact.is_some()) => Err(BusError::new(
+            ErrorCode::Unsupported,
+            "an artifact query must be the only filter of its request",
+        )),
+        _ => Ok(None),
+    }
+}
+
+/// A validated query inside its transaction.
+pub struct Plan<'a> {
+    /// Who reads.
+    pub reader: Reader<'a>,
+    /// The channels the reader may read (artifact queries only; empty otherwise).
+    pub readable: Vec<Uuid>,
+    /// The filters that can match anything.
+    pub filters: Vec<&'a Filter>,
+    /// The artifact query, when the request is one.
+    pub artifact: Option<(&'a Filter, ArtifactForm)>,
+}
+
+impl Plan<'_> {
+    /// COUNT: every match once (page fields do not apply).
+    pub async fn count(&self, tx: &mut Transaction<'static, Postgres>) -> Result<QueryFrameBody, BusError> {
+        if self.filters.is_empty() {
+            return Ok(QueryFrameBody::Count { count: 0 });
+        }
+        let mut qb = match self.artifact {
+            Some((f, form)) => artifacts::count(form, &self.reader, &self.readable, f),
+            None => sql::count_events(&self.reader, &self.filters),
+        };
+        let count: i64 = qb.build_query_scalar().fetch_one(&mut **tx).await.map_err(sql_error)?;
+        Ok(QueryFrameBody::Count { count: u64::try_from(count).unwrap_or(0) })
+    }
+
+    /// REQ: each filter's page, de-duplicated across filters, handed to `emit` in frames; returns
+    /// the closing `Done` frame.
+    pub async fn page<F, Fut>(
+        &self,
+        tx: &mut Transaction<'static, Postgres>,
+        limits: &Limits,
+        emit: &mut F,
+    ) -> Result<QueryFrameBody, BusError>
+    where
+        F: FnMut(QueryFrameBody) -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
+        let conn: &mut PgConnection = tx;
+        let mut out = Frames::default();
+        for f in &self.filters {
+            let mut qb = match self.artifact {
+                Some((_, form)) => {
+                    let limits = &limits.artifacts;
+                    let limit = f.limit.unwrap_or(limits.default_limit).min(limits.max_limit);
+                    artifacts::select(form, &self.reader, &self.readable, f, limit, f.offset.unwrap_or(0))
+                }
+                None => sql::select_events(&self.reader, f, f.effective_limit(limits)),
+            };
+            let mut rows = qb.build_query_as::<(String, String)>().fetch(&mut *conn);
+            while let Some((id, raw)) = rows.try_next().await.map_err(sql_error)? {
+                if let Some(events) = out.push(id, raw) {
+                    emit(QueryFrameBody::Events { events }).await;
+                }
+            }
+        }
+        if !out.batch.is_empty() {
+            emit(QueryFrameBody::Events { events: out.batch }).await;
+        }
+        Ok(QueryFrameBody::Done { total: out.total })
+    }
+}
+
+/// Largest frame of events put on the bus (NATS' default payload limit is 1 MiB).
+const FRAME_BYTES: usize = 256 * 1024;
+const FRAME_EVENTS: usize = 200;
+
+/// Streamed events: de-duplicated across filters, cut into frames of bounded size.
+#[derive(Default)]
+struct Frames {
+    seen: HashSet<String>,
+    batch: Vec<String>,
+    batch_bytes: usize,
+    total: u64,
+}
+
+impl Frames {
+    /// Adds one row; returns a full frame to emit.
+    fn push(&mut self, id: String, raw: String) -> Option<Vec<String>> {
+        if !self.seen.insert(id) {
+            return None;
+        }
+        self.batch_bytes += raw.len();
+        self.batch.push(raw);
+        self.total += 1;
+        if self.batch.len() >= FRAME_EVENTS || self.batch_bytes >= FRAME_BYTES {
+            self.batch_bytes = 0;
+            return Some(std::mem::take(&mut self.batch));
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filter(v: serde_json::Value) -> Filter {
+        Filter::from_value(&v).unwrap()
+    }
+
+    #[test]
+    fn an_artifact_query_stands_alone_and_names_a_form_this_relay_answers() {
+        let current = filter(serde_json::json!({"artifact": "current"}));
+        let plain = filter(serde_json::json!({"kinds": [9]}));
+        let found = artifact_query(std::slice::from_ref(&current)).unwrap();
+        assert_eq!(found.map(|(_, form)| form), Some(ArtifactForm::Current));
+        assert_eq!(artifact_query(std::slice::from_ref(&plain)).unwrap(), None);
+        let mixed = artifact_query(&[plain, current]).unwrap_err();
+        assert_eq!(mixed.code, ErrorCode::Unsupported);
+        let snapshot = filter(serde_json::json!({"artifact": "snapshot"}));
+        assert_eq!(artifact_query(&[snapshot]).unwrap_err().code, ErrorCode::Unsupported);
+    }
+
+    #[test]
+    fn a_count_request_is_a_count_and_anything_else_a_page() {
+        let mut req: QueryRequest = serde_json::from_value(serde_json::json!({
+            "community_id": Uuid::nil(), "reader": {"pubkey": "a", "scopes": []}, "filters": []
+        }))
+        .unwrap();
+        assert_eq!(QueryKind::of(&req), QueryKind::Page);
+        req.count = true;
+        assert_eq!(QueryKind::of(&req), QueryKind::Count);
+    }
+
+    #[test]
+    fn frames_drop_repeats_and_close_at_their_event_bound() {
+        let mut frames = Frames::default();
+        assert!(frames.push("a".into(), "{}".into()).is_none());
+        assert!(frames.push("a".into(), "{}".into()).is_none());
+        let full = (1..FRAME_EVENTS).find_map(|i| frames.push(format!("id{i}"), "{}".into()));
+        assert_eq!(full.map(|f| f.len()), Some(FRAME_EVENTS));
+        assert_eq!(frames.total, FRAME_EVENTS as u64);
+    }
+}
