@@ -6,6 +6,7 @@ pub mod nats;
 pub mod payload;
 pub mod rpc;
 pub mod serve;
+pub mod snapshot;
 pub mod subjects;
 pub mod trace;
 

@@ -10,6 +10,7 @@ pub mod query_api;
 pub mod ratelimit;
 pub mod request;
 pub mod settings;
+pub mod snapshot_api;
 pub mod tokens;
 pub mod ws;
 

@@ -16,11 +16,26 @@ pub struct ClusterOptions {
     pub statement_timeout_ms: u64,
     /// Adjusts every gateway's settings before it starts (e.g. low rate limits).
     pub gateway_settings: Option<fn(&mut buzz_gateway::Settings)>,
+    /// Snapshot-service replicas (two by default: no session affinity).
+    pub snapshots: usize,
+    /// A Redis of its own for the snapshot-service (fault tests stop and restart it).
+    pub snapshot_redis_url: Option<&'static str>,
+    /// Adjusts every snapshot replica's settings before it starts (e.g. low time limits).
+    pub snapshot_settings: Option<fn(&mut buzz_snapshot::Settings)>,
 }
 
 impl Default for ClusterOptions {
     fn default() -> Self {
-        Self { gateways: 2, writers: 2, queriers: 2, statement_timeout_ms: 2000, gateway_settings: None }
+        Self {
+            gateways: 2,
+            writers: 2,
+            queriers: 2,
+            statement_timeout_ms: 2000,
+            gateway_settings: None,
+            snapshots: 2,
+            snapshot_redis_url: None,
+            snapshot_settings: None,
+        }
     }
 }
 
@@ -37,7 +52,17 @@ pub struct Cluster {
     pub shutdown: CancellationToken,
     /// Cancels only the gateways (graceful shutdown tests).
     pub gateway_shutdown: CancellationToken,
+    /// The running snapshot-service replicas (see [`Cluster::add_snapshot_replica`]).
+    pub snapshot_replicas: Vec<SnapshotReplica>,
+    snapshot_settings: buzz_snapshot::Settings,
     tasks: Vec<JoinHandle<anyhow::Result<()>>>,
+}
+
+/// One snapshot-service replica, stoppable on its own.
+pub struct SnapshotReplica {
+    pub admin: SocketAddr,
+    pub shutdown: CancellationToken,
+    pub task: Option<JoinHandle<anyhow::Result<()>>>,
 }
 
 /// A provisioned community and its owner.
@@ -139,14 +164,20 @@ impl Cluster {
             .expect("query-service");
             tasks.push(tokio::spawn(app.run(shutdown.clone())));
         }
-        let snapshot = buzz_snapshot::Application::build(buzz_snapshot::Settings {
-            nats: buzz_bus::NatsConfig::new(nats_url.clone()),
-            redis: buzz_http_auth::RedisConfig::new(redis_url.clone()),
-            admin_listen: loopback0,
-        })
-        .await
-        .expect("snapshot-service");
-        tasks.push(tokio::spawn(snapshot.run(shutdown.clone())));
+        let mut snapshot_settings = buzz_snapshot::Settings::local(
+            &database_url,
+            &nats_url,
+            opts.snapshot_redis_url.unwrap_or(&redis_url),
+            &nats_prefix,
+            &redis_prefix,
+        );
+        if let Some(tweak) = opts.snapshot_settings {
+            tweak(&mut snapshot_settings);
+        }
+        let mut snapshot_replicas = Vec::new();
+        for _ in 0..opts.snapshots {
+            snapshot_replicas.push(spawn_snapshot(&snapshot_settings, &shutdown).await);
+        }
         let mut gateways = Vec::new();
         for _ in 0..opts.gateways {
             let mut settings = buzz_gateway::Settings::local(
@@ -177,6 +208,8 @@ impl Cluster {
             relay,
             shutdown,
             gateway_shutdown,
+            snapshot_replicas,
+            snapshot_settings,
             tasks,
         };
         cluster.wait_ready().await;
@@ -188,6 +221,7 @@ impl Cluster {
         let client = reqwest::Client::new();
         let mut urls: Vec<String> = self.gateways.iter().map(|a| format!("http://{a}/readyz")).collect();
         urls.push(format!("http://{}/readyz", self.policy));
+        urls.extend(self.snapshot_replicas.iter().map(|r| format!("http://{}/readyz", r.admin)));
         for url in urls {
             eventually(Duration::from_secs(10), || {
                 let client = client.clone();
@@ -339,9 +373,30 @@ impl Cluster {
         sqlx::query("ANALYZE artifact_current_tags").execute(&self.pool).await.unwrap();
     }
 
+    /// Starts one more snapshot-service replica; returns its index in `snapshot_replicas`.
+    pub async fn add_snapshot_replica(&mut self) -> usize {
+        let replica = spawn_snapshot(&self.snapshot_settings, &self.shutdown).await;
+        self.snapshot_replicas.push(replica);
+        self.snapshot_replicas.len() - 1
+    }
+
+    /// Stops snapshot replica `i` and waits until it no longer takes requests.
+    pub async fn stop_snapshot_replica(&mut self, i: usize) {
+        let r = &mut self.snapshot_replicas[i];
+        r.shutdown.cancel();
+        if let Some(t) = r.task.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(10), t).await;
+        }
+    }
+
     /// Stops every service and drops the test database.
-    pub async fn stop(self) {
+    pub async fn stop(mut self) {
         self.shutdown.cancel();
+        for r in &mut self.snapshot_replicas {
+            if let Some(t) = r.task.take() {
+                let _ = tokio::time::timeout(Duration::from_secs(10), t).await;
+            }
+        }
         for t in self.tasks {
             let _ = tokio::time::timeout(Duration::from_secs(10), t).await;
         }
@@ -353,6 +408,14 @@ impl Cluster {
                 .await;
         }
     }
+}
+
+async fn spawn_snapshot(settings: &buzz_snapshot::Settings, shutdown: &CancellationToken) -> SnapshotReplica {
+    let app = buzz_snapshot::Application::build(settings.clone()).await.expect("snapshot-service");
+    let admin = app.admin_addr();
+    let token = shutdown.child_token();
+    let task = tokio::spawn(app.run(token.clone()));
+    SnapshotReplica { admin, shutdown: token, task: Some(task) }
 }
 
 /// Polls `check` until it is true or `within` passes (then panics).

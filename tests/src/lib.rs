@@ -7,6 +7,7 @@
 pub mod client;
 pub mod cluster;
 pub mod seed;
+pub mod snapshot;
 
 pub use client::WsClient;
 pub use cluster::{Cluster, ClusterOptions, Community};
