@@ -182,11 +182,11 @@ mod tests {
     #[test]
     fn pages_hold_at_most_page_rows_entries_and_round_trip() {
         let entries: Vec<Entry> = (0..2500).map(entry).collect();
-        let pages = pages(&entries);
-        assert_eq!(pages.len(), 3);
-        let back: Vec<Entry> = pages.iter().flat_map(|p| unpack(p).unwrap()).collect();
+        let cut = pages(&entries);
+        assert_eq!(cut.len(), 3);
+        let back: Vec<Entry> = cut.iter().flat_map(|p| unpack(p).unwrap()).collect();
         assert_eq!(back, entries);
-        assert!(pages.iter().all(|p| entries_json(&unpack(p).unwrap()).len() < LIMITS.page_bytes));
+        assert!(cut.iter().all(|p| entries_json(&unpack(p).unwrap()).len() < LIMITS.page_bytes));
         assert_eq!(pages(&[]).len(), 1);
     }
 

@@ -185,3 +185,30 @@ pub fn normal(error: BusError) -> SnapshotFailure {
 fn lease_ms(operation: Duration) -> u64 {
     u64::try_from(operation.as_millis()).unwrap_or(u64::MAX)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_fifth_concurrent_operation_in_one_process_is_unavailable_at_once() {
+        let redis = fred::prelude::Builder::default_centralized().build_pool(1).unwrap();
+        let service = Service {
+            pool: sqlx::PgPool::connect_lazy("postgres://nobody@127.0.0.1:1/none").unwrap(),
+            state: SharedState::new(redis, "t:", Duration::from_millis(10)),
+            statement_timeout_ms: 2000,
+            operation_timeout: Duration::from_secs(8),
+            ops: Arc::new(Semaphore::new(LIMITS.operations_per_process)),
+        };
+        let held: Vec<_> = (0..4).map(|_| service.ops.clone().try_acquire_owned().unwrap()).collect();
+        let req = SnapshotRequest {
+            community_id: uuid::Uuid::new_v4(),
+            reader: buzz_bus::Actor::session("a".repeat(64)),
+            filter: serde_json::json!({"artifact":"snapshot","action":"start","query":{"artifact":"current"}}),
+        };
+        let busy = tokio::time::timeout(Duration::from_secs(1), service.handle(req)).await.unwrap();
+        assert_eq!(busy, Err(SnapshotCode::SnapshotUnavailable.into()));
+        drop(held);
+    }
+}
