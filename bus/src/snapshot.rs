@@ -80,10 +80,16 @@ pub struct SnapshotFrame {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum SnapshotFrameBody {
     /// A piece of the JSON response body, in order.
-    Chunk { data: String },
+    Chunk {
+        data: String,
+    },
     /// The end: `bytes` bytes of body were sent in the chunks before this frame.
-    Done { bytes: u64 },
-    Failure { failure: SnapshotFailure },
+    Done {
+        bytes: u64,
+    },
+    Failure {
+        failure: SnapshotFailure,
+    },
 }
 
 /// Largest chunk put on the bus.

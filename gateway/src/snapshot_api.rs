@@ -64,7 +64,11 @@ pub async fn forward(
 
 /// Sends the request and joins the answer's chunks; a gap, a short answer, a timeout or no
 /// service at all is `snapshot_unavailable` (retry with backoff), never a partial body.
-async fn collect(nats: &async_nats::Client, subject: String, req: &SnapshotRequest) -> Result<String, SnapshotFailure> {
+async fn collect(
+    nats: &async_nats::Client,
+    subject: String,
+    req: &SnapshotRequest,
+) -> Result<String, SnapshotFailure> {
     let unavailable = SnapshotFailure::from(SnapshotCode::SnapshotUnavailable);
     let inbox = nats.new_inbox();
     let mut replies = nats.subscribe(inbox.clone()).await.map_err(|_| unavailable.clone())?;

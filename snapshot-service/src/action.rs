@@ -113,7 +113,10 @@ mod tests {
             assert_eq!(code(json!({"artifact":"snapshot","action":"start","query":q})), INVALID, "{q}");
         }
         assert_eq!(code(json!({"artifact":"snapshot","action":"start"})), INVALID);
-        assert_eq!(code(json!({"artifact":"snapshot","action":"start","query":{"artifact":"current"},"x":1})), INVALID);
+        assert_eq!(
+            code(json!({"artifact":"snapshot","action":"start","query":{"artifact":"current"},"x":1})),
+            INVALID
+        );
         assert_eq!(code(json!({"artifact":"snapshot","action":"rewind"})), INVALID);
     }
 

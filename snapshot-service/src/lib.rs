@@ -3,6 +3,7 @@
 //! `<p>.v1.snapshot` without session affinity: any replica serves any request of any capture.
 
 pub mod action;
+mod dispatch;
 pub mod manifest;
 mod reads;
 pub mod service;
@@ -99,7 +100,8 @@ impl Application {
             }
         });
         tracing::info!(admin = %self.admin_addr, "snapshot-service running");
-        let admin = axum::serve(self.admin, router).with_graceful_shutdown(shutdown.clone().cancelled_owned());
+        let admin =
+            axum::serve(self.admin, router).with_graceful_shutdown(shutdown.clone().cancelled_owned());
         let (served, admin) = tokio::join!(requests, admin);
         served?;
         admin?;

@@ -60,7 +60,7 @@ impl Entry {
 
 /// Decodes a packed page (a stored blob); a malformed blob is a lost record.
 pub fn unpack(blob: &[u8]) -> Result<Vec<Entry>, SnapshotCode> {
-    if blob.len() % ENTRY_BYTES != 0 {
+    if !blob.len().is_multiple_of(ENTRY_BYTES) {
         return Err(SnapshotCode::SnapshotReset);
     }
     Ok(blob
@@ -81,7 +81,10 @@ pub fn unpack(blob: &[u8]) -> Result<Vec<Entry>, SnapshotCode> {
 #[must_use]
 pub fn body_record(record: &[u8]) -> Option<(Uuid, Uuid)> {
     (record.len() == 32).then(|| {
-        (Uuid::from_slice(&record[..16]).unwrap_or_default(), Uuid::from_slice(&record[16..]).unwrap_or_default())
+        (
+            Uuid::from_slice(&record[..16]).unwrap_or_default(),
+            Uuid::from_slice(&record[16..]).unwrap_or_default(),
+        )
     })
 }
 

@@ -47,7 +47,12 @@ impl Service {
 
     /// Full frozen scope: membership, the readable channels (and their rows) as at capture, and
     /// every captured entry intact.
-    async fn validate_scope(&self, req: &SnapshotRequest, meta: &Meta, entries: &[Entry]) -> Result<(), crate::Failure> {
+    async fn validate_scope(
+        &self,
+        req: &SnapshotRequest,
+        meta: &Meta,
+        entries: &[Entry],
+    ) -> Result<(), crate::Failure> {
         let mut tx = store::begin(&self.pool, self.statement_timeout_ms).await?;
         let who = self.admit(req, &mut tx, Some(&meta.as_of)).await?;
         if who.fingerprint != meta.fingerprint {
@@ -78,10 +83,14 @@ impl Service {
         let entries = Self::entries(&meta, &read)?;
         self.validate_scope(req, &meta, &entries).await?;
         // Served only once authority held; a capture lost meanwhile is a reset.
-        let (_, marked) = self.load(req, token, Some(state::served_field(token.generation, n)), vec![
-            state::page_field(token.generation, n).into_bytes(),
-        ])
-        .await?;
+        let (_, marked) = self
+            .load(
+                req,
+                token,
+                Some(state::served_field(token.generation, n)),
+                vec![state::page_field(token.generation, n).into_bytes()],
+            )
+            .await?;
         let page = manifest::unpack(marked.values[0].as_deref().ok_or(RESET)?)?;
         Ok(page_body(&token, marked.expires_ms, &page, cursor.page, pages))
     }

@@ -1,11 +1,11 @@
 //! The snapshot operations: admission (scope, per-process operation limit, elapsed limit) and
-//! `start`. `page`, `bodies` and `complete` are in [`crate::reads`].
+//! `start`. The other actions extend `Service` in their own module.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use buzz_bus::snapshot::{SnapshotCode, SnapshotFailure, SnapshotRequest, LIMITS};
-use buzz_bus::{BusError, Scope};
+use buzz_bus::BusError;
 use buzz_core::Filter;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -13,7 +13,6 @@ use sha2::Digest as _;
 use sqlx::PgPool;
 use tokio::sync::Semaphore;
 
-use crate::action::{self, Action};
 use crate::manifest::{self, Cursor, Token};
 use crate::state::{self, SharedState};
 use crate::store::{self, ReaderState};
@@ -47,37 +46,14 @@ pub struct Service {
 pub type Outcome = Result<String, SnapshotFailure>;
 
 impl Service {
-    /// Answers one request with the HTTP body, or the failure.
-    pub async fn handle(&self, req: SnapshotRequest) -> Outcome {
-        let action = action::parse(&req.filter)?;
-        if !req.reader.has_scope(Scope::MessagesRead) {
-            return Err(normal(BusError::restricted("token does not allow reading messages")));
-        }
-        let Ok(_permit) = self.ops.clone().try_acquire_owned() else {
-            metrics::counter!("buzz_snapshot_busy_total").increment(1);
-            return Err(SnapshotCode::SnapshotUnavailable.into());
-        };
-        let started = std::time::Instant::now();
-        let outcome = match tokio::time::timeout(self.operation_timeout, self.run(&req, action)).await {
-            Ok(outcome) => outcome,
-            Err(_) => Err(SnapshotCode::SnapshotUnavailable.into()),
-        };
-        metrics::histogram!("buzz_snapshot_seconds").record(started.elapsed().as_secs_f64());
-        outcome
-    }
-
-    async fn run(&self, req: &SnapshotRequest, action: Action) -> Outcome {
-        match action {
-            Action::Start { query } => self.start(req, &query).await,
-            Action::Page { token, cursor } => self.page(req, token, cursor).await,
-            Action::Bodies { token, revisions } => self.bodies(req, token, &revisions).await,
-            Action::Complete { token } => self.complete(req, token).await,
-        }
-    }
-
     /// The reader's database authority now: member of a live community, within the inspection
     /// limits. A community that is gone or being deleted takes its captures with it.
-    pub async fn admit(&self, req: &SnapshotRequest, tx: &mut sqlx::PgConnection, as_of: Option<&str>) -> Result<ReaderState, SnapshotFailure> {
+    pub async fn admit(
+        &self,
+        req: &SnapshotRequest,
+        tx: &mut sqlx::PgConnection,
+        as_of: Option<&str>,
+    ) -> Result<ReaderState, SnapshotFailure> {
         let who = store::reader_state(
             tx,
             req.community_id,
@@ -100,9 +76,10 @@ impl Service {
         Ok(who)
     }
 
-    async fn start(&self, req: &SnapshotRequest, query: &Filter) -> Outcome {
+    pub(crate) async fn start(&self, req: &SnapshotRequest, query: &Filter) -> Outcome {
         let community = req.community_id.to_string();
-        let generation = self.state.reserve(&community, &req.reader.pubkey, lease_ms(self.operation_timeout)).await?;
+        let generation =
+            self.state.reserve(&community, &req.reader.pubkey, lease_ms(self.operation_timeout)).await?;
         match self.capture(req, query, generation).await {
             Ok(body) => Ok(body),
             Err(e) => {
@@ -146,8 +123,17 @@ impl Service {
             (state::meta_field(generation), Bytes::from(meta_json)),
             (state::served_field(generation, 0).into_bytes(), Bytes::from_static(b"1")),
         ];
-        fields.extend(pages.iter().enumerate().map(|(n, p)| (state::page_field(generation, n).into_bytes(), Bytes::from(p.clone()))));
-        fields.extend(entries.iter().map(|e| (state::body_field(generation, &e.revision), Bytes::from(e.body_record()))));
+        fields.extend(
+            pages
+                .iter()
+                .enumerate()
+                .map(|(n, p)| (state::page_field(generation, n).into_bytes(), Bytes::from(p.clone()))),
+        );
+        fields.extend(
+            entries
+                .iter()
+                .map(|e| (state::body_field(generation, &e.revision), Bytes::from(e.body_record()))),
+        );
         let bytes: usize = fields.iter().map(|(f, v)| f.len() + v.len()).sum();
         if bytes > LIMITS.max_manifest_bytes {
             return Err(SnapshotCode::SnapshotLimit.into());
@@ -162,7 +148,13 @@ impl Service {
 
 /// A start or page response.
 #[must_use]
-pub fn page_body(token: &Token, expires_ms: i64, entries: &[manifest::Entry], page: u32, pages: usize) -> String {
+pub fn page_body(
+    token: &Token,
+    expires_ms: i64,
+    entries: &[manifest::Entry],
+    page: u32,
+    pages: usize,
+) -> String {
     let next = page + 1;
     let next_token = if (next as usize) < pages {
         format!("\"{}\"", Cursor { generation: token.generation, page: next }.encode())
@@ -184,31 +176,4 @@ pub fn normal(error: BusError) -> SnapshotFailure {
 
 fn lease_ms(operation: Duration) -> u64 {
     u64::try_from(operation.as_millis()).unwrap_or(u64::MAX)
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn a_fifth_concurrent_operation_in_one_process_is_unavailable_at_once() {
-        let redis = fred::prelude::Builder::default_centralized().build_pool(1).unwrap();
-        let service = Service {
-            pool: sqlx::PgPool::connect_lazy("postgres://nobody@127.0.0.1:1/none").unwrap(),
-            state: SharedState::new(redis, "t:", Duration::from_millis(10)),
-            statement_timeout_ms: 2000,
-            operation_timeout: Duration::from_secs(8),
-            ops: Arc::new(Semaphore::new(LIMITS.operations_per_process)),
-        };
-        let held: Vec<_> = (0..4).map(|_| service.ops.clone().try_acquire_owned().unwrap()).collect();
-        let req = SnapshotRequest {
-            community_id: uuid::Uuid::new_v4(),
-            reader: buzz_bus::Actor::session("a".repeat(64)),
-            filter: serde_json::json!({"artifact":"snapshot","action":"start","query":{"artifact":"current"}}),
-        };
-        let busy = tokio::time::timeout(Duration::from_secs(1), service.handle(req)).await.unwrap();
-        assert_eq!(busy, Err(SnapshotCode::SnapshotUnavailable.into()));
-        drop(held);
-    }
 }

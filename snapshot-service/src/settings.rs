@@ -45,7 +45,13 @@ impl Settings {
 
     /// Local defaults (tests, `buzz dev`): the spec's limits.
     #[must_use]
-    pub fn local(database_url: &str, nats_url: &str, redis_url: &str, nats_prefix: &str, redis_prefix: &str) -> Self {
+    pub fn local(
+        database_url: &str,
+        nats_url: &str,
+        redis_url: &str,
+        nats_prefix: &str,
+        redis_prefix: &str,
+    ) -> Self {
         Self {
             database_url: database_url.to_owned(),
             nats: buzz_bus::NatsConfig::new(nats_url),

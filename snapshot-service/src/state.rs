@@ -241,7 +241,12 @@ impl SharedState {
     }
 
     /// Reads a live capture's meta and `fields`, optionally setting `mark` in the same step.
-    pub async fn read(&self, generation: u64, mark: Option<String>, fields: Vec<Vec<u8>>) -> Result<Read, SnapshotCode> {
+    pub async fn read(
+        &self,
+        generation: u64,
+        mark: Option<String>,
+        fields: Vec<Vec<u8>>,
+    ) -> Result<Read, SnapshotCode> {
         let mut args = vec![Value::from(generation.to_string()), Value::from(mark.unwrap_or_default())];
         args.extend(fields.into_iter().map(|f| Value::Bytes(Bytes::from(f))));
         let mut out = self.eval(READ, args).await?.into_iter();

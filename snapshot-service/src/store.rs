@@ -19,7 +19,10 @@ pub fn sql_error(e: &sqlx::Error) -> SnapshotCode {
 }
 
 /// One read-only snapshot of the store for the whole operation, with the statement limit.
-pub async fn begin(pool: &PgPool, statement_timeout_ms: u64) -> Result<Transaction<'static, Postgres>, SnapshotCode> {
+pub async fn begin(
+    pool: &PgPool,
+    statement_timeout_ms: u64,
+) -> Result<Transaction<'static, Postgres>, SnapshotCode> {
     let mut tx = pool
         .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         .await
@@ -160,9 +163,11 @@ pub async fn matches(
     }
     qb.push(") m JOIN artifacts a ON a.community_id = ")
         .push_bind(community)
-        .push(" AND a.d = m.d JOIN events e ON e.community_id = a.community_id AND e.id = a.current_revision \
+        .push(
+            " AND a.d = m.d JOIN events e ON e.community_id = a.community_id AND e.id = a.current_revision \
                JOIN channels c ON c.community_id = a.community_id AND c.id = a.home_channel \
-               WHERE NOT a.deleted AND a.home_channel = ANY(")
+               WHERE NOT a.deleted AND a.home_channel = ANY(",
+        )
         .push_bind(readable.to_vec())
         .push(
             ") AND e.redacted_at IS NULL AND e.deleted_at IS NULL \

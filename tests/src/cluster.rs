@@ -8,6 +8,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use crate::replicas::{spawn_snapshot, SnapshotReplica};
+
 #[derive(Debug, Clone, Copy)]
 pub struct ClusterOptions {
     pub gateways: usize,
@@ -56,13 +58,6 @@ pub struct Cluster {
     pub snapshot_replicas: Vec<SnapshotReplica>,
     snapshot_settings: buzz_snapshot::Settings,
     tasks: Vec<JoinHandle<anyhow::Result<()>>>,
-}
-
-/// One snapshot-service replica, stoppable on its own.
-pub struct SnapshotReplica {
-    pub admin: SocketAddr,
-    pub shutdown: CancellationToken,
-    pub task: Option<JoinHandle<anyhow::Result<()>>>,
 }
 
 /// A provisioned community and its owner.
@@ -408,14 +403,6 @@ impl Cluster {
                 .await;
         }
     }
-}
-
-async fn spawn_snapshot(settings: &buzz_snapshot::Settings, shutdown: &CancellationToken) -> SnapshotReplica {
-    let app = buzz_snapshot::Application::build(settings.clone()).await.expect("snapshot-service");
-    let admin = app.admin_addr();
-    let token = shutdown.child_token();
-    let task = tokio::spawn(app.run(token.clone()));
-    SnapshotReplica { admin, shutdown: token, task: Some(task) }
 }
 
 /// Polls `check` until it is true or `within` passes (then panics).

@@ -6,6 +6,7 @@
 
 pub mod client;
 pub mod cluster;
+pub mod replicas;
 pub mod seed;
 pub mod snapshot;
 

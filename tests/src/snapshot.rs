@@ -17,7 +17,15 @@ pub fn tag(name: &str, value: impl ToString) -> Vec<String> {
 
 /// A signed revision of type `ty` with the envelope and `extra` client tags (none on delete).
 #[must_use]
-pub fn rev(keys: &Keys, op: &str, d: Uuid, h: Uuid, prev: Option<&Event>, ty: &str, extra: &[Vec<String>]) -> Event {
+pub fn rev(
+    keys: &Keys,
+    op: &str,
+    d: Uuid,
+    h: Uuid,
+    prev: Option<&Event>,
+    ty: &str,
+    extra: &[Vec<String>],
+) -> Event {
     let mut tags = vec![tag("ar", "1"), tag("d", d), tag("h", h), tag("type", ty), tag("op", op)];
     if op != "delete" {
         tags.push(tag("title", "Fix the payment timeout"));
@@ -38,7 +46,13 @@ pub async fn ok(c: &mut WsClient, ev: &Event) {
 }
 
 /// Creates an artifact of `ty` in `h`; returns its d and revision.
-pub async fn create(c: &mut WsClient, keys: &Keys, h: Uuid, ty: &str, extra: &[Vec<String>]) -> (Uuid, Event) {
+pub async fn create(
+    c: &mut WsClient,
+    keys: &Keys,
+    h: Uuid,
+    ty: &str,
+    extra: &[Vec<String>],
+) -> (Uuid, Event) {
     let d = Uuid::new_v4();
     let e = rev(keys, "create", d, h, None, ty, extra);
     ok(c, &e).await;

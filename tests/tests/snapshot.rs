@@ -76,7 +76,11 @@ async fn a_capture_pages_through_changing_replicas_and_gateways_and_completes_on
 
     let r = switch_replica(&mut cluster, 0).await;
     // Page 1 was never served: completion fails until it is.
-    assert_snapshot_error(&snap(&cluster, 1, &team, &reader, complete(&token)).await, 400, "snapshot_invalid");
+    assert_snapshot_error(
+        &snap(&cluster, 1, &team, &reader, complete(&token)).await,
+        400,
+        "snapshot_invalid",
+    );
     let second = snap(&cluster, 1, &team, &reader, page(&token, &cursor)).await;
     assert_eq!(second.0, 200, "{}", second.1);
     assert_eq!(second.1["token"], token, "the token is constant for the capture");
@@ -123,7 +127,8 @@ async fn bodies_are_exactly_the_captured_revisions_and_an_ordinary_update_keeps_
     let (d1, t1) = create(&mut a, &alice, open, TASK, &[]).await;
     let (_, t2) = create(&mut a, &alice, open, TASK, &[]).await;
     let (_, note) = create(&mut a, &alice, open, "buzz.note", &[]).await;
-    let started = snap(&cluster, 0, &team, &alice, start(json!({"artifact": "current", "#type": [TASK]}))).await;
+    let started =
+        snap(&cluster, 0, &team, &alice, start(json!({"artifact": "current", "#type": [TASK]}))).await;
     assert_eq!(started.0, 200, "{}", started.1);
     let token = started.1["token"].clone();
     let mut captured: Vec<String> = entries(&started.1).into_iter().map(|e| e.1).collect();
@@ -139,15 +144,27 @@ async fn bodies_are_exactly_the_captured_revisions_and_an_ordinary_update_keeps_
     assert_eq!(got.1["version"], 1);
     assert_eq!(got.1["token"], token);
     let events: Vec<Event> = serde_json::from_value(got.1["events"].clone()).unwrap();
-    assert_eq!(ids(&events.iter().collect::<Vec<_>>()), ids(&[&t2, &t1]), "exactly the requested ids, in order");
+    assert_eq!(
+        ids(&events.iter().collect::<Vec<_>>()),
+        ids(&[&t2, &t1]),
+        "exactly the requested ids, in order"
+    );
     assert!(events.iter().all(|e| e.verify().is_ok()));
     // Not captured: the newer revision, another type's revision, an unknown id.
     for other in [&t1b.id, &note.id, &"0".repeat(64)] {
-        assert_snapshot_error(&snap(&cluster, 0, &team, &alice, bodies(&token, &[other])).await, 400, "snapshot_invalid");
+        assert_snapshot_error(
+            &snap(&cluster, 0, &team, &alice, bodies(&token, &[other])).await,
+            400,
+            "snapshot_invalid",
+        );
     }
     let too_many: Vec<String> = (0..101).map(|i| format!("{i:064x}")).collect();
     let refs: Vec<&str> = too_many.iter().map(String::as_str).collect();
-    assert_snapshot_error(&snap(&cluster, 0, &team, &alice, bodies(&token, &refs)).await, 413, "snapshot_limit");
+    assert_snapshot_error(
+        &snap(&cluster, 0, &team, &alice, bodies(&token, &refs)).await,
+        413,
+        "snapshot_limit",
+    );
     let done = snap(&cluster, 1, &team, &alice, complete(&token)).await;
     assert_eq!(done.0, 200, "an ordinary update leaves completion possible: {}", done.1);
     cluster.stop().await;
@@ -176,12 +193,20 @@ async fn the_query_takes_current_state_tag_predicates_only_and_every_error_is_bo
     }
     // A well-formed token nobody issued is a reset, like an expired or lost capture.
     let forged = "AAAAAAAAAAEAAAAAAAAAAAAAAAAAAAAA";
-    assert_snapshot_error(&snap(&cluster, 0, &team, &alice, complete(&json!(forged))).await, 409, "snapshot_reset");
+    assert_snapshot_error(
+        &snap(&cluster, 0, &team, &alice, complete(&json!(forged))).await,
+        409,
+        "snapshot_reset",
+    );
     // count=1 does not apply to snapshots.
     let body = json!([start(json!({"artifact": "current"}))]);
-    let res = cluster.tenant_request(0, &team, reqwest::Method::POST, "/query?count=1", Some(&body), &alice).await;
+    let res =
+        cluster.tenant_request(0, &team, reqwest::Method::POST, "/query?count=1", Some(&body), &alice).await;
     assert_eq!(res.status(), 400);
-    assert_eq!(res.json::<Value>().await.unwrap(), json!({"error": "snapshot_invalid", "code": "snapshot_invalid"}));
+    assert_eq!(
+        res.json::<Value>().await.unwrap(),
+        json!({"error": "snapshot_invalid", "code": "snapshot_invalid"})
+    );
     // Admission and membership keep their normal errors.
     let outsider = Keys::generate();
     let (status, v) = snap(&cluster, 0, &team, &outsider, start(json!({"artifact": "current"}))).await;
@@ -215,13 +240,18 @@ async fn a_readable_artifact_in_a_ttl_channel_fails_before_any_token_while_unrel
     }
     // No token was published for the refused starts: the reader still has one capture slot left
     // (two per reader per community), and then none.
-    let second = snap(&cluster, 0, &team, &alice, start(json!({"artifact": "current", "#type": ["buzz.none"]}))).await;
+    let second =
+        snap(&cluster, 0, &team, &alice, start(json!({"artifact": "current", "#type": ["buzz.none"]}))).await;
     assert_eq!(second.0, 200, "{}", second.1);
-    let third = snap(&cluster, 1, &team, &alice, start(json!({"artifact": "current", "#type": ["buzz.none"]}))).await;
+    let third =
+        snap(&cluster, 1, &team, &alice, start(json!({"artifact": "current", "#type": ["buzz.none"]}))).await;
     assert_snapshot_error(&third, 503, "snapshot_unavailable");
     // Another reader is not affected by alice's captures.
     let bob = cluster.member(&team).await;
-    assert_eq!(snap(&cluster, 0, &team, &bob, start(json!({"artifact": "current", "#type": ["buzz.none"]}))).await.0, 200);
+    assert_eq!(
+        snap(&cluster, 0, &team, &bob, start(json!({"artifact": "current", "#type": ["buzz.none"]}))).await.0,
+        200
+    );
     cluster.stop().await;
 }
 
@@ -260,7 +290,10 @@ async fn a_token_grants_nothing_to_another_reader_or_community_and_reads_never_e
     let key = format!("{}snapshot", cluster.redis_prefix);
     let pttl: i64 = fred::interfaces::KeysInterface::pttl(&redis, &key).await.unwrap();
     let expires_ms = r.1["expiresAt"].as_i64().unwrap() * 1000;
-    let now_ms = i64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()).unwrap();
+    let now_ms = i64::try_from(
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis(),
+    )
+    .unwrap();
     assert!(pttl > 0 && now_ms + pttl <= expires_ms + 2000, "pttl {pttl}");
     cluster.stop().await;
 }

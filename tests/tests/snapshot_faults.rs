@@ -60,7 +60,9 @@ fn fast_redis_timeout(s: &mut buzz_snapshot::Settings) {
     s.redis_timeout_ms = 500;
 }
 
-async fn with_capture(redis: &PrivateRedis) -> (Cluster, buzz_tests::Community, buzz_core::Keys, serde_json::Value, String) {
+async fn with_capture(
+    redis: &PrivateRedis,
+) -> (Cluster, buzz_tests::Community, buzz_core::Keys, serde_json::Value, String) {
     let cluster = Cluster::start_with(ClusterOptions {
         snapshot_redis_url: Some(redis.url()),
         snapshot_settings: Some(fast_redis_timeout),
@@ -83,7 +85,11 @@ async fn flushall_is_a_reset_for_every_action() {
     let (cluster, team, alice, token, id) = with_capture(&redis).await;
     redis.cli(&["FLUSHALL"]);
     assert_snapshot_error(&snap(&cluster, 0, &team, &alice, complete(&token)).await, 409, "snapshot_reset");
-    assert_snapshot_error(&snap(&cluster, 1, &team, &alice, bodies(&token, &[&id])).await, 409, "snapshot_reset");
+    assert_snapshot_error(
+        &snap(&cluster, 1, &team, &alice, bodies(&token, &[&id])).await,
+        409,
+        "snapshot_reset",
+    );
     cluster.stop().await;
 }
 

@@ -14,12 +14,15 @@ async fn above_max_rows_or_the_candidate_limit_a_start_fails_413_and_is_never_tr
     let team = cluster.community("team.test").await;
     let reader = cluster.member(&team).await;
     // 50 001 readable artifacts in one open channel; about half are tasks, each in one of 100 projects.
-    let projects = buzz_tests::seed::artifact_corpus(&cluster, team.id, &team.owner.public_hex(), 50_001, 1).await;
+    let projects =
+        buzz_tests::seed::artifact_corpus(&cluster, team.id, &team.owner.public_hex(), 50_001, 1).await;
     let all = snap(&cluster, 0, &team, &reader, start(json!({"artifact": "current"}))).await;
     assert_snapshot_error(&all, 413, "snapshot_limit");
     // One project is about 500 artifacts, but without a type predicate every current artifact is
     // a candidate: still over the inspection limit.
-    let project = snap(&cluster, 1, &team, &reader, start(json!({"artifact": "current", "#project": [projects[0]]}))).await;
+    let project =
+        snap(&cluster, 1, &team, &reader, start(json!({"artifact": "current", "#project": [projects[0]]})))
+            .await;
     assert_snapshot_error(&project, 413, "snapshot_limit");
     // The type predicate narrows the candidates first: the same project's tasks are captured whole.
     let tasks = json!({"artifact": "current", "#type": [TASK], "#project": [projects[0]]});
@@ -45,9 +48,11 @@ fn one_ms_operations(s: &mut buzz_snapshot::Settings) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operation_over_its_elapsed_limit_is_503() {
-    let cluster =
-        Cluster::start_with(ClusterOptions { snapshot_settings: Some(one_ms_operations), ..ClusterOptions::default() })
-            .await;
+    let cluster = Cluster::start_with(ClusterOptions {
+        snapshot_settings: Some(one_ms_operations),
+        ..ClusterOptions::default()
+    })
+    .await;
     let team = cluster.community("team.test").await;
     let reader = cluster.member(&team).await;
     buzz_tests::seed::artifact_corpus(&cluster, team.id, &team.owner.public_hex(), 2000, 1).await;

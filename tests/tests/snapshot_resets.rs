@@ -13,7 +13,6 @@ use buzz_tests::snapshot::*;
 use buzz_tests::{Cluster, Community};
 use serde_json::{json, Value};
 
-
 struct World {
     cluster: Cluster,
     team: Community,
@@ -37,7 +36,9 @@ impl World {
     }
 
     async fn capture_as(&self, reader: &Keys, ty: &str) -> (Keys, Value) {
-        let r = snap(&self.cluster, 0, &self.team, reader, start(json!({"artifact": "current", "#type": [ty]}))).await;
+        let r =
+            snap(&self.cluster, 0, &self.team, reader, start(json!({"artifact": "current", "#type": [ty]})))
+                .await;
         assert_eq!(r.0, 200, "{}", r.1);
         assert!(!entries(&r.1).is_empty());
         (reader.clone(), r.1["token"].clone())
