@@ -7,6 +7,7 @@ pub mod payload;
 pub mod retry;
 pub mod rpc;
 pub mod serve;
+pub mod snapshot;
 pub mod subjects;
 pub mod trace;
 

@@ -141,11 +141,13 @@ async fn build(
         statement_timeout_ms: 2000,
     })
     .await?;
-    let snapshot = buzz_snapshot::Application::build(buzz_snapshot::Settings {
-        nats: buzz_bus::NatsConfig::new(args.nats_url.clone()),
-        redis: buzz_http_auth::RedisConfig::new(args.redis_url.clone()),
-        admin_listen: loopback0,
-    })
+    let snapshot = buzz_snapshot::Application::build(buzz_snapshot::Settings::local(
+        &args.database_url,
+        &args.nats_url,
+        &args.redis_url,
+        &args.nats_prefix,
+        &args.redis_prefix,
+    ))
     .await?;
     let gateway = build_gateway(args, keys, shutdown).await?;
     Ok(Services { policy, write, query, snapshot, gateway })

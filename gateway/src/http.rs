@@ -116,7 +116,7 @@ pub fn nip11(state: &AppState) -> serde_json::Value {
 }
 
 /// NIP-11 `artifacts`: the NIP-AR kinds, the query forms and every enforced artifact query limit.
-/// (`artifacts.snapshot` is advertised once the snapshot transport exists.)
+/// `snapshot`: the stable manifest transport, exactly the spec's table.
 fn artifacts_nip11(l: &buzz_core::ArtifactLimits) -> serde_json::Value {
     serde_json::json!({
         "revision_kind": buzz_core::nipar::KIND_REVISION,
@@ -131,6 +131,7 @@ fn artifacts_nip11(l: &buzz_core::ArtifactLimits) -> serde_json::Value {
         "default_limit": l.default_limit,
         "max_offset": l.max_offset,
         "execution_budget_ms": l.execution_budget_ms,
+        "snapshot": buzz_bus::snapshot::nip11(),
     })
 }
 

@@ -11,6 +11,7 @@ pub mod query_api;
 pub mod ratelimit;
 pub mod request;
 pub mod settings;
+pub mod snapshot_api;
 pub mod tokens;
 pub mod ws;
 

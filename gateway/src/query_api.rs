@@ -28,8 +28,14 @@ fn bad(code: &'static str, message: impl Into<String>) -> ApiError {
     ApiError::new(StatusCode::BAD_REQUEST, code, message)
 }
 
+/// What the body asks: an artifact query, or a snapshot action (`crate::snapshot_api`).
+enum Parsed {
+    Query(Filter),
+    Snapshot(serde_json::Value),
+}
+
 /// The one filter of the body, checked like a REQ filter.
-fn parse_body(state: &AppState, body: &[u8]) -> Result<Filter, ApiError> {
+fn parse_body(state: &AppState, body: &[u8]) -> Result<Parsed, ApiError> {
     let value: serde_json::Value =
         serde_json::from_slice(body).map_err(|_| bad("invalid", "invalid: body is not JSON"))?;
     let filters = value
@@ -38,8 +44,8 @@ fn parse_body(state: &AppState, body: &[u8]) -> Result<Filter, ApiError> {
     let [one] = filters.as_slice() else {
         return Err(bad("invalid", "invalid: body must be a JSON array of exactly one filter"));
     };
-    if one.get("artifact").and_then(serde_json::Value::as_str) == Some("snapshot") {
-        return Err(bad("unsupported", "unsupported: snapshot transport is not available yet"));
+    if crate::snapshot_api::is_snapshot(one) {
+        return Ok(Parsed::Snapshot(one.clone()));
     }
     let filter = Filter::from_value(one).map_err(|e| filter_error(&e))?;
     if filter.artifact.is_none() {
@@ -49,7 +55,7 @@ fn parse_body(state: &AppState, body: &[u8]) -> Result<Filter, ApiError> {
         ));
     }
     filter.validate(&state.settings.limits).map_err(|e| filter_error(&e))?;
-    Ok(filter)
+    Ok(Parsed::Query(filter))
 }
 
 fn filter_error(e: &buzz_core::FilterError) -> ApiError {
@@ -78,7 +84,7 @@ async fn handle(
         Some(_) => return Err(bad("invalid", "invalid: the only query parameter is count=1")),
     };
     // Bodies over `max_message_length` never get here: the router answers 413 `too_large`.
-    let filter = parse_body(&state, &body)?;
+    let parsed = parse_body(&state, &body)?;
     // The same membership check as a WebSocket AUTH: only community members (and their agents) query.
     let member = buzz_bus::AccessRequest::Member {
         community_id: community.community_id,
@@ -98,6 +104,12 @@ async fn handle(
             "restricted: not a member of this community",
         ));
     }
+    let filter = match parsed {
+        Parsed::Query(filter) => filter,
+        Parsed::Snapshot(one) => {
+            return crate::snapshot_api::forward(&state, community.community_id, actor, one, count).await
+        }
+    };
     let req =
         QueryRequest { community_id: community.community_id, reader: actor, filters: vec![filter], count };
     let (tx, mut rx) = mpsc::channel(16);

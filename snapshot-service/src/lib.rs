@@ -1,46 +1,64 @@
-//! Snapshot-service of buzz-relay: the stable manifest transport (NIP-AR "Stable manifest
-//! transport") over shared Redis. This first part connects to Redis and NATS and serves health
-//! and metrics; the transport itself lands with its own issue.
+//! Snapshot-service of buzz-relay: the NIP-AR stable manifest transport ("Stable manifest
+//! transport", "Limits and failures") over shared Redis, served to any gateway on
+//! `<p>.v1.snapshot` without session affinity: any replica serves any request of any capture.
+
+pub mod action;
+mod dispatch;
+pub mod manifest;
+mod reads;
+pub mod service;
+pub mod settings;
+pub mod state;
+pub mod store;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
 
-use buzz_telemetry::runtime::env_or;
+use buzz_bus::serve::{self, Incoming};
+use buzz_bus::snapshot::{SnapshotFrame, SnapshotFrameBody, SnapshotRequest, CHUNK_BYTES, LIMITS};
+use buzz_bus::Subjects;
 use fred::interfaces::ClientLike;
 use tokio_util::sync::CancellationToken;
 
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// NATS URL, CA and credentials files (`NATS_URL`, `NATS_CA_FILE`, `NATS_CREDS_FILE`).
-    pub nats: buzz_bus::NatsConfig,
-    /// Redis URL and CA file (`REDIS_URL`, `REDIS_CA_FILE`).
-    pub redis: buzz_http_auth::RedisConfig,
-    pub admin_listen: SocketAddr,
-}
+pub use service::Service;
+pub use settings::Settings;
 
-impl Settings {
-    pub fn from_env() -> anyhow::Result<Self> {
-        Ok(Self {
-            nats: buzz_bus::NatsConfig::from_env()?,
-            redis: buzz_http_auth::RedisConfig::from_env().map_err(anyhow::Error::msg)?,
-            admin_listen: env_or("BUZZ_SNAPSHOT_ADMIN_ADDR", SocketAddr::from(([127, 0, 0, 1], 7083)))?,
-        })
-    }
-}
+/// A failed request, as it crosses the bus.
+pub type Failure = buzz_bus::snapshot::SnapshotFailure;
 
 pub struct Application {
+    service: Arc<Service>,
     nats: async_nats::Client,
     redis: fred::clients::Pool,
+    subjects: Subjects,
     admin: tokio::net::TcpListener,
     admin_addr: SocketAddr,
 }
 
 impl Application {
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
-        let redis = buzz_http_auth::connect_redis(&settings.redis, 2).await?;
-        let nats = buzz_bus::serve::connect(&settings.nats, "buzz-snapshot").await?;
+        settings.check()?;
+        let pool = buzz_store::connect(&settings.database_url, settings.max_db_connections).await?;
+        buzz_store::check_schema(&pool).await?;
+        let redis = buzz_http_auth::connect_redis(&settings.redis, 4).await?;
+        let nats = serve::connect(&settings.nats, "buzz-snapshot").await?;
+        let subjects = Subjects::new(&settings.nats_prefix).map_err(anyhow::Error::msg)?;
         let admin = tokio::net::TcpListener::bind(settings.admin_listen).await?;
         let admin_addr = admin.local_addr()?;
-        Ok(Self { nats, redis, admin, admin_addr })
+        let state = state::SharedState::new(
+            redis.clone(),
+            &settings.redis_prefix,
+            Duration::from_millis(settings.redis_timeout_ms),
+        );
+        let service = Arc::new(Service {
+            pool,
+            state,
+            statement_timeout_ms: settings.statement_timeout_ms,
+            operation_timeout: Duration::from_millis(settings.operation_timeout_ms),
+            ops: Arc::new(tokio::sync::Semaphore::new(LIMITS.operations_per_process)),
+        });
+        Ok(Self { service, nats, redis, subjects, admin, admin_addr })
     }
 
     #[must_use]
@@ -49,6 +67,28 @@ impl Application {
     }
 
     pub async fn run(self, shutdown: CancellationToken) -> anyhow::Result<()> {
+        let service = self.service.clone();
+        let nats = self.nats.clone();
+        // Requests beyond the per-process operation limit are answered at once (busy), so the
+        // subscribe loop itself takes more than that many.
+        let requests = serve::serve(
+            self.nats.clone(),
+            self.subjects.snapshot(),
+            buzz_bus::subjects::SNAPSHOT_GROUP,
+            64,
+            shutdown.clone(),
+            move |m: Incoming<SnapshotRequest>| {
+                let service = service.clone();
+                let nats = nats.clone();
+                async move {
+                    let outcome = service.handle(m.body).await;
+                    if let Some(reply) = m.reply {
+                        send_frames(&nats, reply, outcome).await;
+                    }
+                    None::<()>
+                }
+            },
+        );
         let redis = self.redis.clone();
         let nats = self.nats.clone();
         let router = buzz_telemetry::admin_router(move || {
@@ -60,7 +100,36 @@ impl Application {
             }
         });
         tracing::info!(admin = %self.admin_addr, "snapshot-service running");
-        axum::serve(self.admin, router).with_graceful_shutdown(shutdown.cancelled_owned()).await?;
+        let admin =
+            axum::serve(self.admin, router).with_graceful_shutdown(shutdown.clone().cancelled_owned());
+        let (served, admin) = tokio::join!(requests, admin);
+        served?;
+        admin?;
         Ok(())
+    }
+}
+
+/// The answer as numbered frames: the body in chunks of at most [`CHUNK_BYTES`] (cut at char
+/// boundaries), then `done`; or one `failure`.
+async fn send_frames(nats: &async_nats::Client, reply: async_nats::Subject, outcome: service::Outcome) {
+    let mut bodies = Vec::new();
+    match outcome {
+        Ok(body) => {
+            let mut rest = body.as_str();
+            while !rest.is_empty() {
+                let mut cut = rest.len().min(CHUNK_BYTES);
+                while !rest.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                bodies.push(SnapshotFrameBody::Chunk { data: rest[..cut].to_owned() });
+                rest = &rest[cut..];
+            }
+            bodies.push(SnapshotFrameBody::Done { bytes: body.len() as u64 });
+        }
+        Err(failure) => bodies.push(SnapshotFrameBody::Failure { failure }),
+    }
+    for (seq, body) in bodies.into_iter().enumerate() {
+        let frame = SnapshotFrame { seq: u32::try_from(seq).unwrap_or(u32::MAX), body };
+        buzz_bus::rpc::reply(nats, Some(&reply), &frame).await;
     }
 }

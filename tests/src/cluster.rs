@@ -8,6 +8,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use crate::replicas::{spawn_snapshot, SnapshotReplica};
+
 #[derive(Debug, Clone, Copy)]
 pub struct ClusterOptions {
     pub gateways: usize,
@@ -18,6 +20,12 @@ pub struct ClusterOptions {
     pub gateway_settings: Option<fn(&mut buzz_gateway::Settings)>,
     /// Redis of the gateways (e.g. a private server a test pauses); default `REDIS_URL`.
     pub gateway_redis_url: Option<&'static str>,
+    /// Snapshot-service replicas (two by default: no session affinity).
+    pub snapshots: usize,
+    /// A Redis of its own for the snapshot-service (fault tests stop and restart it).
+    pub snapshot_redis_url: Option<&'static str>,
+    /// Adjusts every snapshot replica's settings before it starts (e.g. low time limits).
+    pub snapshot_settings: Option<fn(&mut buzz_snapshot::Settings)>,
 }
 
 impl Default for ClusterOptions {
@@ -29,6 +37,9 @@ impl Default for ClusterOptions {
             statement_timeout_ms: 2000,
             gateway_settings: None,
             gateway_redis_url: None,
+            snapshots: 2,
+            snapshot_redis_url: None,
+            snapshot_settings: None,
         }
     }
 }
@@ -46,6 +57,9 @@ pub struct Cluster {
     pub shutdown: CancellationToken,
     /// Cancels only the gateways (graceful shutdown tests).
     pub gateway_shutdown: CancellationToken,
+    /// The running snapshot-service replicas (see [`Cluster::add_snapshot_replica`]).
+    pub snapshot_replicas: Vec<SnapshotReplica>,
+    snapshot_settings: buzz_snapshot::Settings,
     tasks: Vec<JoinHandle<anyhow::Result<()>>>,
 }
 
@@ -148,14 +162,20 @@ impl Cluster {
             .expect("query-service");
             tasks.push(tokio::spawn(app.run(shutdown.clone())));
         }
-        let snapshot = buzz_snapshot::Application::build(buzz_snapshot::Settings {
-            nats: buzz_bus::NatsConfig::new(nats_url.clone()),
-            redis: buzz_http_auth::RedisConfig::new(redis_url.clone()),
-            admin_listen: loopback0,
-        })
-        .await
-        .expect("snapshot-service");
-        tasks.push(tokio::spawn(snapshot.run(shutdown.clone())));
+        let mut snapshot_settings = buzz_snapshot::Settings::local(
+            &database_url,
+            &nats_url,
+            opts.snapshot_redis_url.unwrap_or(&redis_url),
+            &nats_prefix,
+            &redis_prefix,
+        );
+        if let Some(tweak) = opts.snapshot_settings {
+            tweak(&mut snapshot_settings);
+        }
+        let mut snapshot_replicas = Vec::new();
+        for _ in 0..opts.snapshots {
+            snapshot_replicas.push(spawn_snapshot(&snapshot_settings, &shutdown).await);
+        }
         let mut gateways = Vec::new();
         for _ in 0..opts.gateways {
             let mut settings = buzz_gateway::Settings::local(
@@ -186,6 +206,8 @@ impl Cluster {
             relay,
             shutdown,
             gateway_shutdown,
+            snapshot_replicas,
+            snapshot_settings,
             tasks,
         };
         cluster.wait_ready().await;
@@ -197,6 +219,7 @@ impl Cluster {
         let client = reqwest::Client::new();
         let mut urls: Vec<String> = self.gateways.iter().map(|a| format!("http://{a}/readyz")).collect();
         urls.push(format!("http://{}/readyz", self.policy));
+        urls.extend(self.snapshot_replicas.iter().map(|r| format!("http://{}/readyz", r.admin)));
         for url in urls {
             eventually(Duration::from_secs(10), || {
                 let client = client.clone();
@@ -348,9 +371,30 @@ impl Cluster {
         sqlx::query("ANALYZE artifact_current_tags").execute(&self.pool).await.unwrap();
     }
 
+    /// Starts one more snapshot-service replica; returns its index in `snapshot_replicas`.
+    pub async fn add_snapshot_replica(&mut self) -> usize {
+        let replica = spawn_snapshot(&self.snapshot_settings, &self.shutdown).await;
+        self.snapshot_replicas.push(replica);
+        self.snapshot_replicas.len() - 1
+    }
+
+    /// Stops snapshot replica `i` and waits until it no longer takes requests.
+    pub async fn stop_snapshot_replica(&mut self, i: usize) {
+        let r = &mut self.snapshot_replicas[i];
+        r.shutdown.cancel();
+        if let Some(t) = r.task.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(10), t).await;
+        }
+    }
+
     /// Stops every service and drops the test database.
-    pub async fn stop(self) {
+    pub async fn stop(mut self) {
         self.shutdown.cancel();
+        for r in &mut self.snapshot_replicas {
+            if let Some(t) = r.task.take() {
+                let _ = tokio::time::timeout(Duration::from_secs(10), t).await;
+            }
+        }
         for t in self.tasks {
             let _ = tokio::time::timeout(Duration::from_secs(10), t).await;
         }

@@ -7,7 +7,9 @@
 pub mod client;
 pub mod cluster;
 pub mod processes;
+pub mod replicas;
 pub mod seed;
+pub mod snapshot;
 
 pub use client::WsClient;
 pub use cluster::{Cluster, ClusterOptions, Community};

@@ -1,0 +1,169 @@
+//! `<p>.v1.snapshot` (queue group `snapshot`): the NIP-AR stable manifest transport. The gateway
+//! forwards the one filter of a signed `POST /query` whose `artifact` is `snapshot`, with the
+//! community and the authenticated reader; the snapshot-service answers on the requester's inbox
+//! with numbered frames carrying the HTTP body it rendered (a `bodies` answer may reach
+//! `bodyBytes`, 8 MiB, above NATS' default 1 MiB payload), then `done` or one `failure`.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::error::BusError;
+use crate::payload::Actor;
+
+/// One snapshot action as the client sent it (parsed and validated by the snapshot-service).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SnapshotRequest {
+    pub community_id: Uuid,
+    pub reader: Actor,
+    /// The filter object, e.g. `{"artifact":"snapshot","action":"start","query":{...}}`.
+    pub filter: serde_json::Value,
+}
+
+/// The spec's bounded error codes ("Limits and failures"), each with its HTTP status. The HTTP
+/// body is `{"error": code, "code": code}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SnapshotCode {
+    SnapshotReset,
+    SnapshotLimit,
+    SnapshotUnsupportedScope,
+    SnapshotInvalid,
+    SnapshotUnavailable,
+}
+
+impl SnapshotCode {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SnapshotReset => "snapshot_reset",
+            Self::SnapshotLimit => "snapshot_limit",
+            Self::SnapshotUnsupportedScope => "snapshot_unsupported_scope",
+            Self::SnapshotInvalid => "snapshot_invalid",
+            Self::SnapshotUnavailable => "snapshot_unavailable",
+        }
+    }
+    #[must_use]
+    pub fn http_status(self) -> u16 {
+        match self {
+            Self::SnapshotReset => 409,
+            Self::SnapshotLimit => 413,
+            Self::SnapshotUnsupportedScope => 422,
+            Self::SnapshotInvalid => 400,
+            Self::SnapshotUnavailable => 503,
+        }
+    }
+}
+
+/// Why a snapshot request failed: a snapshot code, or an ordinary admission/membership error
+/// ("Admission and membership checks can also return their normal errors").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum SnapshotFailure {
+    Snapshot { code: SnapshotCode },
+    Normal { error: BusError },
+}
+
+impl From<SnapshotCode> for SnapshotFailure {
+    fn from(code: SnapshotCode) -> Self {
+        Self::Snapshot { code }
+    }
+}
+
+/// One frame of an answer; `seq` starts at 0 and increases by one (a gap is an error).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SnapshotFrame {
+    pub seq: u32,
+    pub body: SnapshotFrameBody,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum SnapshotFrameBody {
+    /// A piece of the JSON response body, in order.
+    Chunk {
+        data: String,
+    },
+    /// The end: `bytes` bytes of body were sent in the chunks before this frame.
+    Done {
+        bytes: u64,
+    },
+    Failure {
+        failure: SnapshotFailure,
+    },
+}
+
+/// Largest chunk put on the bus.
+pub const CHUNK_BYTES: usize = 512 * 1024;
+
+/// The spec's limits ("Limits and failures"): advertised in NIP-11 `artifacts.snapshot` and
+/// enforced by the snapshot-service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotLimits {
+    pub max_rows: usize,
+    pub page_rows: usize,
+    pub page_bytes: usize,
+    pub body_rows: usize,
+    pub body_bytes: usize,
+    pub lifetime_seconds: u64,
+    /// Active memberships, readable channels and current candidates inspected per operation.
+    pub max_inspected: usize,
+    pub max_manifest_bytes: usize,
+    pub max_active_captures: usize,
+    pub max_charged_bytes: usize,
+    pub captures_per_reader: usize,
+    pub operations_per_process: usize,
+    pub statement_timeout_ms: u64,
+    pub operation_timeout_ms: u64,
+}
+
+pub const LIMITS: SnapshotLimits = SnapshotLimits {
+    max_rows: 50_000,
+    page_rows: 1000,
+    page_bytes: 262_144,
+    body_rows: 100,
+    body_bytes: 8_388_608,
+    lifetime_seconds: 300,
+    max_inspected: 50_000,
+    max_manifest_bytes: 16 * 1024 * 1024,
+    max_active_captures: 32,
+    max_charged_bytes: 64 * 1024 * 1024,
+    captures_per_reader: 2,
+    operations_per_process: 4,
+    statement_timeout_ms: 2000,
+    operation_timeout_ms: 8000,
+};
+
+/// NIP-11 `artifacts.snapshot`: exactly the spec's table.
+#[must_use]
+pub fn nip11() -> serde_json::Value {
+    serde_json::json!({
+        "version": 1,
+        "maxRows": LIMITS.max_rows,
+        "pageRows": LIMITS.page_rows,
+        "pageBytes": LIMITS.page_bytes,
+        "bodyRows": LIMITS.body_rows,
+        "bodyBytes": LIMITS.body_bytes,
+        "lifetimeSeconds": LIMITS.lifetime_seconds,
+        "permanentChannelsOnly": true,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_snapshot_code_has_the_specs_status() {
+        let table = [
+            (SnapshotCode::SnapshotReset, 409, "snapshot_reset"),
+            (SnapshotCode::SnapshotLimit, 413, "snapshot_limit"),
+            (SnapshotCode::SnapshotUnsupportedScope, 422, "snapshot_unsupported_scope"),
+            (SnapshotCode::SnapshotInvalid, 400, "snapshot_invalid"),
+            (SnapshotCode::SnapshotUnavailable, 503, "snapshot_unavailable"),
+        ];
+        for (code, status, text) in table {
+            assert_eq!((code.http_status(), code.as_str()), (status, text));
+            assert_eq!(serde_json::to_value(code).ok(), Some(serde_json::Value::from(text)));
+        }
+    }
+}

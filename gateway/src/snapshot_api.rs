@@ -1,0 +1,99 @@
+//! NIP-AR stable manifest transport over `POST /query`: a filter whose `artifact` is `snapshot`
+//! goes, after the same host, NIP-98/bearer and membership checks as every other `POST /query`,
+//! to the snapshot-service queue group on `<p>.v1.snapshot`, and its answer (numbered frames on a
+//! private inbox) is relayed as is. Snapshot errors are `{"error": code, "code": code}` with the
+//! spec's status.
+
+use std::time::Duration;
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use buzz_bus::snapshot::{
+    SnapshotCode, SnapshotFailure, SnapshotFrame, SnapshotFrameBody, SnapshotRequest, LIMITS,
+};
+use buzz_bus::Actor;
+use futures::StreamExt;
+use uuid::Uuid;
+
+use crate::request::ApiError;
+use crate::AppState;
+
+/// A snapshot operation may run for the spec's eight seconds; the gateway waits a little longer
+/// so that the service's own limit answers first.
+const WAIT: Duration = Duration::from_millis(LIMITS.operation_timeout_ms + 2000);
+
+/// Is this `POST /query` filter a snapshot action?
+#[must_use]
+pub fn is_snapshot(filter: &serde_json::Value) -> bool {
+    filter.get("artifact").and_then(serde_json::Value::as_str) == Some("snapshot")
+}
+
+/// The spec's bounded error: `error` and `code` carry the same code.
+#[must_use]
+pub fn error(code: SnapshotCode) -> ApiError {
+    let status = StatusCode::from_u16(code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    ApiError::new(status, code.as_str(), code.as_str())
+}
+
+/// Forwards one snapshot action (the caller is an authenticated community member).
+pub async fn forward(
+    state: &AppState,
+    community_id: Uuid,
+    reader: Actor,
+    filter: serde_json::Value,
+    count: bool,
+) -> Result<Response, ApiError> {
+    if count {
+        return Err(error(SnapshotCode::SnapshotInvalid));
+    }
+    let req = SnapshotRequest { community_id, reader, filter };
+    let body = collect(&state.nats, state.subjects.snapshot(), &req).await.map_err(|f| match f {
+        SnapshotFailure::Snapshot { code } => error(code),
+        SnapshotFailure::Normal { error } => {
+            let nip01 = error.nip01();
+            let mut e = ApiError::from(error);
+            e.message = nip01;
+            e
+        }
+    })?;
+    let mut res = (StatusCode::OK, body).into_response();
+    res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(res)
+}
+
+/// Sends the request and joins the answer's chunks; a gap, a short answer, a timeout or no
+/// service at all is `snapshot_unavailable` (retry with backoff), never a partial body.
+async fn collect(
+    nats: &async_nats::Client,
+    subject: String,
+    req: &SnapshotRequest,
+) -> Result<String, SnapshotFailure> {
+    let unavailable = SnapshotFailure::from(SnapshotCode::SnapshotUnavailable);
+    let inbox = nats.new_inbox();
+    let mut replies = nats.subscribe(inbox.clone()).await.map_err(|_| unavailable.clone())?;
+    let payload = serde_json::to_vec(req).map_err(|_| unavailable.clone())?;
+    nats.publish_with_reply_and_headers(subject, inbox, buzz_bus::trace::current_headers(), payload.into())
+        .await
+        .map_err(|_| unavailable.clone())?;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let mut body = String::new();
+    for expected in 0u32.. {
+        let msg = match tokio::time::timeout_at(deadline, replies.next()).await {
+            Ok(Some(m)) if m.status.is_none() => m,
+            // No responders, a closed subscription or the deadline.
+            _ => return Err(unavailable),
+        };
+        let frame: SnapshotFrame = serde_json::from_slice(&msg.payload).map_err(|_| unavailable.clone())?;
+        if frame.seq != expected {
+            return Err(unavailable);
+        }
+        match frame.body {
+            SnapshotFrameBody::Chunk { data } => body.push_str(&data),
+            SnapshotFrameBody::Done { bytes } if bytes == body.len() as u64 => return Ok(body),
+            SnapshotFrameBody::Done { .. } => return Err(unavailable),
+            SnapshotFrameBody::Failure { failure } => return Err(failure),
+        }
+    }
+    Err(unavailable)
+}

@@ -1,0 +1,72 @@
+//! One request end to end: parse, scope check, the per-process operation limit and the elapsed
+//! limit, then the action (`start` in [`crate::service`], the rest in [`crate::reads`]).
+
+use buzz_bus::snapshot::{SnapshotCode, SnapshotRequest};
+use buzz_bus::{BusError, Scope};
+
+use crate::action::{self, Action};
+use crate::service::{normal, Outcome, Service};
+
+impl Service {
+    /// Answers one request with the HTTP body, or the failure.
+    pub async fn handle(&self, req: SnapshotRequest) -> Outcome {
+        let action = action::parse(&req.filter)?;
+        if !req.reader.has_scope(Scope::MessagesRead) {
+            return Err(normal(BusError::restricted("token does not allow reading messages")));
+        }
+        let Ok(_permit) = self.ops.clone().try_acquire_owned() else {
+            metrics::counter!("buzz_snapshot_busy_total").increment(1);
+            return Err(SnapshotCode::SnapshotUnavailable.into());
+        };
+        let started = std::time::Instant::now();
+        let outcome = match tokio::time::timeout(self.operation_timeout, self.run(&req, action)).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(SnapshotCode::SnapshotUnavailable.into()),
+        };
+        metrics::histogram!("buzz_snapshot_seconds").record(started.elapsed().as_secs_f64());
+        outcome
+    }
+
+    async fn run(&self, req: &SnapshotRequest, action: Action) -> Outcome {
+        match action {
+            Action::Start { query } => self.start(req, &query).await,
+            Action::Page { token, cursor } => self.page(req, token, cursor).await,
+            Action::Bodies { token, revisions } => self.bodies(req, token, &revisions).await,
+            Action::Complete { token } => self.complete(req, token).await,
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use buzz_bus::snapshot::LIMITS;
+    use tokio::sync::Semaphore;
+
+    use crate::state::SharedState;
+
+    #[tokio::test]
+    async fn a_fifth_concurrent_operation_in_one_process_is_unavailable_at_once() {
+        let redis = fred::prelude::Builder::default_centralized().build_pool(1).unwrap();
+        let service = Service {
+            pool: sqlx::PgPool::connect_lazy("postgres://nobody@127.0.0.1:1/none").unwrap(),
+            state: SharedState::new(redis, "t:", Duration::from_millis(10)),
+            statement_timeout_ms: 2000,
+            operation_timeout: Duration::from_secs(8),
+            ops: Arc::new(Semaphore::new(LIMITS.operations_per_process)),
+        };
+        let held: Vec<_> = (0..4).map(|_| service.ops.clone().try_acquire_owned().unwrap()).collect();
+        let req = SnapshotRequest {
+            community_id: uuid::Uuid::new_v4(),
+            reader: buzz_bus::Actor::session("a".repeat(64)),
+            filter: serde_json::json!({"artifact":"snapshot","action":"start","query":{"artifact":"current"}}),
+        };
+        let busy = tokio::time::timeout(Duration::from_secs(1), service.handle(req)).await.unwrap();
+        assert_eq!(busy, Err(SnapshotCode::SnapshotUnavailable.into()));
+        drop(held);
+    }
+}

@@ -1,0 +1,179 @@
+//! The snapshot operations: admission (scope, per-process operation limit, elapsed limit) and
+//! `start`. The other actions extend `Service` in their own module.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use buzz_bus::snapshot::{SnapshotCode, SnapshotFailure, SnapshotRequest, LIMITS};
+use buzz_bus::BusError;
+use buzz_core::Filter;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use sha2::Digest as _;
+use sqlx::PgPool;
+use tokio::sync::Semaphore;
+
+use crate::manifest::{self, Cursor, Token};
+use crate::state::{self, SharedState};
+use crate::store::{self, ReaderState};
+
+/// What a capture is bound to, kept beside its pages.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Meta {
+    /// Hex of the token's secret.
+    pub secret: String,
+    pub community: uuid::Uuid,
+    /// The authenticated pubkey (an agent's own key, not its owner's).
+    pub reader: String,
+    /// sha256 of the query as captured.
+    pub query: String,
+    /// The capture transaction's timestamp.
+    pub as_of: String,
+    pub fingerprint: String,
+    pub pages: usize,
+    pub rows: usize,
+}
+
+pub struct Service {
+    pub pool: PgPool,
+    pub state: SharedState,
+    pub statement_timeout_ms: u64,
+    pub operation_timeout: Duration,
+    /// At most `operationsPerProcess` operations at once in this process.
+    pub ops: Arc<Semaphore>,
+}
+
+pub type Outcome = Result<String, SnapshotFailure>;
+
+impl Service {
+    /// The reader's database authority now: member of a live community, within the inspection
+    /// limits. A community that is gone or being deleted takes its captures with it.
+    pub async fn admit(
+        &self,
+        req: &SnapshotRequest,
+        tx: &mut sqlx::PgConnection,
+        as_of: Option<&str>,
+    ) -> Result<ReaderState, SnapshotFailure> {
+        let who = store::reader_state(
+            tx,
+            req.community_id,
+            req.reader.member_key(),
+            req.reader.channel_ids.as_deref(),
+            as_of,
+        )
+        .await?;
+        if !matches!(who.lifecycle.as_deref(), Some("active" | "archived")) {
+            self.state.purge_community(&req.community_id.to_string()).await;
+            return Err(SnapshotCode::SnapshotReset.into());
+        }
+        if who.role.is_none() {
+            return Err(normal(BusError::restricted("not a member of this community")));
+        }
+        let over = |n: usize| n > LIMITS.max_inspected;
+        if over(usize::try_from(who.memberships).unwrap_or(usize::MAX)) || over(who.readable.len()) {
+            return Err(SnapshotCode::SnapshotLimit.into());
+        }
+        Ok(who)
+    }
+
+    pub(crate) async fn start(&self, req: &SnapshotRequest, query: &Filter) -> Outcome {
+        let community = req.community_id.to_string();
+        let generation =
+            self.state.reserve(&community, &req.reader.pubkey, lease_ms(self.operation_timeout)).await?;
+        match self.capture(req, query, generation).await {
+            Ok(body) => Ok(body),
+            Err(e) => {
+                self.state.release(generation).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Captures every matching current identity in one transaction, then publishes the whole
+    /// manifest before the token exists.
+    async fn capture(&self, req: &SnapshotRequest, query: &Filter, generation: u64) -> Outcome {
+        let mut tx = store::begin(&self.pool, self.statement_timeout_ms).await?;
+        let who = self.admit(req, &mut tx, None).await?;
+        if store::candidates(&mut tx, req.community_id, query, &who.readable).await? > LIMITS.max_inspected {
+            return Err(SnapshotCode::SnapshotLimit.into());
+        }
+        let found = store::matches(&mut tx, req.community_id, query, &who.readable).await?;
+        drop(tx);
+        if found.iter().any(|m| m.ttl) {
+            return Err(SnapshotCode::SnapshotUnsupportedScope.into());
+        }
+        if found.len() > LIMITS.max_rows {
+            return Err(SnapshotCode::SnapshotLimit.into());
+        }
+        let entries: Vec<_> = found.into_iter().map(|m| m.entry).collect();
+        let pages = manifest::pages(&entries);
+        let secret: [u8; 16] = rand::random();
+        let meta = Meta {
+            secret: hex::encode(secret),
+            community: req.community_id,
+            reader: req.reader.pubkey.clone(),
+            query: hex::encode(sha2::Sha256::digest(query.to_value().to_string())),
+            as_of: who.as_of,
+            fingerprint: who.fingerprint,
+            pages: pages.len(),
+            rows: entries.len(),
+        };
+        let meta_json = serde_json::to_vec(&meta).map_err(|_| SnapshotCode::SnapshotUnavailable)?;
+        let mut fields = vec![
+            (state::meta_field(generation), Bytes::from(meta_json)),
+            (state::served_field(generation, 0).into_bytes(), Bytes::from_static(b"1")),
+        ];
+        fields.extend(
+            pages
+                .iter()
+                .enumerate()
+                .map(|(n, p)| (state::page_field(generation, n).into_bytes(), Bytes::from(p.clone()))),
+        );
+        fields.extend(
+            entries
+                .iter()
+                .map(|e| (state::body_field(generation, &e.revision), Bytes::from(e.body_record()))),
+        );
+        let bytes: usize = fields.iter().map(|(f, v)| f.len() + v.len()).sum();
+        if bytes > LIMITS.max_manifest_bytes {
+            return Err(SnapshotCode::SnapshotLimit.into());
+        }
+        let expires_ms = self.state.publish(generation, bytes, pages.len(), fields).await?;
+        metrics::histogram!("buzz_snapshot_capture_rows").record(entries.len() as f64);
+        let token = Token { generation, secret };
+        let first = manifest::unpack(&pages[0])?;
+        Ok(page_body(&token, expires_ms, &first, 0, pages.len()))
+    }
+}
+
+/// A start or page response.
+#[must_use]
+pub fn page_body(
+    token: &Token,
+    expires_ms: i64,
+    entries: &[manifest::Entry],
+    page: u32,
+    pages: usize,
+) -> String {
+    let next = page + 1;
+    let next_token = if (next as usize) < pages {
+        format!("\"{}\"", Cursor { generation: token.generation, page: next }.encode())
+    } else {
+        "null".to_owned()
+    };
+    format!(
+        "{{\"version\":1,\"token\":\"{}\",\"expiresAt\":{},\"entries\":{},\"nextToken\":{}}}",
+        token.encode(),
+        expires_ms.div_euclid(1000),
+        manifest::entries_json(entries),
+        next_token
+    )
+}
+
+pub fn normal(error: BusError) -> SnapshotFailure {
+    SnapshotFailure::Normal { error }
+}
+
+fn lease_ms(operation: Duration) -> u64 {
+    u64::try_from(operation.as_millis()).unwrap_or(u64::MAX)
+}

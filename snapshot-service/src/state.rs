@@ -1,0 +1,288 @@
+//! Shared snapshot state in Redis: ONE hash (`<prefix>snapshot`) holds every capture's manifest
+//! pages, direct body records, served-page marks and the quota charges (`idx`), so eviction or
+//! loss removes them together. Every change is one Lua script (atomic); time is Redis' own clock,
+//! so replicas agree on expiry. There is no fallback to process memory: a failed or slow Redis
+//! call is `snapshot_unavailable`, a missing record is `snapshot_reset`.
+//!
+//! Fields: `gen` (generation counter), `idx` (JSON charges: `g` generation, `c` community, `r`
+//! reader, `s` `r`eserved/`a`ctive, `l` lease end ms, `x` expiry ms, `b` charged bytes, `n`
+//! pages), and per capture `<g>:m` meta JSON, `<g>:x` expiry ms, `<g>:p:<n>` packed page,
+//! `<g>:s:<n>` page served, `<g>:b:<32-byte revision>` body record.
+
+use std::time::Duration;
+
+use buzz_bus::snapshot::{SnapshotCode, LIMITS};
+use bytes::Bytes;
+use fred::clients::Pool;
+use fred::interfaces::LuaInterface;
+use fred::types::Value;
+
+/// Lua helpers shared by the scripts: the clock, the charge index, and removing a capture.
+const COMMON: &str = r"
+local key = KEYS[1]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function load_idx()
+  local raw = redis.call('HGET', key, 'idx')
+  if raw then return cjson.decode(raw) end
+  return {}
+end
+local function save_idx(idx, lifetime)
+  local last = now + lifetime
+  for _, c in ipairs(idx) do
+    local until_ms = c.x
+    if c.s == 'r' then until_ms = c.l + lifetime end
+    if until_ms > last then last = until_ms end
+  end
+  if #idx == 0 then
+    redis.call('HSET', key, 'idx', '[]')
+  else
+    redis.call('HSET', key, 'idx', cjson.encode(idx))
+  end
+  redis.call('PEXPIREAT', key, last)
+end
+local function purge(c)
+  local g = string.format('%d', c.g)
+  for n = 0, c.n - 1 do
+    local blob = redis.call('HGET', key, g .. ':p:' .. n)
+    if blob then
+      local fields = {}
+      for off = 0, #blob - 64, 64 do
+        fields[#fields + 1] = g .. ':b:' .. string.sub(blob, off + 17, off + 48)
+      end
+      if #fields > 0 then redis.call('HDEL', key, unpack(fields)) end
+    end
+    redis.call('HDEL', key, g .. ':p:' .. n, g .. ':s:' .. n)
+  end
+  redis.call('HDEL', key, g .. ':m', g .. ':x')
+end
+local function dead(c)
+  return (c.s == 'r' and c.l <= now) or (c.s == 'a' and c.x <= now)
+end
+";
+
+/// ARGV: community, reader, max active, per reader, lease ms, lifetime ms, purge at most.
+/// Returns `{generation}` or `{0, reason}`.
+const RESERVE: &str = r"
+local keep, purged, active, mine = {}, 0, 0, 0
+for _, c in ipairs(load_idx()) do
+  if dead(c) and purged < tonumber(ARGV[7]) then
+    purged = purged + 1
+    purge(c)
+  else
+    keep[#keep + 1] = c
+    if not dead(c) then
+      active = active + 1
+      if c.c == ARGV[1] and c.r == ARGV[2] then mine = mine + 1 end
+    end
+  end
+end
+if active >= tonumber(ARGV[3]) then save_idx(keep, tonumber(ARGV[6])) return {0, 'active'} end
+if mine >= tonumber(ARGV[4]) then save_idx(keep, tonumber(ARGV[6])) return {0, 'reader'} end
+local g = redis.call('HINCRBY', key, 'gen', 1)
+keep[#keep + 1] = {g = g, c = ARGV[1], r = ARGV[2], s = 'r', l = now + tonumber(ARGV[5]), x = 0, b = 0, n = 0}
+save_idx(keep, tonumber(ARGV[6]))
+return {g}
+";
+
+/// ARGV: generation, bytes, max charged bytes, lifetime ms, pages, then field/value pairs.
+/// Returns `{1, expiry ms}`, `{-1}` reservation lost, `{-2}` lease expired, `{-3}` over quota.
+const PUBLISH: &str = r"
+local g = tonumber(ARGV[1])
+local idx, mine, charged = load_idx(), nil, tonumber(ARGV[2])
+local keep = {}
+for _, c in ipairs(idx) do
+  if c.g == g and c.s == 'r' then mine = c else keep[#keep + 1] = c; charged = charged + c.b end
+end
+local lifetime = tonumber(ARGV[4])
+if not mine then return {-1} end
+if mine.l <= now then save_idx(keep, lifetime) return {-2} end
+if charged > tonumber(ARGV[3]) then save_idx(keep, lifetime) return {-3} end
+for i = 6, #ARGV, 1000 do
+  local last = math.min(i + 999, #ARGV)
+  redis.call('HSET', key, unpack(ARGV, i, last))
+end
+mine.s, mine.x, mine.b, mine.n = 'a', now + lifetime, tonumber(ARGV[2]), tonumber(ARGV[5])
+redis.call('HSET', key, ARGV[1] .. ':x', string.format('%d', mine.x))
+keep[#keep + 1] = mine
+save_idx(keep, lifetime)
+return {1, mine.x}
+";
+
+/// ARGV: generation, lifetime ms. Drops a reservation (and anything it wrote).
+const RELEASE: &str = r"
+local keep = {}
+for _, c in ipairs(load_idx()) do
+  if c.g == tonumber(ARGV[1]) then purge(c) else keep[#keep + 1] = c end
+end
+save_idx(keep, tonumber(ARGV[2]))
+return 1
+";
+
+/// ARGV: community, lifetime ms. Removes every capture of a community that is gone.
+const PURGE_COMMUNITY: &str = r"
+local keep = {}
+for _, c in ipairs(load_idx()) do
+  if c.c == ARGV[1] then purge(c) else keep[#keep + 1] = c end
+end
+save_idx(keep, tonumber(ARGV[2]))
+return 1
+";
+
+/// ARGV: generation, mark (field to set, or ''), then fields to read. Returns `{0}` when the
+/// capture is gone or past its fixed expiry, else `{1, meta, expiry ms, values...}`.
+const READ: &str = r"
+local g = ARGV[1]
+local x = redis.call('HGET', key, g .. ':x')
+local m = redis.call('HGET', key, g .. ':m')
+if not x or not m or tonumber(x) <= now then return {0} end
+if ARGV[2] ~= '' then redis.call('HSET', key, ARGV[2], '1') end
+local out = {1, m, x}
+for i = 3, #ARGV do out[#out + 1] = redis.call('HGET', key, ARGV[i]) end
+return out
+";
+
+/// A successful read: the capture's meta JSON, its expiry (ms) and the requested fields.
+pub struct Read {
+    pub meta: Bytes,
+    pub expires_ms: i64,
+    pub values: Vec<Option<Bytes>>,
+}
+
+#[derive(Clone)]
+pub struct SharedState {
+    redis: Pool,
+    key: String,
+    timeout: Duration,
+}
+
+fn unavailable(e: &fred::error::Error) -> SnapshotCode {
+    tracing::warn!(error = %e, "snapshot store unavailable");
+    SnapshotCode::SnapshotUnavailable
+}
+
+impl SharedState {
+    #[must_use]
+    pub fn new(redis: Pool, prefix: &str, timeout: Duration) -> Self {
+        Self { redis, key: format!("{prefix}snapshot"), timeout }
+    }
+
+    async fn eval(&self, body: &str, args: Vec<Value>) -> Result<Vec<Value>, SnapshotCode> {
+        let script = format!("{COMMON}{body}");
+        let call = self.redis.eval::<Value, _, _, _>(script, vec![self.key.clone()], args);
+        match tokio::time::timeout(self.timeout, call).await {
+            Ok(Ok(v)) => Ok(v.into_array()),
+            Ok(Err(e)) => Err(unavailable(&e)),
+            Err(_) => {
+                tracing::warn!("snapshot store did not answer in time");
+                Err(SnapshotCode::SnapshotUnavailable)
+            }
+        }
+    }
+
+    /// Reserves a capture slot under the shared quotas (active captures, captures per reader per
+    /// community), with a serving lease that must still hold when the capture is published.
+    /// Removes a bounded number of expired captures first.
+    pub async fn reserve(&self, community: &str, reader: &str, lease_ms: u64) -> Result<u64, SnapshotCode> {
+        let args = vec![
+            Value::from(community),
+            Value::from(reader),
+            Value::from(LIMITS.max_active_captures as i64),
+            Value::from(LIMITS.captures_per_reader as i64),
+            Value::from(i64::try_from(lease_ms).unwrap_or(i64::MAX)),
+            Value::from(lifetime_ms()),
+            Value::from(2),
+        ];
+        let out = self.eval(RESERVE, args).await?;
+        match out.first().and_then(Value::as_i64) {
+            Some(g) if g > 0 => Ok(u64::try_from(g).unwrap_or_default()),
+            // Shared quotas free up as captures expire: retry with backoff.
+            _ => Err(SnapshotCode::SnapshotUnavailable),
+        }
+    }
+
+    /// Publishes a reserved capture atomically: every field at once, charged against the shared
+    /// byte quota, only while the lease holds. Returns the fixed expiry (ms).
+    pub async fn publish(
+        &self,
+        generation: u64,
+        bytes: usize,
+        pages: usize,
+        fields: Vec<(Vec<u8>, Bytes)>,
+    ) -> Result<i64, SnapshotCode> {
+        let mut args = vec![
+            Value::from(generation.to_string()),
+            Value::from(i64::try_from(bytes).unwrap_or(i64::MAX)),
+            Value::from(LIMITS.max_charged_bytes as i64),
+            Value::from(lifetime_ms()),
+            Value::from(pages as i64),
+        ];
+        for (f, v) in fields {
+            args.push(Value::Bytes(Bytes::from(f)));
+            args.push(Value::Bytes(v));
+        }
+        let out = self.eval(PUBLISH, args).await?;
+        match (out.first().and_then(Value::as_i64), out.get(1).and_then(Value::as_i64)) {
+            (Some(1), Some(x)) => Ok(x),
+            (Some(-1), _) => Err(SnapshotCode::SnapshotReset),
+            _ => Err(SnapshotCode::SnapshotUnavailable),
+        }
+    }
+
+    /// Gives a reservation back after a failed start (best effort).
+    pub async fn release(&self, generation: u64) {
+        let args = vec![Value::from(generation.to_string()), Value::from(lifetime_ms())];
+        let _ = self.eval(RELEASE, args).await;
+    }
+
+    /// Removes every capture and charge of `community` (deleted or being deleted).
+    pub async fn purge_community(&self, community: &str) {
+        let _ = self.eval(PURGE_COMMUNITY, vec![Value::from(community), Value::from(lifetime_ms())]).await;
+    }
+
+    /// Reads a live capture's meta and `fields`, optionally setting `mark` in the same step.
+    pub async fn read(
+        &self,
+        generation: u64,
+        mark: Option<String>,
+        fields: Vec<Vec<u8>>,
+    ) -> Result<Read, SnapshotCode> {
+        let mut args = vec![Value::from(generation.to_string()), Value::from(mark.unwrap_or_default())];
+        args.extend(fields.into_iter().map(|f| Value::Bytes(Bytes::from(f))));
+        let mut out = self.eval(READ, args).await?.into_iter();
+        if out.next().and_then(|v| v.as_i64()) != Some(1) {
+            return Err(SnapshotCode::SnapshotReset);
+        }
+        let meta = out.next().and_then(Value::into_bytes).ok_or(SnapshotCode::SnapshotReset)?;
+        let expires_ms = out
+            .next()
+            .and_then(|v| v.as_bytes().and_then(|b| std::str::from_utf8(b).ok()?.parse().ok()))
+            .ok_or(SnapshotCode::SnapshotReset)?;
+        let values = out.map(|v| if v.is_null() { None } else { v.into_bytes() }).collect();
+        Ok(Read { meta, expires_ms, values })
+    }
+}
+
+fn lifetime_ms() -> i64 {
+    i64::try_from(LIMITS.lifetime_seconds * 1000).unwrap_or(i64::MAX)
+}
+
+/// Field names of a capture.
+#[must_use]
+pub fn meta_field(g: u64) -> Vec<u8> {
+    format!("{g}:m").into_bytes()
+}
+#[must_use]
+pub fn page_field(g: u64, n: usize) -> String {
+    format!("{g}:p:{n}")
+}
+#[must_use]
+pub fn served_field(g: u64, n: usize) -> String {
+    format!("{g}:s:{n}")
+}
+#[must_use]
+pub fn body_field(g: u64, revision: &[u8; 32]) -> Vec<u8> {
+    let mut f = format!("{g}:b:").into_bytes();
+    f.extend_from_slice(revision);
+    f
+}

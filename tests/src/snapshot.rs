@@ -1,0 +1,130 @@
+//! Helpers for the NIP-AR snapshot transport tests: signed `POST /query` snapshot actions and
+//! artifact revisions.
+
+use buzz_core::{Event, Keys};
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use crate::client::{create_channel, WsClient};
+use crate::{Cluster, Community};
+
+pub const TASK: &str = "buzz.task";
+
+#[must_use]
+pub fn tag(name: &str, value: impl ToString) -> Vec<String> {
+    vec![name.to_owned(), value.to_string()]
+}
+
+/// A signed revision of type `ty` with the envelope and `extra` client tags (none on delete).
+#[must_use]
+pub fn rev(
+    keys: &Keys,
+    op: &str,
+    d: Uuid,
+    h: Uuid,
+    prev: Option<&Event>,
+    ty: &str,
+    extra: &[Vec<String>],
+) -> Event {
+    let mut tags = vec![tag("ar", "1"), tag("d", d), tag("h", h), tag("type", ty), tag("op", op)];
+    if op != "delete" {
+        tags.push(tag("title", "Fix the payment timeout"));
+        tags.extend(extra.iter().cloned());
+    }
+    if let Some(prev) = prev {
+        tags.push(tag("prev", &prev.id));
+    }
+    let content =
+        if op == "delete" { String::new() } else { json!({"version": 1, "n": Uuid::new_v4()}).to_string() };
+    keys.sign_new(45010, tags, &content)
+}
+
+/// Publishes and asserts `OK true`.
+pub async fn ok(c: &mut WsClient, ev: &Event) {
+    let (accepted, msg) = c.publish(ev).await;
+    assert!(accepted, "kind {} refused: {msg}", ev.kind);
+}
+
+/// Creates an artifact of `ty` in `h`; returns its d and revision.
+pub async fn create(
+    c: &mut WsClient,
+    keys: &Keys,
+    h: Uuid,
+    ty: &str,
+    extra: &[Vec<String>],
+) -> (Uuid, Event) {
+    let d = Uuid::new_v4();
+    let e = rev(keys, "create", d, h, None, ty, extra);
+    ok(c, &e).await;
+    (d, e)
+}
+
+/// Creates a stream channel (`extra` tags, e.g. `ttl`); returns its id.
+pub async fn channel(c: &mut WsClient, owner: &Keys, visibility: &str, extra: &[Vec<String>]) -> Uuid {
+    let id = Uuid::new_v4();
+    let mut ev = create_channel(owner, id, "work", visibility);
+    if !extra.is_empty() {
+        let mut tags = ev.tags.clone();
+        tags.extend(extra.iter().cloned());
+        ev = owner.sign_new(9007, tags, "");
+    }
+    ok(c, &ev).await;
+    id
+}
+
+/// A channel administration event (9000, 9001, 9002, 9005, ...) on `h`.
+#[must_use]
+pub fn admin(keys: &Keys, kind: u32, h: Uuid, extra: Vec<Vec<String>>) -> Event {
+    let mut tags = vec![tag("h", h)];
+    tags.extend(extra);
+    keys.sign_new(kind, tags, "")
+}
+
+/// One signed snapshot action through gateway `g`: (status, body).
+pub async fn snap(cluster: &Cluster, g: usize, c: &Community, keys: &Keys, filter: Value) -> (u16, Value) {
+    let body = json!([filter]);
+    let res = cluster.tenant_request(g, c, reqwest::Method::POST, "/query", Some(&body), keys).await;
+    let status = res.status().as_u16();
+    let text = res.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}")))
+}
+
+#[must_use]
+pub fn start(query: Value) -> Value {
+    json!({"artifact": "snapshot", "action": "start", "query": query})
+}
+
+#[must_use]
+pub fn page(token: &Value, cursor: &Value) -> Value {
+    json!({"artifact": "snapshot", "action": "page", "token": token, "cursor": cursor})
+}
+
+#[must_use]
+pub fn bodies(token: &Value, ids: &[&str]) -> Value {
+    json!({"artifact": "snapshot", "action": "bodies", "token": token, "revisionIds": ids})
+}
+
+#[must_use]
+pub fn complete(token: &Value) -> Value {
+    json!({"artifact": "snapshot", "action": "complete", "token": token})
+}
+
+/// Asserts a bounded snapshot error: `status` and `{"error": code, "code": code}` exactly.
+pub fn assert_snapshot_error(got: &(u16, Value), status: u16, code: &str) {
+    assert_eq!(got.0, status, "{}", got.1);
+    assert_eq!(got.1, json!({"error": code, "code": code}));
+}
+
+/// The `(artifactId, revisionId, channelId)` triples of a start/page answer.
+#[must_use]
+pub fn entries(v: &Value) -> Vec<(String, String, String)> {
+    v["entries"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no entries: {v}"))
+        .iter()
+        .map(|e| {
+            let s = |k: &str| e[k].as_str().unwrap().to_owned();
+            (s("artifactId"), s("revisionId"), s("channelId"))
+        })
+        .collect()
+}
