@@ -116,6 +116,7 @@ async fn build(
         operator_pubkeys: vec![keys.operator.public_hex()],
         operator_origin: operator_origin.to_owned(),
         lease_ms: 1000,
+        nip_fi: buzz_fi::FiSettings::from_env()?,
     })
     .await?;
     let write = buzz_write::Application::build(buzz_write::Settings {

@@ -4,6 +4,7 @@
 
 pub mod mode;
 pub mod registry;
+pub mod revalidate;
 pub mod settings;
 
 pub use mode::Mode;
