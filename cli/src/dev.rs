@@ -165,7 +165,8 @@ async fn build_gateway(
         keys.relay.public_hex(),
     );
     gw.listen = args.gateway_addr;
-    let gw = gw.rate_limits_from_env()?;
+    let mut gw = gw.rate_limits_from_env()?;
+    gw.nip_fi = buzz_fi::FiSettings::from_env()?;
     buzz_gateway::Application::build(gw, shutdown).await
 }
 

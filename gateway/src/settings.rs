@@ -34,6 +34,8 @@ pub struct Settings {
     pub rate_conn_per_sec: f64,
     pub rate_conn_burst: u32,
     pub rate_pubkey_per_min: u32,
+    /// The `BUZZ_NIP_FI_*` settings (mode, issuers, connection lifetime).
+    pub nip_fi: buzz_fi::FiSettings,
 }
 
 /// Defaults of the write rate limits.
@@ -102,6 +104,7 @@ impl Settings {
             rate_conn_per_sec: RATE_CONN_PER_SEC,
             rate_conn_burst: RATE_CONN_BURST,
             rate_pubkey_per_min: RATE_PUBKEY_PER_MIN,
+            nip_fi: buzz_fi::FiSettings::from_env()?,
         }
         .rate_limits_from_env()
     }
@@ -143,6 +146,7 @@ impl Settings {
             rate_conn_per_sec: RATE_CONN_PER_SEC,
             rate_conn_burst: RATE_CONN_BURST,
             rate_pubkey_per_min: RATE_PUBKEY_PER_MIN,
+            nip_fi: buzz_fi::FiSettings::default(),
         }
     }
 }
