@@ -14,12 +14,17 @@ use buzz_fi::FiSettings;
 pub const EVIDENCE_HEADER: &str = "nostr-federated-identity";
 
 /// `Ok` when the upgrade may proceed; otherwise the contract's denial.
-pub fn admit_upgrade(settings: &FiSettings, community: &CommunityLease, headers: &HeaderMap) -> Result<(), Response> {
+pub fn admit_upgrade(
+    settings: &FiSettings,
+    community: &CommunityLease,
+    headers: &HeaderMap,
+) -> Result<(), Response> {
     if !settings.mode.effective_required(community.requires_nip_fi) {
         return Ok(());
     }
     if headers.get(EVIDENCE_HEADER).is_none() {
-        let body = serde_json::json!({ "error": "auth-required: authentication required", "code": "auth_required" });
+        let body =
+            serde_json::json!({ "error": "auth-required: authentication required", "code": "auth_required" });
         let mut res = (StatusCode::UNAUTHORIZED, Json(body)).into_response();
         res.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Nostr"));
         return Err(res);

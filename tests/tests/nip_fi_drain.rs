@@ -54,13 +54,18 @@ async fn once_an_enable_commits_no_gateway_admits_a_non_fi_socket() {
             .await;
         }
         let body = request(&team, generation, false, Some(ISSUER));
-        let (s, v, _) = call(&cluster, (trial % 2) as usize, Method::POST, POLICY, Some(&body), &cluster.operator).await;
+        let (s, v, _) =
+            call(&cluster, (trial % 2) as usize, Method::POST, POLICY, Some(&body), &cluster.operator).await;
         assert_eq!(s, 201, "trial {trial}: {v}");
         let committed = Instant::now();
         for g in &gateways {
-            assert!(WsClient::connect(*g, &team.host).await.is_err(), "trial {trial}: admitted right after commit");
+            assert!(
+                WsClient::connect(*g, &team.host).await.is_err(),
+                "trial {trial}: admitted right after commit"
+            );
         }
-        let late: Vec<_> = log.lock().unwrap().iter().filter(|(t, ok)| *t > committed && *ok).copied().collect();
+        let late: Vec<_> =
+            log.lock().unwrap().iter().filter(|(t, ok)| *t > committed && *ok).copied().collect();
         assert!(late.is_empty(), "trial {trial}: {} non-FI sockets admitted after the commit", late.len());
         let disable = request(&team, generation + 1, true, None);
         let (s, v, _) = call(&cluster, 0, Method::POST, POLICY, Some(&disable), &cluster.operator).await;
@@ -85,7 +90,19 @@ async fn a_required_community_refuses_non_fi_upgrades_with_the_contract_denials(
     .await;
     let team = cluster.community("fi-deny.test").await;
     bind(&cluster, &team).await;
-    assert_eq!(call(&cluster, 0, Method::POST, POLICY, Some(&request(&team, 0, false, Some(ISSUER))), &cluster.operator).await.0, 201);
+    assert_eq!(
+        call(
+            &cluster,
+            0,
+            Method::POST,
+            POLICY,
+            Some(&request(&team, 0, false, Some(ISSUER))),
+            &cluster.operator
+        )
+        .await
+        .0,
+        201
+    );
     let url = format!("http://{}/", cluster.gateways[0]);
     let upgrade = |evidence: Option<&'static str>| {
         let mut req = reqwest::Client::new()

@@ -1,7 +1,9 @@
 //! NIP-FI schema and rollout: the legacy receipt shape and the CAS migration after it, the
 //! mutation gate, the legacy enable-only route, and N operators racing on one generation.
 
-use buzz_tests::nip_fi::{self, bind, call, get, legacy_request, post, receipt_count, request, stored, ISSUER, LEGACY, POLICY};
+use buzz_tests::nip_fi::{
+    self, bind, call, get, legacy_request, post, receipt_count, request, stored, ISSUER, LEGACY, POLICY,
+};
 use buzz_tests::{Cluster, ClusterOptions};
 use reqwest::Method;
 use serde_json::json;
@@ -42,12 +44,14 @@ const OLD_INSERT: &str = "INSERT INTO community_auth_upgrades (operation_id, com
 #[tokio::test]
 async fn the_cas_migration_keeps_old_rows_and_old_inserts_meaning_enable_without_preconditions() {
     let name = format!("buzz_test_rollout_{}", Uuid::new_v4().simple());
-    let base = std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let base = std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
     let url = format!("{}/{name}", base.rsplit_once('/').unwrap().0);
     buzz_store::ensure_database(&url).await.unwrap();
     let pool = buzz_store::connect(&url, 2).await.unwrap();
     let all = migrations();
-    let legacy = all.iter().find(|(_, n, _)| n.ends_with("_nip_fi_receipts.sql")).expect("legacy migration").0;
+    let legacy =
+        all.iter().find(|(_, n, _)| n.ends_with("_nip_fi_receipts.sql")).expect("legacy migration").0;
     let cas = all.iter().find(|(_, n, _)| n.ends_with("_nip_fi_cas.sql")).expect("cas migration").0;
     assert!(legacy < cas, "the legacy shape comes first");
     for (n, _, sql) in all.iter().filter(|(n, _, _)| *n < cas) {
@@ -57,8 +61,12 @@ async fn the_cas_migration_keeps_old_rows_and_old_inserts_meaning_enable_without
     let before = Uuid::new_v4();
     sqlx::query(OLD_INSERT).bind(before).bind(Uuid::new_v4()).bind(&key).execute(&pool).await.unwrap();
     let (_, _, cas_sql) = all.iter().find(|(n, _, _)| *n == cas).unwrap();
-    let statements: String =
-        cas_sql.lines().filter(|l| !l.trim_start().starts_with("--")).collect::<Vec<_>>().join("\n").to_uppercase();
+    let statements: String = cas_sql
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("--"))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .to_uppercase();
     for forbidden in ["UPDATE ", "TRIGGER", "FUNCTION", "REFERENCES"] {
         assert!(!statements.contains(forbidden), "the cas migration must not add {forbidden}");
     }
@@ -130,7 +138,8 @@ async fn the_closed_gate_refuses_new_mutations_both_ways_but_keeps_reads_and_rep
     assert_eq!((s, v["code"].as_str()), (503, Some("upgrades_disabled")), "{v}");
     assert_eq!(stored(&cluster, team.id).await, (false, 0));
     // Reads stay.
-    let (s, v) = get(&cluster, &format!("{POLICY}?community_id={}&expected_host={}", team.id, team.host)).await;
+    let (s, v) =
+        get(&cluster, &format!("{POLICY}?community_id={}&expected_host={}", team.id, team.host)).await;
     assert_eq!((s, v["upgrades_enabled"].as_bool()), (200, Some(false)), "{v}");
     // A committed operation (accepted before the gate closed) replays.
     let done = request(&team, 0, false, None);
@@ -162,7 +171,10 @@ async fn the_legacy_route_stays_enable_only_and_cannot_reverse_a_disable() {
     let first = legacy_request(&team);
     let (s, v) = post(&cluster, LEGACY, &first).await;
     assert_eq!(s, 201, "{v}");
-    assert_eq!((v["receipt"]["request_form"].as_str(), v["receipt"]["state"].as_str()), (Some("legacy"), Some("pending")));
+    assert_eq!(
+        (v["receipt"]["request_form"].as_str(), v["receipt"]["state"].as_str()),
+        (Some("legacy"), Some("pending"))
+    );
     assert_eq!(stored(&cluster, team.id).await, (true, 1));
     // Already required: a no-op that keeps the generation.
     let (s, v) = post(&cluster, LEGACY, &legacy_request(&team)).await;
@@ -181,7 +193,8 @@ async fn the_legacy_route_stays_enable_only_and_cannot_reverse_a_disable() {
     let disable_id = disable["operation_id"].as_str().unwrap();
     let (s, _) = get(&cluster, &format!("{LEGACY}?operation_id={disable_id}")).await;
     assert_eq!(s, 404);
-    let (s, _) = get(&cluster, &format!("{LEGACY}?operation_id={}", first["operation_id"].as_str().unwrap())).await;
+    let (s, _) =
+        get(&cluster, &format!("{LEGACY}?operation_id={}", first["operation_id"].as_str().unwrap())).await;
     assert_eq!(s, 200);
     let mut reuse = legacy_request(&team);
     reuse["operation_id"] = json!(disable_id);
@@ -203,7 +216,8 @@ async fn n_operators_racing_on_one_generation_get_exactly_one_acceptance() {
     let mut tasks = Vec::new();
     for i in 0..n {
         // Half enable, half disable (a same-state intent), alternating replicas and operators.
-        let body = if i % 2 == 0 { request(&team, 0, false, Some(ISSUER)) } else { request(&team, 0, false, None) };
+        let body =
+            if i % 2 == 0 { request(&team, 0, false, Some(ISSUER)) } else { request(&team, 0, false, None) };
         let signer = if i % 3 == 0 { cluster.operator2.clone() } else { cluster.operator.clone() };
         let c = &cluster;
         tasks.push(async move { call(c, i % 2, Method::POST, POLICY, Some(&body), &signer).await });
