@@ -13,22 +13,22 @@ use buzz_fi::FiSettings;
 /// The evidence header.
 pub const EVIDENCE_HEADER: &str = "nostr-federated-identity";
 
-/// `Ok` when the upgrade may proceed; otherwise the contract's denial.
-pub fn admit_upgrade(
+/// `None` when the upgrade may proceed; otherwise the contract's denial.
+pub fn deny_upgrade(
     settings: &FiSettings,
     community: &CommunityLease,
     headers: &HeaderMap,
-) -> Result<(), Response> {
+) -> Option<Response> {
     if !settings.mode.effective_required(community.requires_nip_fi) {
-        return Ok(());
+        return None;
     }
     if headers.get(EVIDENCE_HEADER).is_none() {
         let body =
             serde_json::json!({ "error": "auth-required: authentication required", "code": "auth_required" });
         let mut res = (StatusCode::UNAUTHORIZED, Json(body)).into_response();
         res.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Nostr"));
-        return Err(res);
+        return Some(res);
     }
     let body = serde_json::json!({ "error": "restricted: evidence rejected", "code": "evidence_rejected" });
-    Err((StatusCode::FORBIDDEN, Json(body)).into_response())
+    Some((StatusCode::FORBIDDEN, Json(body)).into_response())
 }

@@ -76,7 +76,7 @@ async fn root(
         None => None,
     };
     if let Ok(ws) = upgrade {
-        if let Err(denied) = crate::fi::admit_upgrade(&state.settings.nip_fi, &community, &headers) {
+        if let Some(denied) = crate::fi::deny_upgrade(&state.settings.nip_fi, &community, &headers) {
             return Ok(denied);
         }
         let max = state.settings.limits.max_message_length;

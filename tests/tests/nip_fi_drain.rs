@@ -2,6 +2,8 @@
 //! community, over many trials, with two policy-service replicas and two gateways whose host
 //! caches are kept warm by a stream of non-FI connections right up to the commit.
 
+#![allow(clippy::unwrap_used)]
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,7 +14,7 @@ use buzz_tests::{Cluster, ClusterOptions, WsClient};
 use reqwest::Method;
 use tokio::time::Instant;
 
-const TRIALS: i64 = 12;
+const TRIALS: usize = 12;
 
 #[tokio::test]
 async fn once_an_enable_commits_no_gateway_admits_a_non_fi_socket() {
@@ -43,7 +45,7 @@ async fn once_an_enable_commits_no_gateway_admits_a_non_fi_socket() {
         }));
     }
     for trial in 0..TRIALS {
-        let generation = trial * 2;
+        let generation = i64::try_from(trial * 2).unwrap();
         // Both gateways admit non-FI sockets before the enable (optional policy, warm caches).
         for g in &gateways {
             let (g, host) = (*g, team.host.clone());
@@ -54,8 +56,7 @@ async fn once_an_enable_commits_no_gateway_admits_a_non_fi_socket() {
             .await;
         }
         let body = request(&team, generation, false, Some(ISSUER));
-        let (s, v, _) =
-            call(&cluster, (trial % 2) as usize, Method::POST, POLICY, Some(&body), &cluster.operator).await;
+        let (s, v, _) = call(&cluster, trial % 2, Method::POST, POLICY, Some(&body), &cluster.operator).await;
         assert_eq!(s, 201, "trial {trial}: {v}");
         let committed = Instant::now();
         for g in &gateways {

@@ -2,6 +2,8 @@
 //! CAS, idempotency, replay, target checks, generations, readback and bindings, against two
 //! policy-service replicas sharing one PostgreSQL.
 
+#![allow(clippy::unwrap_used)]
+
 use buzz_tests::nip_fi::{
     self, bind, call, get, post, receipt_count, request, stored, BINDINGS, ISSUER, POLICY,
 };

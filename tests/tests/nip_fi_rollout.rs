@@ -1,6 +1,8 @@
 //! NIP-FI schema and rollout: the legacy receipt shape and the CAS migration after it, the
 //! mutation gate, the legacy enable-only route, and N operators racing on one generation.
 
+#![allow(clippy::unwrap_used)]
+
 use buzz_tests::nip_fi::{
     self, bind, call, get, legacy_request, post, receipt_count, request, stored, ISSUER, LEGACY, POLICY,
 };
