@@ -26,6 +26,7 @@ pub fn open_gate(s: &mut buzz_fi::FiSettings) {
     s.upgrades_enabled = true;
     s.issuers = vec![inline_issuer()];
     s.provision_binding = Some(ISSUER.to_owned());
+    s.revalidate_interval = std::time::Duration::from_millis(300);
 }
 
 /// The same trust with the gate closed (the default).

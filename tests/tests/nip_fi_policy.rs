@@ -351,3 +351,36 @@ async fn receipts_survive_target_deletion_with_null_current_fields() {
     assert_eq!(v["receipt"]["accepted_policy_generation"], 1);
     cluster.stop().await;
 }
+
+#[tokio::test]
+async fn the_revalidator_tells_gateways_which_communities_require_fi() {
+    let cluster = cluster().await;
+    let team = cluster.community("fi-revalidate.test").await;
+    bind(&cluster, &team).await;
+    let nats = async_nats::connect("nats://127.0.0.1:4222").await.unwrap();
+    let mut sub = nats.subscribe(format!("{}.v1.fi.revalidate", cluster.nats_prefix)).await.unwrap();
+    assert!(!next_contains(&mut sub, team.id).await);
+    assert_eq!(post(&cluster, POLICY, &request(&team, 0, false, Some(ISSUER))).await.0, 201);
+    // Within a sweep or two (both replicas sweep) the community is listed.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut listed = false;
+    while !listed && tokio::time::Instant::now() < deadline {
+        listed = next_contains(&mut sub, team.id).await;
+    }
+    assert!(listed, "enable not revalidated");
+    assert_eq!(post(&cluster, POLICY, &request(&team, 1, true, None)).await.0, 201);
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut dropped = false;
+    while !dropped && tokio::time::Instant::now() < deadline {
+        dropped = !next_contains(&mut sub, team.id).await;
+    }
+    assert!(dropped, "disable still revalidated");
+    cluster.stop().await;
+}
+
+async fn next_contains(sub: &mut async_nats::Subscriber, id: uuid::Uuid) -> bool {
+    use futures::StreamExt;
+    let msg = tokio::time::timeout(std::time::Duration::from_secs(5), sub.next()).await.unwrap().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&msg.payload).unwrap();
+    v["required"].as_array().unwrap().iter().any(|c| c["community_id"] == json!(id))
+}
