@@ -72,6 +72,12 @@ impl Subjects {
     pub fn access_changed_all(&self) -> String {
         format!("{}.v1.access.*", self.prefix)
     }
+    /// NIP-FI revalidation: the communities whose stored policy requires FI, fanned out by the
+    /// policy-service's revalidator to every gateway.
+    #[must_use]
+    pub fn fi_revalidate(&self) -> String {
+        format!("{}.v1.fi.revalidate", self.prefix)
+    }
     #[must_use]
     pub fn close(&self, community: Uuid) -> String {
         format!("{}.v1.close.{community}", self.prefix)

@@ -116,6 +116,7 @@ async fn build(
         operator_pubkeys: vec![keys.operator.public_hex()],
         operator_origin: operator_origin.to_owned(),
         lease_ms: 1000,
+        nip_fi: buzz_fi::FiSettings::from_env()?,
     })
     .await?;
     let write = buzz_write::Application::build(buzz_write::Settings {
@@ -166,7 +167,8 @@ async fn build_gateway(
         keys.relay.public_hex(),
     );
     gw.listen = args.gateway_addr;
-    let gw = gw.rate_limits_from_env()?.connection_limits_from_env()?;
+    let mut gw = gw.rate_limits_from_env()?.connection_limits_from_env()?.stall_settings_from_env()?;
+    gw.nip_fi = buzz_fi::FiSettings::from_env()?;
     buzz_gateway::Application::build(gw, shutdown).await
 }
 

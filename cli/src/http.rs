@@ -18,6 +18,9 @@ pub enum OperatorCommand {
         #[arg(long)]
         community_id: Option<uuid::Uuid>,
     },
+    /// NIP-FI community policy: enable, disable, retry, status, receipt.
+    #[command(subcommand)]
+    NipFi(crate::nip_fi::NipFiCommand),
     /// Show a community.
     GetCommunity {
         #[arg(long, env = "BUZZ_OPERATOR_URL", default_value = "http://127.0.0.1:7070")]
@@ -96,6 +99,7 @@ async fn signed(
 
 pub async fn operator(cmd: OperatorCommand) -> i32 {
     match cmd {
+        OperatorCommand::NipFi(cmd) => crate::nip_fi::run(cmd).await,
         OperatorCommand::CreateCommunity { url, secret_key, host, owner_pubkey, community_id } => {
             let Ok(keys) = keys(&secret_key) else { return 1 };
             let owner = owner_pubkey.unwrap_or_else(|| {

@@ -6,6 +6,7 @@ mod dev_banner;
 mod dev_community;
 mod http;
 mod nip19;
+mod nip_fi;
 
 use clap::{Parser, Subcommand};
 
@@ -35,7 +36,8 @@ enum Command {
     Members(http::MembersCommand),
 }
 
-/// Exit codes: 0 success, 1 usage or local error, 5 request, transport or response error.
+/// Exit codes: 0 success, 1 usage or local error, 5 request, transport or response error;
+/// `operator nip-fi` adds 10 pending, 11 superseded, 12 unavailable (receipt states).
 #[tokio::main]
 async fn main() {
     let cli = Cli::parse();

@@ -88,8 +88,7 @@ async fn mark_read(
     if !buzz_core::is_lower_hex(&up_to, 64) {
         return Err(bad_request("up_to must be a 64-char lowercase hex event id"));
     }
-    let write =
-        WriteRequest::MarkRead { community_id: community.community_id, actor, channel_id, up_to };
+    let write = WriteRequest::MarkRead { community_id: community.community_id, actor, channel_id, up_to };
     let reply: WriteReply = buzz_bus::retry::request_retrying(
         &state.nats,
         state.subjects.write(),

@@ -31,11 +31,14 @@ impl HostCache {
             }
         }
         let req = LeaseRequest { host: host.to_owned() };
+        // The lease runs from when it was requested, never from when the answer arrived, so it
+        // lapses before the policy-service's drain (which counts from its own later exclusion) ends.
+        let requested = Instant::now();
         let reply: Result<LeaseReply, BusError> =
             buzz_bus::retry::request_retrying(&self.nats, self.subjects.policy_lease(), &req, self.retry)
                 .await?;
         let reply = reply?;
-        let until = Instant::now() + Duration::from_millis(reply.lease_ms.min(1000));
+        let until = requested + Duration::from_millis(reply.lease_ms.min(1000));
         let mut entries = self.entries.lock().map_err(|_| BusError::internal())?;
         if entries.len() >= MAX_ENTRIES {
             entries.clear();

@@ -76,6 +76,9 @@ async fn root(
         None => None,
     };
     if let Ok(ws) = upgrade {
+        if let Some(denied) = crate::fi::deny_upgrade(&state.settings.nip_fi, &community, &headers) {
+            return Ok(denied);
+        }
         let max = state.settings.limits.max_message_length;
         // Frames up to 4x the limit still arrive, so an oversized message gets a NOTICE and the
         // socket survives; beyond that the connection is dropped.

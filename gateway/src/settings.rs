@@ -49,6 +49,8 @@ pub struct Settings {
     /// (`BUZZ_REDIS_TIMEOUT_MS`), then the rate limit fails open and NIP-98 fails closed.
     pub bus_retry_after: Duration,
     pub redis_timeout: Duration,
+    /// The `BUZZ_NIP_FI_*` settings (mode, issuers, connection lifetime).
+    pub nip_fi: buzz_fi::FiSettings,
 }
 
 /// Defaults of the stall settings.
@@ -135,6 +137,7 @@ impl Settings {
             max_connections: MAX_CONNECTIONS,
             bus_retry_after: BUS_RETRY_AFTER,
             redis_timeout: REDIS_TIMEOUT,
+            nip_fi: buzz_fi::FiSettings::from_env()?,
         }
         .rate_limits_from_env()?
         .connection_limits_from_env()?
@@ -221,6 +224,7 @@ impl Settings {
             max_connections: MAX_CONNECTIONS,
             bus_retry_after: BUS_RETRY_AFTER,
             redis_timeout: REDIS_TIMEOUT,
+            nip_fi: buzz_fi::FiSettings::default(),
         }
     }
 }

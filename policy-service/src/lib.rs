@@ -1,7 +1,14 @@
 //! Policy-service of buzz-relay: the operator HTTP API (communities) and the host → community
 //! answers gateways lease over the bus.
 
+pub mod fi_accept;
+pub mod fi_bindings;
+pub mod fi_request;
+pub mod fi_routes;
+pub mod fi_store;
+pub mod fi_view;
 pub mod operator;
+pub mod revalidator;
 pub mod settings;
 pub mod store;
 
@@ -22,6 +29,8 @@ pub struct Application {
     subjects: Subjects,
     pool: sqlx::PgPool,
     lease_ms: u64,
+    nip_fi: buzz_fi::FiSettings,
+    registry: Arc<buzz_fi::Registry>,
 }
 
 impl Application {
@@ -38,9 +47,17 @@ impl Application {
             operator_pubkeys: settings.operator_pubkeys.clone(),
             origin: settings.operator_origin.clone(),
         });
+        let fi = &settings.nip_fi;
+        let registry = Arc::new(buzz_fi::Registry::new(&fi.issuers, fi.jwks_max_age, fi.jwks_timeout));
+        let fi_state = Arc::new(fi_routes::FiState {
+            op: state.clone(),
+            settings: fi.clone(),
+            registry: registry.clone(),
+        });
         let ready_pool = pool.clone();
         let ready_nats = nats.clone();
         let router = operator::router(state)
+            .merge(fi_routes::router(fi_state))
             .merge(buzz_telemetry::admin_router(move || {
                 let pool = ready_pool.clone();
                 let nats = ready_nats.clone();
@@ -54,7 +71,8 @@ impl Application {
             .layer(axum::middleware::from_fn(operator::contract_errors));
         let listener = tokio::net::TcpListener::bind(settings.listen).await?;
         let addr = listener.local_addr()?;
-        Ok(Self { addr, listener, router, nats, subjects, pool, lease_ms: settings.lease_ms })
+        let (lease_ms, nip_fi) = (settings.lease_ms, settings.nip_fi);
+        Ok(Self { addr, listener, router, nats, subjects, pool, lease_ms, nip_fi, registry })
     }
 
     #[must_use]
@@ -64,6 +82,14 @@ impl Application {
 
     /// Serves until `shutdown` is cancelled, then drains.
     pub async fn run(self, shutdown: CancellationToken) -> anyhow::Result<()> {
+        self.registry.spawn_refresh(self.nip_fi.jwks_refresh, shutdown.clone());
+        tokio::spawn(revalidator::run(
+            self.pool.clone(),
+            self.nats.clone(),
+            self.subjects.fi_revalidate(),
+            self.nip_fi.revalidate_interval,
+            shutdown.clone(),
+        ));
         let pool = self.pool.clone();
         let lease_ms = self.lease_ms;
         let lease = serve::serve(
@@ -88,7 +114,8 @@ impl Application {
     }
 }
 
-/// host → community, for gateways. Unknown hosts answer `community: None`.
+/// host → community, for gateways. Unknown hosts answer `community: None`. The read waits while
+/// an optional→required NIP-FI transition drains the host's leases (see `fi_store::lease`).
 pub async fn handle_lease(
     pool: &sqlx::PgPool,
     lease_ms: u64,
@@ -97,8 +124,18 @@ pub async fn handle_lease(
     let Some(host) = buzz_core::host::normalize_host(&req.host) else {
         return Ok(LeaseReply { community: None, lease_ms });
     };
-    match store::lease(pool, &host).await {
-        Ok(community) => Ok(LeaseReply { community, lease_ms }),
+    match fi_store::lease(pool, &host).await {
+        Ok(row) => {
+            let community = row.map(|c| buzz_bus::CommunityLease {
+                community_id: c.community_id,
+                host: c.host,
+                owner_pubkey: c.owner_pubkey,
+                requires_nip_fi: c.requires_nip_fi,
+                policy_generation: c.policy_generation,
+            });
+            // Optional leases last at most one second (the drain waits 1.1 s).
+            Ok(LeaseReply { community, lease_ms: lease_ms.min(1000) })
+        }
         Err(e) => {
             tracing::error!(error = %e, "host lease lookup failed");
             Err(buzz_bus::BusError::unavailable("policy store unavailable"))

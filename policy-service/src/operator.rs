@@ -34,7 +34,7 @@ pub fn router(state: Arc<OperatorState>) -> Router {
         .layer(axum::middleware::map_response(no_store))
 }
 
-async fn no_store(mut res: Response) -> Response {
+pub(crate) async fn no_store(mut res: Response) -> Response {
     res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     res
 }
@@ -48,21 +48,21 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
         Self { status, code, message: message.into() }
     }
-    fn invalid(message: impl Into<String>) -> Self {
+    pub(crate) fn invalid(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "invalid_request", message)
     }
     #[allow(clippy::needless_pass_by_value)]
-    fn invalid_body(message: String) -> Self {
+    pub(crate) fn invalid_body(message: String) -> Self {
         Self::invalid(format!("invalid body: {message}"))
     }
     #[must_use]
     pub fn not_found(message: &str) -> Self {
         Self::new(StatusCode::NOT_FOUND, "not_found", message)
     }
-    fn internal(e: &dyn std::error::Error) -> Self {
+    pub(crate) fn internal(e: &dyn std::error::Error) -> Self {
         tracing::error!(error = %e, "operator request failed");
         Self::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -86,7 +86,7 @@ impl From<HttpAuthError> for ApiError {
 }
 
 /// Verifies the operator signature over method, full URL (with query) and body.
-async fn authorize(
+pub(crate) async fn authorize(
     state: &OperatorState,
     method: &Method,
     uri: &OriginalUri,

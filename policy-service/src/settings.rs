@@ -21,6 +21,8 @@ pub struct Settings {
     pub operator_origin: String,
     /// How long gateways may cache a host answer.
     pub lease_ms: u64,
+    /// The `BUZZ_NIP_FI_*` settings (mode, issuers, provision binding, gate, revalidation).
+    pub nip_fi: buzz_fi::FiSettings,
 }
 
 impl Settings {
@@ -38,6 +40,7 @@ impl Settings {
             operator_pubkeys,
             operator_origin: parse_origin(&origin)?,
             lease_ms: env_or("BUZZ_POLICY_LEASE_MS", 1000)?,
+            nip_fi: buzz_fi::FiSettings::from_env()?,
         })
     }
 }

@@ -26,6 +26,10 @@ pub struct ClusterOptions {
     pub snapshot_redis_url: Option<&'static str>,
     /// Adjusts every snapshot replica's settings before it starts (e.g. low time limits).
     pub snapshot_settings: Option<fn(&mut buzz_snapshot::Settings)>,
+    /// Policy-service replicas (each with its own operator listener; `policies`).
+    pub policy_replicas: usize,
+    /// Adjusts every policy-service replica's NIP-FI settings before it starts.
+    pub nip_fi: Option<fn(&mut buzz_fi::FiSettings)>,
 }
 
 impl Default for ClusterOptions {
@@ -40,6 +44,8 @@ impl Default for ClusterOptions {
             snapshots: 2,
             snapshot_redis_url: None,
             snapshot_settings: None,
+            policy_replicas: 1,
+            nip_fi: None,
         }
     }
 }
@@ -52,7 +58,11 @@ pub struct Cluster {
     pub redis_prefix: String,
     pub gateways: Vec<SocketAddr>,
     pub policy: SocketAddr,
+    /// Every policy-service replica's operator listener (`policy` is the first).
+    pub policies: Vec<SocketAddr>,
     pub operator: Keys,
+    /// A second allowlisted operator key.
+    pub operator2: Keys,
     pub relay: Keys,
     pub shutdown: CancellationToken,
     /// Cancels only the gateways (graceful shutdown tests).
@@ -107,30 +117,40 @@ impl Cluster {
         let nats_prefix = format!("t{}", &tag[..12]);
         let redis_prefix = format!("test:{tag}:");
         let operator = Keys::generate();
+        let operator2 = Keys::generate();
         let relay = Keys::generate();
         let shutdown = CancellationToken::new();
         let gateway_shutdown = shutdown.child_token();
         let loopback0 = SocketAddr::from(([127, 0, 0, 1], 0));
         let mut tasks = Vec::new();
 
-        // The operator origin must be known before binding; bind first, then tell the settings.
-        let probe = std::net::TcpListener::bind(loopback0).unwrap();
-        let policy_addr = probe.local_addr().unwrap();
-        drop(probe);
-        let policy = buzz_policy::Application::build(buzz_policy::Settings {
-            database_url: database_url.clone(),
-            nats: buzz_bus::NatsConfig::new(nats_url.clone()),
-            redis: buzz_http_auth::RedisConfig::new(redis_url.clone()),
-            nats_prefix: nats_prefix.clone(),
-            redis_prefix: redis_prefix.clone(),
-            listen: policy_addr,
-            operator_pubkeys: vec![operator.public_hex()],
-            operator_origin: format!("http://{policy_addr}"),
-            lease_ms: 1000,
-        })
-        .await
-        .expect("policy-service");
-        tasks.push(tokio::spawn(policy.run(shutdown.clone())));
+        let mut policies = Vec::new();
+        for _ in 0..opts.policy_replicas.max(1) {
+            // The operator origin must be known before binding; bind first, then tell the settings.
+            let probe = std::net::TcpListener::bind(loopback0).unwrap();
+            let policy_addr = probe.local_addr().unwrap();
+            drop(probe);
+            let mut nip_fi = buzz_fi::FiSettings::default();
+            if let Some(tweak) = opts.nip_fi {
+                tweak(&mut nip_fi);
+            }
+            let policy = buzz_policy::Application::build(buzz_policy::Settings {
+                database_url: database_url.clone(),
+                nats: buzz_bus::NatsConfig::new(nats_url.clone()),
+                redis: buzz_http_auth::RedisConfig::new(redis_url.clone()),
+                nats_prefix: nats_prefix.clone(),
+                redis_prefix: redis_prefix.clone(),
+                listen: policy_addr,
+                operator_pubkeys: vec![operator.public_hex(), operator2.public_hex()],
+                operator_origin: format!("http://{policy_addr}"),
+                lease_ms: 1000,
+                nip_fi,
+            })
+            .await
+            .expect("policy-service");
+            tasks.push(tokio::spawn(policy.run(shutdown.clone())));
+            policies.push(policy_addr);
+        }
         for _ in 0..opts.writers {
             let app = buzz_write::Application::build(buzz_write::Settings {
                 database_url: database_url.clone(),
@@ -201,8 +221,10 @@ impl Cluster {
             nats_prefix,
             redis_prefix,
             gateways,
-            policy: policy_addr,
+            policy: policies[0],
+            policies,
             operator,
+            operator2,
             relay,
             shutdown,
             gateway_shutdown,
@@ -218,7 +240,7 @@ impl Cluster {
     async fn wait_ready(&self) {
         let client = reqwest::Client::new();
         let mut urls: Vec<String> = self.gateways.iter().map(|a| format!("http://{a}/readyz")).collect();
-        urls.push(format!("http://{}/readyz", self.policy));
+        urls.extend(self.policies.iter().map(|p| format!("http://{p}/readyz")));
         urls.extend(self.snapshot_replicas.iter().map(|r| format!("http://{}/readyz", r.admin)));
         for url in urls {
             eventually(Duration::from_secs(10), || {

@@ -1,0 +1,124 @@
+//! Accepting an enable or disable: one transaction under the spec's lock order, with the policy
+//! change and its receipt committed together.
+
+use sqlx::PgPool;
+
+use crate::fi_request::PolicyRequest;
+use crate::fi_store::{self, Current, Receipt, DRAIN};
+
+#[derive(Debug)]
+pub enum AcceptError {
+    NotFound,
+    /// 409 with a `*_conflict` code.
+    Conflict(&'static str, String),
+    Exhausted,
+    Idempotency,
+    Sql(sqlx::Error),
+}
+
+impl From<sqlx::Error> for AcceptError {
+    fn from(e: sqlx::Error) -> Self {
+        Self::Sql(e)
+    }
+}
+
+#[derive(Debug)]
+pub enum Accepted {
+    /// Newly accepted in this call.
+    New(Receipt),
+    /// An identical committed request: its receipt, nothing written.
+    Replay(Receipt),
+}
+
+/// A committed receipt under the same UUID: identical meaning replays it, anything else conflicts.
+pub fn replay_or_conflict(r: Receipt, req: &PolicyRequest, operator: &str) -> Result<Accepted, AcceptError> {
+    if r.same_meaning(req, operator) {
+        Ok(Accepted::Replay(r))
+    } else {
+        Err(AcceptError::Idempotency)
+    }
+}
+
+fn conflict(code: &'static str, message: &str) -> AcceptError {
+    AcceptError::Conflict(code, message.to_owned())
+}
+
+/// Lifecycle, exact host, single owner and actor == owner.
+fn check_target(cur: &Current, req: &PolicyRequest) -> Result<(), AcceptError> {
+    if cur.lifecycle != "active" {
+        return Err(conflict(
+            "lifecycle_conflict",
+            "the community is not active (archived or being deleted)",
+        ));
+    }
+    if cur.host != req.expected_host {
+        return Err(conflict("host_conflict", "expected_host is not the community's host"));
+    }
+    if cur.owner_pubkey != req.expected_owner_pubkey {
+        return Err(conflict("owner_conflict", "expected_owner_pubkey is not the community's owner"));
+    }
+    if req.actor_pubkey != cur.owner_pubkey {
+        return Err(conflict("owner_conflict", "actor_pubkey is not the community's owner"));
+    }
+    Ok(())
+}
+
+/// What the request does to the stored policy: `None` = a legacy no-op on an already-required
+/// community (keeps its generation), `Some(flag)` = set the flag and advance the generation.
+fn decide(cur: &Current, req: &PolicyRequest) -> Result<Option<bool>, AcceptError> {
+    if req.is_legacy() {
+        if cur.requires_nip_fi {
+            return Ok(None);
+        }
+        if cur.policy_generation != 0 {
+            return Err(conflict(
+                "policy_conflict",
+                "legacy enable refused: the policy is optional at a nonzero generation; use the general route",
+            ));
+        }
+    } else if req.expected_generation != Some(cur.policy_generation)
+        || req.expected_required != Some(cur.requires_nip_fi)
+    {
+        return Err(conflict(
+            "policy_conflict",
+            "expected_policy_generation/expected_requires_nip_fi do not match the stored policy; re-read and send a new request",
+        ));
+    }
+    if cur.policy_generation == i64::MAX {
+        return Err(AcceptError::Exhausted);
+    }
+    Ok(Some(req.desired))
+}
+
+/// Accepts `req` from `operator` (trust preflight already done by the caller).
+pub async fn accept(pool: &PgPool, req: &PolicyRequest, operator: &str) -> Result<Accepted, AcceptError> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("SET LOCAL lock_timeout = '10s'").execute(&mut *tx).await?;
+    fi_store::lock_operation(&mut tx, req.operation_id).await?;
+    if let Some(r) = fi_store::receipt(&mut *tx, req.operation_id).await? {
+        return replay_or_conflict(r, req, operator);
+    }
+    fi_store::lock_deletion(&mut tx, req.community_id, false).await?;
+    let cur = fi_store::lock_community(&mut tx, req.community_id).await?.ok_or(AcceptError::NotFound)?;
+    check_target(&cur, req)?;
+    let change = decide(&cur, req)?;
+    if let Some(issuer) = req.expected_issuer.as_deref().filter(|_| change.is_some()) {
+        if !fi_store::hold_binding(&mut tx, req.community_id, issuer).await? {
+            return Err(conflict("issuer_conflict", "the community has no binding to expected_issuer"));
+        }
+    }
+    let generation = match change {
+        None => cur.policy_generation,
+        Some(required) => {
+            fi_store::lock_host_lease(&mut tx, &cur.host).await?;
+            if required && !cur.requires_nip_fi {
+                // Optional leases issued before the exclusion lapse within 1 s.
+                tokio::time::sleep(DRAIN).await;
+            }
+            fi_store::set_policy(&mut tx, req.community_id, required).await?
+        }
+    };
+    let receipt = fi_store::insert_receipt(&mut tx, req, operator, generation).await?;
+    tx.commit().await?;
+    Ok(Accepted::New(receipt))
+}

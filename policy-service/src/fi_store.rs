@@ -1,0 +1,236 @@
+//! NIP-FI SQL: receipts, the accepting transaction with the spec's lock order, bindings, and the
+//! host lease that the drain excludes.
+//!
+//! Locks (PostgreSQL advisory locks are shared by every policy-service replica), always taken in
+//! this order: operation UUID (exclusive) → community deletion (shared; deletion takes it
+//! exclusive) → `communities` row `FOR NO KEY UPDATE` → host lease (exclusive; issuing a lease
+//! takes it shared).
+
+use std::time::Duration;
+
+use sqlx::{PgConnection, PgPool};
+use uuid::Uuid;
+
+use crate::fi_request::PolicyRequest;
+
+/// Advisory lock classes (the first key of `pg_advisory_xact_lock(int, int)`).
+const LOCK_OPERATION: i32 = 0x4649_0001;
+const LOCK_DELETION: i32 = 0x4649_0002;
+const LOCK_HOST_LEASE: i32 = 0x4649_0003;
+
+/// How long an optional→required transition waits, holding the host lease exclusively, for the
+/// optional leases issued before it (at most 1 s each) to lapse.
+pub const DRAIN: Duration = Duration::from_millis(1100);
+
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Receipt {
+    pub operation_id: Uuid,
+    pub community_id: Uuid,
+    pub expected_host: String,
+    pub actor_pubkey: String,
+    pub expected_owner_pubkey: String,
+    pub expected_issuer: Option<String>,
+    pub operator_pubkey: String,
+    pub accepted_policy_generation: i64,
+    pub desired_requires_nip_fi: bool,
+    pub expected_policy_generation: Option<i64>,
+    pub expected_requires_nip_fi: Option<bool>,
+    pub accepted_at: i64,
+}
+
+impl Receipt {
+    /// Whether `req` from `operator` means exactly what this receipt recorded: the full tuple,
+    /// the action, both preconditions, the request form and the operator.
+    #[must_use]
+    pub fn same_meaning(&self, req: &PolicyRequest, operator: &str) -> bool {
+        self.community_id == req.community_id
+            && self.expected_host == req.expected_host
+            && self.actor_pubkey == req.actor_pubkey
+            && self.expected_owner_pubkey == req.expected_owner_pubkey
+            && self.expected_issuer == req.expected_issuer
+            && self.desired_requires_nip_fi == req.desired
+            && self.expected_policy_generation == req.expected_generation
+            && self.expected_requires_nip_fi == req.expected_required
+            && self.operator_pubkey == operator
+    }
+
+    #[must_use]
+    pub fn is_legacy(&self) -> bool {
+        self.expected_policy_generation.is_none()
+    }
+}
+
+const RECEIPT_COLUMNS: &str = "operation_id, community_id, expected_host, actor_pubkey, \
+    expected_owner_pubkey, expected_issuer, operator_pubkey, accepted_policy_generation, \
+    desired_requires_nip_fi, expected_policy_generation, expected_requires_nip_fi, \
+    extract(epoch FROM accepted_at)::bigint AS accepted_at";
+
+/// The current stored policy of a community, as the writer sees it.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Current {
+    pub community_id: Uuid,
+    pub host: String,
+    pub owner_pubkey: String,
+    pub lifecycle: String,
+    pub requires_nip_fi: bool,
+    pub policy_generation: i64,
+}
+
+const CURRENT_COLUMNS: &str =
+    "id AS community_id, host, owner_pubkey, lifecycle, requires_nip_fi, policy_generation";
+
+pub async fn receipt<'c, E>(db: E, operation_id: Uuid) -> Result<Option<Receipt>, sqlx::Error>
+where
+    E: sqlx::PgExecutor<'c>,
+{
+    sqlx::query_as(&format!("SELECT {RECEIPT_COLUMNS} FROM community_auth_upgrades WHERE operation_id = $1"))
+        .bind(operation_id)
+        .fetch_optional(db)
+        .await
+}
+
+pub async fn current(pool: &PgPool, community_id: Uuid) -> Result<Option<Current>, sqlx::Error> {
+    sqlx::query_as(&format!("SELECT {CURRENT_COLUMNS} FROM communities WHERE id = $1"))
+        .bind(community_id)
+        .fetch_optional(pool)
+        .await
+}
+
+pub async fn bindings(pool: &PgPool, community_id: Uuid) -> Result<Vec<String>, sqlx::Error> {
+    sqlx::query_scalar("SELECT issuer FROM community_fi_bindings WHERE community_id = $1 ORDER BY issuer")
+        .bind(community_id)
+        .fetch_all(pool)
+        .await
+}
+
+pub async fn lock_operation(conn: &mut PgConnection, operation_id: Uuid) -> Result<(), sqlx::Error> {
+    sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
+        .bind(LOCK_OPERATION)
+        .bind(operation_id.to_string())
+        .execute(conn)
+        .await
+        .map(|_| ())
+}
+
+/// Shared by every community change; exclusive for its deletion.
+pub async fn lock_deletion(
+    conn: &mut PgConnection,
+    community_id: Uuid,
+    exclusive: bool,
+) -> Result<(), sqlx::Error> {
+    let f = if exclusive { "pg_advisory_xact_lock" } else { "pg_advisory_xact_lock_shared" };
+    sqlx::query(&format!("SELECT {f}($1, hashtext($2))"))
+        .bind(LOCK_DELETION)
+        .bind(community_id.to_string())
+        .execute(conn)
+        .await
+        .map(|_| ())
+}
+
+/// The community row, locked `FOR NO KEY UPDATE`.
+pub async fn lock_community(
+    conn: &mut PgConnection,
+    community_id: Uuid,
+) -> Result<Option<Current>, sqlx::Error> {
+    sqlx::query_as(&format!("SELECT {CURRENT_COLUMNS} FROM communities WHERE id = $1 FOR NO KEY UPDATE"))
+        .bind(community_id)
+        .fetch_optional(conn)
+        .await
+}
+
+/// Excludes new host leases until the transaction ends.
+pub async fn lock_host_lease(conn: &mut PgConnection, host: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
+        .bind(LOCK_HOST_LEASE)
+        .bind(host)
+        .execute(conn)
+        .await
+        .map(|_| ())
+}
+
+/// The binding row, locked against unbind until the transaction ends; false when absent.
+pub async fn hold_binding(
+    conn: &mut PgConnection,
+    community_id: Uuid,
+    issuer: &str,
+) -> Result<bool, sqlx::Error> {
+    let found: Option<i32> = sqlx::query_scalar(
+        "SELECT 1 FROM community_fi_bindings WHERE community_id = $1 AND issuer = $2 FOR KEY SHARE",
+    )
+    .bind(community_id)
+    .bind(issuer)
+    .fetch_optional(conn)
+    .await?;
+    Ok(found.is_some())
+}
+
+/// Advances the generation and sets the flag; returns the new generation.
+pub async fn set_policy(
+    conn: &mut PgConnection,
+    community_id: Uuid,
+    required: bool,
+) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar(
+        "UPDATE communities SET requires_nip_fi = $2, policy_generation = policy_generation + 1 \
+         WHERE id = $1 RETURNING policy_generation",
+    )
+    .bind(community_id)
+    .bind(required)
+    .fetch_one(conn)
+    .await
+}
+
+pub async fn insert_receipt(
+    conn: &mut PgConnection,
+    req: &PolicyRequest,
+    operator: &str,
+    accepted_generation: i64,
+) -> Result<Receipt, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "INSERT INTO community_auth_upgrades (operation_id, community_id, expected_host, actor_pubkey, \
+         expected_owner_pubkey, expected_issuer, operator_pubkey, accepted_policy_generation, \
+         desired_requires_nip_fi, expected_policy_generation, expected_requires_nip_fi) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING {RECEIPT_COLUMNS}"
+    ))
+    .bind(req.operation_id)
+    .bind(req.community_id)
+    .bind(&req.expected_host)
+    .bind(&req.actor_pubkey)
+    .bind(&req.expected_owner_pubkey)
+    .bind(&req.expected_issuer)
+    .bind(operator)
+    .bind(accepted_generation)
+    .bind(req.desired)
+    .bind(req.expected_generation)
+    .bind(req.expected_required)
+    .fetch_one(conn)
+    .await
+}
+
+/// The active community bound to `host`, read after taking the host lease shared: while an
+/// optional→required transition drains, this waits and then answers the committed state.
+pub async fn lease(pool: &PgPool, host: &str) -> Result<Option<Current>, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("SELECT pg_advisory_xact_lock_shared($1, hashtext($2))")
+        .bind(LOCK_HOST_LEASE)
+        .bind(host)
+        .execute(&mut *tx)
+        .await?;
+    let row = sqlx::query_as(&format!(
+        "SELECT {CURRENT_COLUMNS} FROM communities WHERE host = $1 AND lifecycle = 'active'"
+    ))
+    .bind(host)
+    .fetch_optional(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(row)
+}
+
+/// Communities whose stored policy requires FI, read without row locks (the revalidator).
+pub async fn required_communities(pool: &PgPool) -> Result<Vec<(Uuid, i64)>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT id, policy_generation FROM communities WHERE requires_nip_fi AND lifecycle = 'active' ORDER BY id",
+    )
+    .fetch_all(pool)
+    .await
+}
