@@ -1,6 +1,7 @@
 //! The bus of buzz-relay: NATS subjects, versioned payloads, the error code enum and trace context
 //! carried in NATS headers.
 
+pub mod chat;
 pub mod error;
 pub mod nats;
 pub mod payload;
@@ -11,7 +12,11 @@ pub mod snapshot;
 pub mod subjects;
 pub mod trace;
 
+pub use chat::*;
 pub use error::{BusError, ErrorCode};
 pub use nats::NatsConfig;
 pub use payload::*;
 pub use subjects::Subjects;
+
+#[cfg(test)]
+mod wire_tests;

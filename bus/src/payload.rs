@@ -133,9 +133,42 @@ pub struct WriteOk {
     pub duplicate: bool,
     /// Text for the `OK` message (empty on a plain success).
     pub message: String,
-    /// Structured result for HTTP callers (e.g. an issued token's metadata).
+    /// Structured result for HTTP callers: [`WriteData::Token`] for `IssueToken`,
+    /// [`WriteData::ReadMarker`] for `MarkRead`, `None` otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<serde_json::Value>,
+    pub data: Option<WriteData>,
+}
+
+/// What a write tells its HTTP caller beyond `OK`. Untagged on the wire: each variant is the plain
+/// object it always was, so this typing changed no byte on `buzz.v1.write` (the fields of the two
+/// variants are disjoint, so reading back is unambiguous).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum WriteData {
+    /// An issued token's grant (the token itself never crosses the bus).
+    Token(IssuedToken),
+    /// A channel's read marker after `MarkRead`.
+    ReadMarker(ReadMarker),
+}
+
+/// The grant of a token `IssueToken` stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IssuedToken {
+    /// The scopes it carries.
+    pub scopes: Vec<Scope>,
+    /// Its channel restriction; `None` is unrestricted.
+    pub channel_ids: Option<Vec<Uuid>>,
+    /// When it stops being valid (unix seconds).
+    pub expires_at: i64,
+}
+
+/// The caller's read marker of a channel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadMarker {
+    /// The channel.
+    pub channel_id: Uuid,
+    /// The event id the marker stands at.
+    pub read_up_to: String,
 }
 
 impl WriteOk {
@@ -153,9 +186,36 @@ pub struct QueryRequest {
     pub community_id: Uuid,
     pub reader: Actor,
     pub filters: Vec<Filter>,
-    /// COUNT instead of REQ.
-    #[serde(default)]
-    pub count: bool,
+    /// COUNT or REQ. On the wire still `"count": true|false` (absent is a page), so that this
+    /// typing changed no byte of `buzz.v1.query`.
+    #[serde(rename = "count", default, with = "query_kind_wire")]
+    pub kind: QueryKind,
+}
+
+/// What a query asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QueryKind {
+    /// One number: how many events match (COUNT); answered by one `Count` frame.
+    Count,
+    /// The matching events (REQ, `POST /query`); answered by `Events` frames and `Done`.
+    #[default]
+    Page,
+}
+
+/// [`QueryKind`] as the `count` boolean of the wire format.
+mod query_kind_wire {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::QueryKind;
+
+    #[allow(clippy::trivially_copy_pass_by_ref)] // serde's `with` signature
+    pub fn serialize<S: Serializer>(kind: &QueryKind, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bool(*kind == QueryKind::Count)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<QueryKind, D::Error> {
+        Ok(if bool::deserialize(d)? { QueryKind::Count } else { QueryKind::Page })
+    }
 }
 
 /// One frame of a streamed query answer. `seq` starts at 0 and increases by one; the receiver
@@ -197,26 +257,40 @@ pub enum AccessRequest {
     Token { community_id: Uuid, token_hash: String },
 }
 
+/// The answer to [`AccessRequest::Member`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AccessReply {
+pub struct MemberReply {
+    /// The pubkey's role in the community; `None` is not a member.
     pub role: Option<Role>,
+}
+
+/// The answer to [`AccessRequest::CanRead`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CanReadReply {
+    /// The reader may read the channel now.
     pub can_read: bool,
-    /// For `Token`: the actor the token authenticates as (scopes and restriction applied).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+}
+
+/// The answer to [`AccessRequest::Token`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenReply {
+    /// The actor the token authenticates as (scopes and restriction applied); `None` when the
+    /// token is unknown, expired or revoked.
     pub token: Option<Actor>,
 }
 
-/// `buzz.v1.chat`: the chat read model (served by the query-service).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum ChatRequest {
-    /// `GET /api/channels/{id}/summary`.
-    Summary { community_id: Uuid, reader: Actor, channel_id: Uuid },
-    /// `GET /api/mentions`.
-    Mentions { community_id: Uuid, reader: Actor, limit: u32 },
+/// What the access server sends: the reply type of the request it answers, as that type's plain
+/// object. Only sent, never read back as this enum: an asker reads its request's reply type.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum AccessReply {
+    /// To `Member`.
+    Member(MemberReply),
+    /// To `CanRead`.
+    CanRead(CanReadReply),
+    /// To `Token`.
+    Token(TokenReply),
 }
-
-pub type ChatReply = Result<serde_json::Value, BusError>;
 
 /// `buzz.v1.policy.lease`: the host → community answer gateways cache for at most `lease_ms`.
 #[derive(Debug, Clone, Serialize, Deserialize)]

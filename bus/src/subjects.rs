@@ -38,10 +38,11 @@ impl Subjects {
     pub fn query(&self) -> String {
         format!("{}.v1.query", self.prefix)
     }
-    /// Membership and channel-read answers the gateway needs (served by the query-service).
+    /// Membership and channel-read answers the gateway needs (served by the query-service). `v2`:
+    /// each access request has its own reply type (`v1` answered all three with one struct).
     #[must_use]
     pub fn access(&self) -> String {
-        format!("{}.v1.access", self.prefix)
+        format!("{}.v2.access", self.prefix)
     }
     /// The chat read model (summaries, mentions), served by the query-service.
     #[must_use]

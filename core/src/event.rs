@@ -125,8 +125,8 @@ pub fn check_created_at(created_at: i64, now: i64, upper_limit: u64) -> Result<(
     Ok(())
 }
 
-/// The one BIP-340 verifier of the relay (k256 today; keep every call behind this function so the
-/// implementation can be swapped for libsecp256k1).
+/// The one BIP-340 verifier of the relay, with libsecp256k1 (keep every call behind this function so
+/// the implementation stays swappable).
 #[must_use]
 pub fn verify_schnorr(pubkey_xonly: &[u8; 32], msg: &[u8; 32], sig: &[u8; 64]) -> bool {
     // libsecp256k1 verifies about 1.8x faster than k256 here; k256 still signs (`Keys`).

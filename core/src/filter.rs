@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::artifact_query::ArtifactForm;
 use crate::event::Event;
 use crate::is_lower_hex;
 use crate::limits::{ArtifactLimits, Limits};
@@ -19,8 +20,8 @@ pub struct Filter {
     pub since: Option<i64>,
     pub until: Option<i64>,
     pub limit: Option<u32>,
-    /// NIP-AR artifact query form (`"current"`, `"history"`, `"snapshot"`); `None` for NIP-01 filters.
-    pub artifact: Option<String>,
+    /// NIP-AR artifact query form, parsed when the filter is; `None` for NIP-01 filters.
+    pub artifact: Option<ArtifactForm>,
     pub offset: Option<u32>,
 }
 
@@ -38,8 +39,9 @@ impl Filter {
     /// Parses one filter object. Every key is understood or refused: `ids`, `authors` (64 lowercase
     /// hex each), `kinds` (u32 array), `#<name>` (string array, name 1..=64 bytes, no NUL in the
     /// name or values), `since`, `until`,
-    /// `limit` (non-negative integers), `artifact` (string), `offset` (non-negative integer). Any other
-    /// key is `Unsupported`; wrong types are `Invalid`. Never silently drops a predicate.
+    /// `limit` (non-negative integers), `artifact` (a form this relay answers: `current`, `history`;
+    /// any other string is `Unsupported`), `offset` (non-negative integer). Any other key is
+    /// `Unsupported`; wrong types are `Invalid`. Never silently drops a predicate.
     /// A `limit` above `u32::MAX` saturates (it is clamped to `max_limit` anyway).
     pub fn from_value(value: &serde_json::Value) -> Result<Self, FilterError> {
         let obj = value.as_object().ok_or_else(|| invalid("filter is not an object"))?;
@@ -61,7 +63,7 @@ impl Filter {
                 }
                 "artifact" => {
                     let a = val.as_str().ok_or_else(|| invalid("artifact must be a string"))?;
-                    filter.artifact = Some(a.to_owned());
+                    filter.artifact = Some(artifact_form(a)?);
                 }
                 k => match k.strip_prefix('#') {
                     Some(name) => {
@@ -101,7 +103,7 @@ impl Filter {
     /// Artifact queries (`artifact` set) are checked by [`Filter::validate_artifact`] instead; a
     /// generic filter with `offset` is `Unsupported` (pagination by offset is an artifact query).
     pub fn validate(&self, limits: &Limits) -> Result<(), FilterError> {
-        if let Some(form) = &self.artifact {
+        if let Some(form) = self.artifact {
             return self.validate_artifact(form, &limits.artifacts);
         }
         if self.offset.is_some() {
@@ -141,20 +143,8 @@ impl Filter {
 
     /// NIP-AR artifact query form: `current` (tag predicates, `limit`, `offset`) or `history`
     /// (`#d` with artifact UUIDs, `limit`, `offset`). Every over-limit value is `Invalid` naming the
-    /// limit; an unknown form, `snapshot` (not available yet), or NIP-01 fields are `Unsupported`.
-    pub fn validate_artifact(&self, form: &str, limits: &ArtifactLimits) -> Result<(), FilterError> {
-        match form {
-            "current" | "history" => {}
-            "snapshot" => {
-                return Err(FilterError::Unsupported("snapshot transport is not available yet".into()))
-            }
-            other => {
-                return Err(FilterError::Unsupported(format!(
-                    "artifact query {} is not supported (current, history)",
-                    quoted(other)
-                )))
-            }
-        }
+    /// limit; NIP-01 fields are `Unsupported`. (An unknown form never parses: [`Filter::from_value`].)
+    pub fn validate_artifact(&self, form: ArtifactForm, limits: &ArtifactLimits) -> Result<(), FilterError> {
         if self.ids.is_some()
             || self.authors.is_some()
             || self.kinds.is_some()
@@ -199,7 +189,7 @@ impl Filter {
         if self.offset.is_some_and(|o| o > limits.max_offset) {
             return Err(invalid(&format!("offset above {}", limits.max_offset)));
         }
-        if form == "history" {
+        if form == ArtifactForm::History {
             let Some(ds) = self.tags.get("d") else {
                 return Err(invalid("an artifact history query needs #d"));
             };
@@ -264,7 +254,7 @@ impl Filter {
     #[must_use]
     pub fn matched_replaced(&self, event: &Event, replaced: &[[String; 2]]) -> bool {
         if replaced.is_empty()
-            || self.artifact.as_deref() != Some("current")
+            || self.artifact != Some(ArtifactForm::Current)
             || !(event.kind == crate::nipar::KIND_REVISION || event.kind == crate::nipar::KIND_REMOVAL)
         {
             return false;
@@ -303,8 +293,8 @@ impl Filter {
         if let Some(limit) = self.limit {
             map.insert("limit".into(), Value::from(limit));
         }
-        if let Some(artifact) = &self.artifact {
-            map.insert("artifact".into(), Value::from(artifact.clone()));
+        if let Some(artifact) = self.artifact {
+            map.insert("artifact".into(), Value::from(artifact.as_str()));
         }
         if let Some(offset) = self.offset {
             map.insert("offset".into(), Value::from(offset));
@@ -315,6 +305,19 @@ impl Filter {
 
 /// Longest tag name accepted after `#` in a filter key.
 const MAX_TAG_NAME_BYTES: usize = 64;
+
+/// The artifact query form `a` names: `snapshot` (a separate transport, not available yet) and
+/// any other unknown form are `Unsupported`.
+fn artifact_form(a: &str) -> Result<ArtifactForm, FilterError> {
+    match (ArtifactForm::parse(a), a) {
+        (Some(form), _) => Ok(form),
+        (None, "snapshot") => Err(FilterError::Unsupported("snapshot transport is not available yet".into())),
+        (None, other) => Err(FilterError::Unsupported(format!(
+            "artifact query {} is not supported (current, history)",
+            quoted(other)
+        ))),
+    }
+}
 
 /// A lowercase hyphenated UUID, as artifact `d` tags are.
 fn is_lower_uuid(s: &str) -> bool {

@@ -4,22 +4,22 @@
 //! - `POST /api/channels/{id}/read` with `{"up_to": <event id>}` → `{channel_id, read_up_to, moved}`
 //! - `GET /api/mentions?limit=n` (1–100, default 50) → `{mentions: [{event_id, channel_id, read, event}]}`
 //!
-//! Authenticated like every `/api` route through [`crate::request::http_actor`]; summaries and
+//! Authenticated like every `/api` route through [`crate::extract::Signed`]; summaries and
 //! mentions are answered by the query-service over `chat`, read markers by the write-service.
 //! A missing channel and one the caller cannot read give the same 404.
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::Uri;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use buzz_bus::{ChatReply, ChatRequest, WriteReply, WriteRequest};
+use buzz_bus::{ChatAnswer, ChatReply, ChatRequest, WriteData, WriteReply, WriteRequest};
 use buzz_core::http_json::JsonObject;
+use buzz_http_auth::ApiError;
 use uuid::Uuid;
 
-use crate::request::{community_for, http_actor, invalid_body, ApiError};
+use crate::extract::Signed;
 use crate::AppState;
 
 const DEFAULT_MENTIONS: u32 = 50;
@@ -34,22 +34,16 @@ pub fn router(state: Arc<AppState>) -> Router {
 }
 
 fn bad_request(message: impl Into<String>) -> ApiError {
-    ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", message)
+    ApiError::invalid_request(message)
 }
 
 /// A channel id as `h` carries it: a lowercase, hyphenated, non-nil UUID.
 fn channel_id(raw: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(raw)
-        .ok()
-        .filter(|u| !u.is_nil() && u.hyphenated().to_string() == raw)
+    buzz_core::ids::parse_id(raw)
         .ok_or_else(|| bad_request("channel id must be a lowercase hyphenated non-nil UUID"))
 }
 
-fn path_and_query(uri: &Uri) -> &str {
-    uri.path_and_query().map_or_else(|| uri.path(), |p| p.as_str())
-}
-
-async fn chat(state: &AppState, req: &ChatRequest) -> Result<serde_json::Value, ApiError> {
+async fn chat(state: &AppState, req: &ChatRequest) -> Result<Json<ChatAnswer>, ApiError> {
     let reply: ChatReply = buzz_bus::retry::request_retrying(
         &state.nats,
         state.subjects.chat(),
@@ -57,34 +51,27 @@ async fn chat(state: &AppState, req: &ChatRequest) -> Result<serde_json::Value, 
         state.settings.bus_retry(),
     )
     .await?;
-    Ok(reply?)
+    Ok(Json(reply?))
 }
 
 async fn summary(
     State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
-    uri: Uri,
     Path(id): Path<String>,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    let (host, community) = community_for(&state, &headers).await?;
-    let reader = http_actor(&state, &headers, &host, "GET", path_and_query(&uri), &[]).await?;
+    Signed { community, actor: reader, .. }: Signed,
+) -> Result<Json<ChatAnswer>, ApiError> {
     let channel_id = channel_id(&id)?;
     let req = ChatRequest::Summary { community_id: community.community_id, reader, channel_id };
-    Ok(Json(chat(&state, &req).await?))
+    chat(&state, &req).await
 }
 
 async fn mark_read(
     State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
-    uri: Uri,
     Path(id): Path<String>,
-    body: Bytes,
+    Signed { community, actor, body }: Signed,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let (host, community) = community_for(&state, &headers).await?;
-    let actor = http_actor(&state, &headers, &host, "POST", path_and_query(&uri), &body).await?;
     let channel_id = channel_id(&id)?;
-    let req = JsonObject::parse(&body, &["up_to"]).map_err(invalid_body)?;
-    let up_to = req.string("up_to").map_err(invalid_body)?.to_owned();
+    let req = JsonObject::parse(&body, &["up_to"]).map_err(ApiError::invalid_body)?;
+    let up_to = req.string("up_to").map_err(ApiError::invalid_body)?.to_owned();
     if !buzz_core::is_lower_hex(&up_to, 64) {
         return Err(bad_request("up_to must be a 64-char lowercase hex event id"));
     }
@@ -97,11 +84,13 @@ async fn mark_read(
     )
     .await?;
     let ok = reply?;
-    let mut body = ok.data.unwrap_or_else(|| serde_json::json!({ "channel_id": channel_id }));
-    if let Some(map) = body.as_object_mut() {
-        map.insert("moved".into(), serde_json::Value::Bool(!ok.duplicate));
-    }
-    Ok(Json(body))
+    let read_up_to = match ok.data {
+        Some(WriteData::ReadMarker(m)) => Some(m.read_up_to),
+        _ => None,
+    };
+    Ok(Json(
+        serde_json::json!({ "channel_id": channel_id, "read_up_to": read_up_to, "moved": !ok.duplicate }),
+    ))
 }
 
 /// `limit` is the only query parameter; anything else is refused rather than ignored.
@@ -127,14 +116,12 @@ fn mentions_limit(query: Option<&str>) -> Result<u32, ApiError> {
 
 async fn mentions(
     State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
     uri: Uri,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    let (host, community) = community_for(&state, &headers).await?;
-    let reader = http_actor(&state, &headers, &host, "GET", path_and_query(&uri), &[]).await?;
+    Signed { community, actor: reader, .. }: Signed,
+) -> Result<Json<ChatAnswer>, ApiError> {
     let limit = mentions_limit(uri.query())?;
     let req = ChatRequest::Mentions { community_id: community.community_id, reader, limit };
-    Ok(Json(chat(&state, &req).await?))
+    chat(&state, &req).await
 }
 
 #[cfg(test)]

@@ -1,20 +1,20 @@
 //! Tenant HTTP: the router (every error as the contract's JSON), NIP-11, the WebSocket upgrade,
-//! the members API, probes. Host binding and authentication live in [`crate::request`].
+//! the members API, probes. Host binding and authentication reach handlers as the extractors of
+//! [`crate::extract`].
 
 use std::sync::Arc;
 
-use axum::body::{Body, Bytes};
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
-use axum::extract::{DefaultBodyLimit, Path, Request, State, WebSocketUpgrade};
+use axum::extract::{DefaultBodyLimit, Path, State, WebSocketUpgrade};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use buzz_bus::{Role, WriteOk, WriteReply, WriteRequest};
 use buzz_core::http_json::JsonObject;
+use buzz_http_auth::ApiError;
 
-pub use crate::request::{community_for, http_actor, invalid_body, ApiError};
+use crate::extract::{Signed, Tenant};
 use crate::AppState;
 
 /// Every tenant HTTP route, the probes, and the contract's JSON for whatever the framework answers
@@ -36,40 +36,15 @@ pub fn router(state: Arc<AppState>) -> Router {
         }))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
         .layer(DefaultBodyLimit::max(max_body))
-        .layer(axum::middleware::from_fn(contract_errors))
-}
-
-/// Around every request: more than one `Host` header is a 400 (which would bind the community?),
-/// and an error the framework answered itself (wrong method, oversized body, ...) gets the
-/// contract's JSON body instead of plain text or nothing. Its other headers (e.g. `Allow`) stay.
-async fn contract_errors(req: Request, next: Next) -> Response {
-    if req.headers().get_all(header::HOST).iter().nth(1).is_some() {
-        return ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", "more than one Host header")
-            .into_response();
-    }
-    let res = next.run(req).await;
-    let is_json = res
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    if is_json || !(res.status().is_client_error() || res.status().is_server_error()) {
-        return res;
-    }
-    let (code, message) = buzz_core::http_json::status_error(res.status().as_u16());
-    let (mut parts, _) = res.into_parts();
-    parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    parts.headers.remove(header::CONTENT_LENGTH);
-    let body = serde_json::json!({ "error": message, "code": code }).to_string();
-    Response::from_parts(parts, Body::from(body))
+        .layer(axum::middleware::from_fn(buzz_http_auth::contract_errors))
 }
 
 async fn root(
     State(state): State<Arc<AppState>>,
+    Tenant { host, community }: Tenant,
     headers: HeaderMap,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
-    let (host, community) = community_for(&state, &headers).await?;
     // `Authorization: Bearer` on the upgrade: resolved before upgrading; invalid is 401, no socket.
     let initial = match crate::request::bearer(&headers) {
         Some(token) => Some(crate::request::resolve(&state, community.community_id, token).await?),
@@ -149,18 +124,13 @@ async fn write(state: &AppState, req: WriteRequest) -> Result<WriteOk, ApiError>
 
 async fn put_member(
     State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
-    body: Bytes,
+    Signed { community, actor, body }: Signed,
 ) -> Result<Response, ApiError> {
-    let (host, community) = community_for(&state, &headers).await?;
-    let actor = http_actor(&state, &headers, &host, "POST", "/api/members", &body).await?;
-    let req = JsonObject::parse(&body, &["pubkey", "role"]).map_err(invalid_body)?;
-    let pubkey = req.string("pubkey").map_err(invalid_body)?.to_owned();
-    let role = match req.opt_string("role").map_err(invalid_body)? {
+    let req = JsonObject::parse(&body, &["pubkey", "role"]).map_err(ApiError::invalid_body)?;
+    let pubkey = req.string("pubkey").map_err(ApiError::invalid_body)?.to_owned();
+    let role = match req.opt_string("role").map_err(ApiError::invalid_body)? {
         None => Role::Member,
-        Some(r) => Role::parse(r).ok_or_else(|| {
-            ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", "role must be member or admin")
-        })?,
+        Some(r) => Role::parse(r).ok_or_else(|| ApiError::invalid_request("role must be member or admin"))?,
     };
     let ok = write(
         &state,
@@ -173,12 +143,9 @@ async fn put_member(
 
 async fn remove_member(
     State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
     Path(pubkey): Path<String>,
+    Signed { community, actor, .. }: Signed,
 ) -> Result<Response, ApiError> {
-    let (host, community) = community_for(&state, &headers).await?;
-    let path = format!("/api/members/{pubkey}");
-    let actor = http_actor(&state, &headers, &host, "DELETE", &path, &[]).await?;
     write(
         &state,
         WriteRequest::RemoveMember { community_id: community.community_id, actor, pubkey: pubkey.clone() },

@@ -3,6 +3,7 @@
 //! reads over NATS and fans live events out to the matching subscriptions of its sockets.
 
 pub mod chat_api;
+pub mod extract;
 pub mod fi;
 pub mod hosts;
 pub mod http;

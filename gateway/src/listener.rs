@@ -23,8 +23,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::request::ApiError;
 use crate::Settings;
+use buzz_http_auth::ApiError;
 
 /// Why a connection is not admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,9 +6,8 @@
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
@@ -16,8 +15,10 @@ use buzz_bus::QueryRequest;
 use buzz_core::Filter;
 use tokio::sync::mpsc;
 
-use crate::request::{community_for, http_actor, ApiError};
-use crate::ws::query::{self, QueryUpdate};
+use buzz_http_auth::ApiError;
+
+use crate::extract::Signed;
+use crate::ws::query::{self, Answered, QueryUpdate, Ticket};
 use crate::AppState;
 
 pub fn router(state: Arc<AppState>) -> Router {
@@ -68,16 +69,9 @@ fn filter_error(e: &buzz_core::FilterError) -> ApiError {
 
 async fn handle(
     State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
     RawQuery(raw): RawQuery,
-    body: Bytes,
+    Signed { community, actor, body }: Signed,
 ) -> Result<Response, ApiError> {
-    let (host, community) = community_for(&state, &headers).await?;
-    let path = match &raw {
-        Some(q) => format!("/query?{q}"),
-        None => "/query".to_owned(),
-    };
-    let actor = http_actor(&state, &headers, &host, "POST", &path, &body).await?;
     let count = match raw.as_deref() {
         None | Some("") => false,
         Some("count=1") => true,
@@ -90,7 +84,7 @@ async fn handle(
         community_id: community.community_id,
         pubkey: actor.member_key().to_owned(),
     };
-    let role: Result<buzz_bus::AccessReply, buzz_bus::BusError> = buzz_bus::retry::request_retrying(
+    let role: Result<buzz_bus::MemberReply, buzz_bus::BusError> = buzz_bus::retry::request_retrying(
         &state.nats,
         state.subjects.access(),
         &member,
@@ -110,15 +104,20 @@ async fn handle(
             return crate::snapshot_api::forward(&state, community.community_id, actor, one, count).await
         }
     };
-    let req =
-        QueryRequest { community_id: community.community_id, reader: actor, filters: vec![filter], count };
+    let ticket = if count { Ticket::Count } else { Ticket::Page { generation: 1 } };
+    let req = QueryRequest {
+        community_id: community.community_id,
+        reader: actor,
+        filters: vec![filter],
+        kind: ticket.kind(),
+    };
     let (tx, mut rx) = mpsc::channel(16);
     let task = tokio::spawn(query::run(
         state.nats.clone(),
         state.subjects.query(),
         req,
         String::new(),
-        u64::from(!count),
+        ticket,
         state.settings.bus_retry(),
         tx,
     ));
@@ -143,8 +142,11 @@ async fn handle(
         err.message = nip01;
         err
     })?;
+    if let Answered::Count(n) = answered {
+        return Ok(Json(serde_json::json!({ "count": n })).into_response());
+    }
     if count {
-        return Ok(Json(serde_json::json!({ "count": answered.unwrap_or(0) })).into_response());
+        return Ok(Json(serde_json::json!({ "count": 0 })).into_response());
     }
     // Events are the stored JSON as is: joined, never re-serialised.
     let mut body = String::with_capacity(events.iter().map(|e| e.len() + 1).sum::<usize>() + 2);

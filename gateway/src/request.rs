@@ -1,53 +1,15 @@
-//! What every tenant HTTP request goes through: the one error type, host binding, and
-//! authentication (NIP-98, or `Authorization: Bearer <token>` resolved to its actor). A token is
-//! never logged; only its sha256 crosses the bus.
+//! What every tenant HTTP request goes through: host binding and authentication (NIP-98, or
+//! `Authorization: Bearer <token>` resolved to its actor). Handlers get them through the request
+//! extractors (`extract.rs`, which builds on this module); the WebSocket upgrade uses [`bearer`]
+//! and [`resolve`]. A token is never logged; only its sha256 crosses the bus.
 
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::Json;
-use buzz_bus::{AccessReply, AccessRequest, Actor, BusError, CommunityLease};
+use axum::http::{header, HeaderMap, StatusCode};
+use buzz_bus::{AccessRequest, Actor, BusError, CommunityLease, TokenReply};
+use buzz_http_auth::ApiError;
 use sha2::Digest as _;
 use uuid::Uuid;
 
 use crate::AppState;
-
-/// The one error type of the tenant HTTP surface: `{"error","code"}` with a safe message.
-#[derive(Debug)]
-pub struct ApiError {
-    pub status: StatusCode,
-    pub code: &'static str,
-    pub message: String,
-}
-
-impl ApiError {
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self { status, code, message: message.into() }
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let mut res = (self.status, Json(serde_json::json!({ "error": self.message, "code": self.code })))
-            .into_response();
-        if self.status == StatusCode::UNAUTHORIZED {
-            res.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Nostr"));
-        }
-        res
-    }
-}
-
-impl From<BusError> for ApiError {
-    fn from(e: BusError) -> Self {
-        let status = StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        Self { status, code: e.code.as_str(), message: e.message }
-    }
-}
-
-impl From<buzz_http_auth::HttpAuthError> for ApiError {
-    fn from(e: buzz_http_auth::HttpAuthError) -> Self {
-        Self { status: e.status(), code: e.code(), message: e.to_string() }
-    }
-}
 
 /// The community of this request's Host; unknown or empty hosts fail closed with 404.
 pub async fn community_for(
@@ -62,11 +24,6 @@ pub async fn community_for(
         Some(c) => Ok((host, c)),
         None => Err(not_found()),
     }
-}
-
-/// 400 for a request body that is not what the route takes; `message` names the field.
-pub fn invalid_body(message: String) -> ApiError {
-    ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", format!("invalid body: {message}"))
 }
 
 /// The URL forms a NIP-98 `u` tag may take for this host and path: https always, http for
@@ -127,7 +84,7 @@ pub async fn resolve(state: &AppState, community: Uuid, token: &str) -> Result<A
         return Err(invalid_token());
     }
     let req = AccessRequest::Token { community_id: community, token_hash: hash(token) };
-    let reply: Result<AccessReply, BusError> = buzz_bus::retry::request_retrying(
+    let reply: Result<TokenReply, BusError> = buzz_bus::retry::request_retrying(
         &state.nats,
         state.subjects.access(),
         &req,

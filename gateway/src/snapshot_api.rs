@@ -15,8 +15,8 @@ use buzz_bus::Actor;
 use futures::StreamExt;
 use uuid::Uuid;
 
-use crate::request::ApiError;
 use crate::AppState;
+use buzz_http_auth::ApiError;
 
 /// A snapshot operation may run for the spec's eight seconds; the gateway waits a little longer
 /// so that the service's own limit answers first.

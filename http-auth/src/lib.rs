@@ -1,12 +1,15 @@
 //! NIP-98 HTTP authentication for buzz-relay's HTTP surfaces, with the one-use-per-signature replay
-//! guard kept in Redis so that every replica sees every use.
+//! guard kept in Redis so that every replica sees every use, and the one error convention those
+//! surfaces answer with ([`ApiError`]).
 
+mod api;
 mod redis;
+
+pub use api::{contract_errors, ApiError};
 
 pub use redis::{connect_redis, RedisConfig};
 use std::time::Duration;
 
-use axum::response::{IntoResponse, Response};
 use buzz_core::nip98::{self, Nip98Error};
 use fred::prelude::*;
 use fred::types::{Expiration, SetOptions};
@@ -41,20 +44,6 @@ impl HttpAuthError {
             Self::Replay => "replay_detected",
             Self::Unavailable => "authorization_unavailable",
         }
-    }
-}
-
-impl IntoResponse for HttpAuthError {
-    fn into_response(self) -> Response {
-        let mut res = (
-            self.status(),
-            axum::Json(serde_json::json!({ "error": self.to_string(), "code": self.code() })),
-        )
-            .into_response();
-        if self.status() == StatusCode::UNAUTHORIZED {
-            res.headers_mut().insert(http::header::WWW_AUTHENTICATE, http::HeaderValue::from_static("Nostr"));
-        }
-        res
     }
 }
 

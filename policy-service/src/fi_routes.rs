@@ -16,7 +16,7 @@ use crate::fi_accept::{self, AcceptError, Accepted};
 use crate::fi_request::{self, PolicyRequest, ReadForm};
 use crate::fi_store::{self, Receipt};
 use crate::fi_view;
-use crate::operator::{authorize, ApiError, OperatorState};
+use crate::operator::{authorize, not_found, unavailable as store_unavailable, ApiError, OperatorState};
 
 pub struct FiState {
     pub op: Arc<OperatorState>,
@@ -69,7 +69,7 @@ async fn post_legacy(
 /// the accepting transaction.
 async fn mutate(state: &FiState, req: &PolicyRequest, operator: &str) -> Result<Response, ApiError> {
     let pool = &state.op.pool;
-    if let Some(r) = fi_store::receipt(pool, req.operation_id).await.map_err(|e| ApiError::internal(&e))? {
+    if let Some(r) = fi_store::receipt(pool, req.operation_id).await.map_err(store_unavailable)? {
         let replay = fi_accept::replay_or_conflict(r, req, operator).map_err(accept_error)?;
         return answer(state, replay).await;
     }
@@ -110,7 +110,7 @@ fn check_issuer(state: &FiState, issuer: &str) -> Result<(), ApiError> {
 
 fn accept_error(e: AcceptError) -> ApiError {
     match e {
-        AcceptError::NotFound => ApiError::not_found("community not found"),
+        AcceptError::NotFound => not_found("community not found"),
         AcceptError::Conflict(code, message) => conflict(code, message),
         AcceptError::Exhausted => {
             conflict("policy_generation_exhausted", "the policy generation cannot advance")
@@ -119,7 +119,7 @@ fn accept_error(e: AcceptError) -> ApiError {
             "idempotency_conflict",
             "operation_id was already used for a different request; use a new operation_id",
         ),
-        AcceptError::Sql(e) => ApiError::internal(&e),
+        AcceptError::Sql(e) => store_unavailable(e),
     }
 }
 
@@ -133,13 +133,13 @@ async fn answer(state: &FiState, accepted: Accepted) -> Result<Response, ApiErro
 
 async fn receipt_body(state: &FiState, r: &Receipt) -> Result<serde_json::Value, ApiError> {
     let pool = &state.op.pool;
-    let current = fi_store::current(pool, r.community_id).await.map_err(|e| ApiError::internal(&e))?;
+    let current = fi_store::current(pool, r.community_id).await.map_err(store_unavailable)?;
     let trust = match (&r.expected_issuer, r.desired_requires_nip_fi) {
         (Some(issuer), true) => {
             state.registry.keys(issuer).is_ok()
                 && crate::fi_bindings::exists(pool, r.community_id, issuer)
                     .await
-                    .map_err(|e| ApiError::internal(&e))?
+                    .map_err(store_unavailable)?
         }
         _ => true,
     };
@@ -153,19 +153,18 @@ async fn get_policy(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let operator = authorize(&state.op, &method, &uri, &headers, &[]).await?;
-    match fi_request::parse_read(uri.0.query()).map_err(ApiError::invalid)? {
+    match fi_request::parse_read(uri.0.query()).map_err(ApiError::invalid_request)? {
         ReadForm::Operation(id) => read_receipt(&state, id, &operator, false).await,
         ReadForm::Current { community_id, expected_host } => {
             let pool = &state.op.pool;
             let cur = fi_store::current(pool, community_id)
                 .await
-                .map_err(|e| ApiError::internal(&e))?
-                .ok_or_else(|| ApiError::not_found("community not found"))?;
+                .map_err(store_unavailable)?
+                .ok_or_else(|| not_found("community not found"))?;
             if cur.host != expected_host {
                 return Err(conflict("host_conflict", "expected_host is not the community's host"));
             }
-            let bindings =
-                fi_store::bindings(pool, community_id).await.map_err(|e| ApiError::internal(&e))?;
+            let bindings = fi_store::bindings(pool, community_id).await.map_err(store_unavailable)?;
             let body =
                 fi_view::current_body(&cur, &bindings, state.settings.mode, state.settings.upgrades_enabled);
             Ok(Json(body).into_response())
@@ -180,12 +179,12 @@ async fn read_receipt(
     operator: &str,
     legacy: bool,
 ) -> Result<Response, ApiError> {
-    let r = fi_store::receipt(&state.op.pool, id).await.map_err(|e| ApiError::internal(&e))?;
+    let r = fi_store::receipt(&state.op.pool, id).await.map_err(store_unavailable)?;
     match r {
         Some(r) if r.operator_pubkey == operator && (!legacy || r.is_legacy()) => {
             Ok(Json(receipt_body(state, &r).await?).into_response())
         }
-        _ => Err(ApiError::not_found("operation not found")),
+        _ => Err(not_found("operation not found")),
     }
 }
 
@@ -196,9 +195,11 @@ async fn get_legacy(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let operator = authorize(&state.op, &method, &uri, &headers, &[]).await?;
-    match fi_request::parse_read(uri.0.query()).map_err(ApiError::invalid)? {
+    match fi_request::parse_read(uri.0.query()).map_err(ApiError::invalid_request)? {
         ReadForm::Operation(id) => read_receipt(&state, id, &operator, true).await,
-        ReadForm::Current { .. } => Err(ApiError::invalid("the legacy route reads only by operation_id")),
+        ReadForm::Current { .. } => {
+            Err(ApiError::invalid_request("the legacy route reads only by operation_id"))
+        }
     }
 }
 
@@ -258,10 +259,10 @@ fn binding_body(body: &[u8]) -> Result<(uuid::Uuid, String), ApiError> {
 fn binding_error(e: crate::fi_bindings::BindingError) -> ApiError {
     use crate::fi_bindings::BindingError as B;
     match e {
-        B::CommunityNotFound => ApiError::not_found("community not found"),
-        B::BindingNotFound => ApiError::not_found("binding not found"),
+        B::CommunityNotFound => not_found("community not found"),
+        B::BindingNotFound => not_found("binding not found"),
         B::Lifecycle => conflict("lifecycle_conflict", "the community is not active"),
         B::Held => conflict("issuer_conflict", "the current enable holds this binding; disable first"),
-        B::Sql(e) => ApiError::internal(&e),
+        B::Sql(e) => store_unavailable(e),
     }
 }

@@ -66,7 +66,7 @@ impl Application {
                         && sqlx::query("SELECT 1").execute(&pool).await.is_ok()
                 }
             }))
-            .fallback(|| async { operator::ApiError::not_found("no such route") })
+            .fallback(|| async { operator::not_found("no such route") })
             .layer(axum::extract::DefaultBodyLimit::max(operator::MAX_BODY_BYTES))
             .layer(axum::middleware::from_fn(operator::contract_errors));
         let listener = tokio::net::TcpListener::bind(settings.listen).await?;

@@ -2,15 +2,15 @@
 
 use std::sync::Arc;
 
-use axum::body::{Body, Bytes};
-use axum::extract::{OriginalUri, Request, State};
+use axum::body::Bytes;
+use axum::extract::{OriginalUri, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use buzz_core::http_json::JsonObject;
-use buzz_http_auth::{HttpAuthError, ReplayGuard};
+use buzz_http_auth::ReplayGuard;
+pub use buzz_http_auth::{contract_errors, ApiError};
 use uuid::Uuid;
 
 use crate::store::{self, CreateError, NewCommunity};
@@ -39,50 +39,20 @@ pub(crate) async fn no_store(mut res: Response) -> Response {
     res
 }
 
-/// One error type for the operator surface: a safe message and a stable code.
-#[derive(Debug)]
-pub struct ApiError {
-    status: StatusCode,
-    code: &'static str,
-    message: String,
+/// The operator surface's answers for a store failure: 503, the cause to the log.
+pub(crate) fn unavailable(e: impl std::error::Error + Send + Sync + 'static) -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "authorization_unavailable",
+        "authoritative store unavailable",
+    )
+    .with_cause(e)
 }
 
-impl ApiError {
-    pub(crate) fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self { status, code, message: message.into() }
-    }
-    pub(crate) fn invalid(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "invalid_request", message)
-    }
-    #[allow(clippy::needless_pass_by_value)]
-    pub(crate) fn invalid_body(message: String) -> Self {
-        Self::invalid(format!("invalid body: {message}"))
-    }
-    #[must_use]
-    pub fn not_found(message: &str) -> Self {
-        Self::new(StatusCode::NOT_FOUND, "not_found", message)
-    }
-    pub(crate) fn internal(e: &dyn std::error::Error) -> Self {
-        tracing::error!(error = %e, "operator request failed");
-        Self::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "authorization_unavailable",
-            "authoritative store unavailable",
-        )
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        (self.status, Json(serde_json::json!({ "error": self.message, "code": self.code }))).into_response()
-    }
-}
-
-impl From<HttpAuthError> for ApiError {
-    fn from(e: HttpAuthError) -> Self {
-        let status = e.status();
-        Self::new(status, e.code(), e.to_string())
-    }
+/// 404 `not_found` with `message`.
+#[must_use]
+pub fn not_found(message: &str) -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
 }
 
 /// Verifies the operator signature over method, full URL (with query) and body.
@@ -100,30 +70,6 @@ pub(crate) async fn authorize(
         return Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", "not an operator key"));
     }
     Ok(pubkey)
-}
-
-/// Around every request: more than one `Host` header is a 400, and an error the framework answered
-/// itself (unknown route, wrong method, oversized body, ...) gets the contract's JSON body instead
-/// of plain text or nothing. Its other headers (e.g. `Allow`) stay.
-pub async fn contract_errors(req: Request, next: Next) -> Response {
-    if req.headers().get_all(header::HOST).iter().nth(1).is_some() {
-        return ApiError::invalid("more than one Host header").into_response();
-    }
-    let res = next.run(req).await;
-    let is_json = res
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    if is_json || !(res.status().is_client_error() || res.status().is_server_error()) {
-        return res;
-    }
-    let (code, message) = buzz_core::http_json::status_error(res.status().as_u16());
-    let (mut parts, _) = res.into_parts();
-    parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    parts.headers.remove(header::CONTENT_LENGTH);
-    let body = serde_json::json!({ "error": message, "code": code }).to_string();
-    Response::from_parts(parts, Body::from(body))
 }
 
 /// `retention_days` as the operator API takes it: `null` (keep revision history forever) or whole
@@ -151,18 +97,21 @@ fn community_param(uri: &OriginalUri) -> Result<Uuid, ApiError> {
         let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
         if name != "community_id" {
             let shown: String = name.chars().take(64).collect();
-            return Err(ApiError::invalid(format!("unknown query parameter {}", shown.escape_default())));
+            return Err(ApiError::invalid_request(format!(
+                "unknown query parameter {}",
+                shown.escape_default()
+            )));
         }
         if id.is_some() {
-            return Err(ApiError::invalid("community_id given more than once"));
+            return Err(ApiError::invalid_request("community_id given more than once"));
         }
         let parsed = Uuid::parse_str(value)
             .ok()
             .filter(|u| !u.is_nil())
-            .ok_or_else(|| ApiError::invalid("community_id must be a non-nil UUID"))?;
+            .ok_or_else(|| ApiError::invalid_request("community_id must be a non-nil UUID"))?;
         id = Some(parsed);
     }
-    id.ok_or_else(|| ApiError::invalid("the query parameter community_id is required"))
+    id.ok_or_else(|| ApiError::invalid_request("the query parameter community_id is required"))
 }
 
 async fn create_community(
@@ -178,12 +127,12 @@ async fn create_community(
     let community_id = Uuid::parse_str(req.string("community_id").map_err(ApiError::invalid_body)?)
         .ok()
         .filter(|u| !u.is_nil())
-        .ok_or_else(|| ApiError::invalid("community_id must be a non-nil UUID"))?;
+        .ok_or_else(|| ApiError::invalid_request("community_id must be a non-nil UUID"))?;
     let host = buzz_core::host::community_host(req.string("host").map_err(ApiError::invalid_body)?)
-        .map_err(|e| ApiError::invalid(e.to_string()))?;
+        .map_err(|e| ApiError::invalid_request(e.to_string()))?;
     let owner = req.string("owner_pubkey").map_err(ApiError::invalid_body)?;
     if !buzz_core::is_lower_hex(owner, 64) {
-        return Err(ApiError::invalid("owner_pubkey must be 64 lowercase hex"));
+        return Err(ApiError::invalid_request("owner_pubkey must be 64 lowercase hex"));
     }
     let retention = req.get("retention_days").map(retention_days).transpose()?;
     let new = NewCommunity { id: community_id, host: &host, owner, retention_days: retention };
@@ -201,7 +150,7 @@ async fn create_community(
         Err(CreateError::HostConflict) => {
             Err(ApiError::new(StatusCode::CONFLICT, "host_conflict", "host is bound to another community"))
         }
-        Err(CreateError::Sql(e)) => Err(ApiError::internal(&e)),
+        Err(CreateError::Sql(e)) => Err(unavailable(e)),
     }
 }
 
@@ -215,8 +164,8 @@ async fn get_community(
     let id = community_param(&uri)?;
     match store::get(&state.pool, id).await {
         Ok(Some(c)) => Ok(Json(c).into_response()),
-        Ok(None) => Err(ApiError::not_found("community not found")),
-        Err(e) => Err(ApiError::internal(&e)),
+        Ok(None) => Err(not_found("community not found")),
+        Err(e) => Err(unavailable(e)),
     }
 }
 
@@ -241,7 +190,7 @@ async fn update_community(
             tracing::info!(%operator, community_id = %id, retention_days = ?days, "community retention set");
             Ok(Json(c).into_response())
         }
-        Ok(None) => Err(ApiError::not_found("community not found")),
-        Err(e) => Err(ApiError::internal(&e)),
+        Ok(None) => Err(not_found("community not found")),
+        Err(e) => Err(unavailable(e)),
     }
 }

@@ -15,11 +15,14 @@
 
 use std::collections::BTreeMap;
 
-use buzz_bus::{Actor, BusError, ChatReply, ChatRequest, ErrorCode, Scope};
+use buzz_bus::{
+    Actor, BusError, ChannelSummary, ChatAnswer, ChatReply, ChatRequest, ErrorCode, Mention, MentionsPage,
+    Scope,
+};
 use buzz_core::kinds;
 use buzz_store::access::{self, Credential};
 use buzz_store::fragments::{readable_channel_of, served_event, ReaderBinds};
-use serde_json::{json, Value};
+use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
@@ -61,10 +64,10 @@ pub async fn handle(pool: &PgPool, req: ChatRequest) -> ChatReply {
         .map_err(sql_error)?;
     let answer = match req {
         ChatRequest::Summary { community_id, reader, channel_id } => {
-            summary(&mut tx, community_id, &reader, channel_id).await?
+            ChatAnswer::Summary(summary(&mut tx, community_id, &reader, channel_id).await?)
         }
         ChatRequest::Mentions { community_id, reader, limit } => {
-            mentions(&mut tx, community_id, &reader, limit).await?
+            ChatAnswer::Mentions(mentions(&mut tx, community_id, &reader, limit).await?)
         }
     };
     tx.commit().await.map_err(sql_error)?;
@@ -76,7 +79,7 @@ async fn summary(
     community: Uuid,
     reader: &Actor,
     channel_id: Uuid,
-) -> Result<Value, BusError> {
+) -> Result<ChannelSummary, BusError> {
     let channel = access::load_channel(tx, community, channel_id, false).await.map_err(sql_error)?;
     let standing =
         access::standing(tx, community, channel_id, reader.member_key()).await.map_err(sql_error)?;
@@ -124,15 +127,16 @@ async fn summary(
     .fetch_all(&mut *tx)
     .await
     .map_err(sql_error)?;
-    let replies: BTreeMap<String, i64> = rows.into_iter().collect();
-    Ok(json!({
-        "channel_id": channel_id,
-        "message_count": message_count,
-        "unread": unread,
-        "mentions": mentions,
-        "replies": replies,
-        "read_up_to": read_up_to,
-    }))
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    let replies: BTreeMap<String, u64> = rows.into_iter().map(|(id, n)| (id, count(n))).collect();
+    Ok(ChannelSummary {
+        channel_id,
+        message_count: count(message_count),
+        unread: count(unread),
+        mentions: count(mentions),
+        replies,
+        read_up_to,
+    })
 }
 
 /// The caller's mentions, newest (latest accepted) first, only in channels the caller can read
@@ -144,7 +148,7 @@ async fn mentions(
     community: Uuid,
     reader: &Actor,
     limit: u32,
-) -> Result<Value, BusError> {
+) -> Result<MentionsPage, BusError> {
     if limit == 0 || limit > MAX_MENTIONS {
         return Err(BusError::invalid(format!("limit must be 1 to {MAX_MENTIONS}")));
     }
@@ -175,7 +179,7 @@ async fn mentions(
             tracing::error!(error = %e, %event_id, "stored event is not JSON");
             BusError::internal()
         })?;
-        out.push(json!({ "event_id": event_id, "channel_id": channel_id, "read": read, "event": event }));
+        out.push(Mention { event_id, channel_id, read, event });
     }
-    Ok(json!({ "mentions": out }))
+    Ok(MentionsPage { mentions: out })
 }

@@ -1,13 +1,16 @@
 //! REQ/COUNT answers and the access answers gateways need.
 
-use buzz_bus::{AccessReply, AccessRequest, BusError, QueryFrameBody, QueryRequest, Scope};
+use buzz_bus::{
+    AccessReply, AccessRequest, BusError, CanReadReply, MemberReply, QueryFrameBody, QueryKind, QueryRequest,
+    Scope,
+};
 use buzz_core::Limits;
 use sqlx::PgPool;
 
 use buzz_store::fragments::ReaderBinds;
 
 use crate::error::sql_error;
-use crate::plan::{artifact_query, Plan, QueryKind};
+use crate::plan::{artifact_query, Plan};
 use crate::sql::{self, Reader};
 
 /// Answers queries and access questions from one pool; cheap to share behind an `Arc`.
@@ -34,7 +37,7 @@ impl Querier {
             Ok(last) => emit(last).await,
             Err(error) => emit(QueryFrameBody::Error { error }).await,
         }
-        let count = QueryKind::of(&req) == QueryKind::Count;
+        let count = req.kind == QueryKind::Count;
         metrics::histogram!("buzz_query_seconds", "count" => if count { "true" } else { "false" })
             .record(started.elapsed().as_secs_f64());
     }
@@ -65,7 +68,7 @@ impl Querier {
         let (mut tx, readable) =
             self.open(&reader, budget_ms, artifact.is_some()).await.map_err(sql_error)?;
         let plan = Plan { reader, readable, filters, artifact };
-        match QueryKind::of(req) {
+        match req.kind {
             QueryKind::Count => plan.count(&mut tx).await,
             QueryKind::Page => plan.page(&mut tx, &self.limits, emit).await,
         }
@@ -118,7 +121,7 @@ impl Querier {
                     .await
                     .map_err(sql_error)?;
                 let role = role.and_then(|r| buzz_bus::Role::parse(r.as_str()));
-                Ok(AccessReply { role, can_read: false, token: None })
+                Ok(AccessReply::Member(MemberReply { role }))
             }
             AccessRequest::CanRead { community_id, reader, channel_id } => {
                 let channel = buzz_store::access::load_channel(&mut conn, community_id, channel_id, false)
@@ -134,10 +137,10 @@ impl Querier {
                     channel_ids: reader.channel_ids.as_deref(),
                 };
                 let can_read = channel.is_some_and(|c| buzz_store::access::can_read(&c, standing, cred));
-                Ok(AccessReply { role: None, can_read, token: None })
+                Ok(AccessReply::CanRead(CanReadReply { can_read }))
             }
             AccessRequest::Token { community_id, token_hash } => {
-                crate::tokens::resolve(&self.pool, community_id, &token_hash).await
+                crate::tokens::resolve(&self.pool, community_id, &token_hash).await.map(AccessReply::Token)
             }
         }
     }

@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use buzz_bus::{BusError, ErrorCode, QueryFrameBody, QueryRequest};
+use buzz_bus::{BusError, ErrorCode, QueryFrameBody};
 use buzz_core::{ArtifactForm, Filter, Limits};
 use futures::TryStreamExt;
 use sqlx::{PgConnection, Postgres, Transaction};
@@ -13,40 +13,11 @@ use crate::artifacts;
 use crate::error::sql_error;
 use crate::sql::{self, Reader};
 
-/// What a query asks for. (On the bus it is still `QueryRequest.count: bool`; the gateway tells a
-/// COUNT's frames from a REQ's by its own bookkeeping.)
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QueryKind {
-    /// One number: how many events match (COUNT).
-    Count,
-    /// The matching events, newest first or in the artifact form's order (REQ).
-    Page,
-}
-
-impl QueryKind {
-    /// The kind a request asks for.
-    #[must_use]
-    pub fn of(req: &QueryRequest) -> Self {
-        if req.count {
-            Self::Count
-        } else {
-            Self::Page
-        }
-    }
-}
-
 /// The artifact query of a request, if it is one: an artifact filter must be the only filter.
+/// (Its form was parsed with the filter; an unknown form never gets here.)
 pub fn artifact_query(filters: &[Filter]) -> Result<Option<(&Filter, ArtifactForm)>, BusError> {
     match filters {
-        [f] => match f.artifact.as_deref() {
-            Some(form) => {
-                let form = ArtifactForm::parse(form).ok_or_else(|| {
-                    BusError::new(ErrorCode::Unsupported, "artifact query form is not supported")
-                })?;
-                Ok(Some((f, form)))
-            }
-            None => Ok(None),
-        },
+        [f] => Ok(f.artifact.map(|form| (f, form))),
         many if many.iter().any(|f| f.artifact.is_some()) => Err(BusError::new(
             ErrorCode::Unsupported,
             "an artifact query must be the only filter of its request",
@@ -157,7 +128,7 @@ mod tests {
     }
 
     #[test]
-    fn an_artifact_query_stands_alone_and_names_a_form_this_relay_answers() {
+    fn an_artifact_query_stands_alone() {
         let current = filter(serde_json::json!({"artifact": "current"}));
         let plain = filter(serde_json::json!({"kinds": [9]}));
         let found = artifact_query(std::slice::from_ref(&current)).unwrap();
@@ -165,19 +136,6 @@ mod tests {
         assert_eq!(artifact_query(std::slice::from_ref(&plain)).unwrap(), None);
         let mixed = artifact_query(&[plain, current]).unwrap_err();
         assert_eq!(mixed.code, ErrorCode::Unsupported);
-        let snapshot = filter(serde_json::json!({"artifact": "snapshot"}));
-        assert_eq!(artifact_query(&[snapshot]).unwrap_err().code, ErrorCode::Unsupported);
-    }
-
-    #[test]
-    fn a_count_request_is_a_count_and_anything_else_a_page() {
-        let mut req: QueryRequest = serde_json::from_value(serde_json::json!({
-            "community_id": Uuid::nil(), "reader": {"pubkey": "a", "scopes": []}, "filters": []
-        }))
-        .unwrap();
-        assert_eq!(QueryKind::of(&req), QueryKind::Page);
-        req.count = true;
-        assert_eq!(QueryKind::of(&req), QueryKind::Count);
     }
 
     #[test]

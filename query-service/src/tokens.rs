@@ -1,6 +1,6 @@
 //! Bearer token resolution for gateways.
 
-use buzz_bus::{AccessReply, Actor, BusError, Scope};
+use buzz_bus::{Actor, BusError, Scope, TokenReply};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -17,8 +17,8 @@ fn parse_scope(s: &str) -> Option<Scope> {
 /// The actor a token authenticates as, or `token: None` when the token is unknown, expired, or
 /// its signer is no longer a community member. A membership that was removed and granted again
 /// does not revive tokens minted before the removal (`added_at` is newer than the token).
-pub async fn resolve(pool: &PgPool, community: Uuid, token_hash: &str) -> Result<AccessReply, BusError> {
-    let none = AccessReply { role: None, can_read: false, token: None };
+pub async fn resolve(pool: &PgPool, community: Uuid, token_hash: &str) -> Result<TokenReply, BusError> {
+    let none = TokenReply { token: None };
     if !buzz_core::is_lower_hex(token_hash, 64) {
         return Ok(none);
     }
@@ -45,5 +45,5 @@ pub async fn resolve(pool: &PgPool, community: Uuid, token_hash: &str) -> Result
         agent_of: None,
         expires_at: Some(expires_at),
     };
-    Ok(AccessReply { role: None, can_read: false, token: Some(actor) })
+    Ok(TokenReply { token: Some(actor) })
 }

@@ -77,7 +77,10 @@ pub fn parse(filter: &Value) -> Result<Action, SnapshotCode> {
 /// query limits, and no `limit` or `offset`.
 fn query(value: &Value) -> Result<Filter, SnapshotCode> {
     let f = Filter::from_value(value).map_err(|_| INVALID)?;
-    if f.artifact.as_deref() != Some("current") || f.limit.is_some() || f.offset.is_some() {
+    if f.artifact != Some(buzz_core::artifact_query::ArtifactForm::Current)
+        || f.limit.is_some()
+        || f.offset.is_some()
+    {
         return Err(INVALID);
     }
     f.validate(&buzz_core::Limits::default()).map_err(|_| INVALID)?;

@@ -11,7 +11,7 @@
 //! - `mark_read` moves a marker forward only; a marker is an acceptance order (`events.seq`), so
 //!   "read up to X" means every message accepted no later than X.
 
-use buzz_bus::{Actor, BusError, ErrorCode, Scope, WriteOk};
+use buzz_bus::{Actor, BusError, ErrorCode, ReadMarker, Scope, WriteData, WriteOk};
 use buzz_core::{kinds, Event};
 use buzz_store::access;
 use buzz_store::fragments::served_event;
@@ -162,7 +162,7 @@ pub async fn mark_read(
     Ok(WriteOk {
         duplicate: !moved,
         message: String::new(),
-        data: Some(serde_json::json!({ "channel_id": channel_id, "read_up_to": marker })),
+        data: Some(WriteData::ReadMarker(ReadMarker { channel_id, read_up_to: marker })),
     })
 }
 

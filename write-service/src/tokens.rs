@@ -8,7 +8,7 @@
 
 use std::collections::HashSet;
 
-use buzz_bus::{Actor, BusError, ErrorCode, Scope, WriteOk};
+use buzz_bus::{Actor, BusError, ErrorCode, IssuedToken, Scope, WriteData, WriteOk};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -113,10 +113,10 @@ pub async fn issue(
         }
     })?;
     tx.commit().await.map_err(WriteError::Commit)?;
-    let data = serde_json::json!({
-        "scopes": names,
-        "channel_ids": channel_ids,
-        "expires_at": expires_at,
+    let data = WriteData::Token(IssuedToken {
+        scopes: scopes.to_vec(),
+        channel_ids: channel_ids.map(<[Uuid]>::to_vec),
+        expires_at,
     });
     Ok(WriteOk { duplicate: false, message: String::new(), data: Some(data) })
 }

@@ -1,6 +1,10 @@
-//! One task per socket: `select!` over the socket, internal results, live pushes, a ping timer and
-//! shutdown, with a separate writer task draining a byte-bounded outbound queue. Protocol
-//! decisions are small functions in `subs`; `session` owns the loop.
+//! One task per socket, [`session::run`]: it owns the [`session::Session`] and its `select!` over
+//! the socket, query results, live pushes, the idle/auth deadlines and shutdown. A separate
+//! writer task (`outbound`) drains a byte-bounded queue into the socket, so the loop never waits
+//! on the network. The loop dispatches each client message to its handler module: `auth` (NIP-42
+//! `AUTH`), `writes` (`EVENT`, one task per write), `reads` (`REQ`/`COUNT`, one `query` task per
+//! request streaming the query-service's frames back); `CLOSE` is handled in the loop itself. `subs` holds the subscription
+//! table and the pure rules of live delivery.
 
 mod auth;
 mod outbound;

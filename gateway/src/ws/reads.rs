@@ -1,26 +1,26 @@
 //! REQ and COUNT of one socket: the query task per request and its answer, paced by the socket's
 //! outbound queue, with live events held back until `EOSE`.
 
-use buzz_bus::QueryRequest;
+use buzz_bus::{QueryKind, QueryRequest};
 use buzz_core::{Filter, RelayMessage};
 use tracing::Instrument;
 
 use super::outbound::Frame;
-use super::query::{self, QueryUpdate};
+use super::query::{self, Answered, QueryUpdate, Ticket};
 use super::session::Session;
 use super::subs::Pending;
 
 impl Session {
-    pub(super) async fn on_req(&mut self, sub_id: String, filters: Vec<Filter>, count: bool) {
+    pub(super) async fn on_req(&mut self, sub_id: String, filters: Vec<Filter>, kind: QueryKind) {
         let Some(actor) = self.actor.clone() else {
             let message = "auth-required: authenticate to read".to_owned();
             return self.send(RelayMessage::Closed { sub_id, message }).await;
         };
-        let generation = if count {
-            0
+        let ticket = if kind == QueryKind::Count {
+            Ticket::Count
         } else {
             match self.subs.open(&sub_id, filters.clone(), self.state.settings.limits.max_subscriptions) {
-                Some(g) => g,
+                Some(generation) => Ticket::Page { generation },
                 None => {
                     let message = format!(
                         "invalid: too many subscriptions (max {})",
@@ -30,15 +30,20 @@ impl Session {
                 }
             }
         };
-        let req = QueryRequest { community_id: self.community.community_id, reader: actor, filters, count };
-        let span = tracing::info_span!("gateway.req", sub_id = %sub_id, count);
+        let req = QueryRequest {
+            community_id: self.community.community_id,
+            reader: actor,
+            filters,
+            kind: ticket.kind(),
+        };
+        let span = tracing::info_span!("gateway.req", sub_id = %sub_id, count = kind == QueryKind::Count);
         tokio::spawn(
             query::run(
                 self.state.nats.clone(),
                 self.state.subjects.query(),
                 req,
                 sub_id,
-                generation,
+                ticket,
                 self.state.settings.bus_retry(),
                 self.queries.clone(),
             )
@@ -48,7 +53,9 @@ impl Session {
 
     pub(super) async fn on_query(&mut self, update: QueryUpdate) {
         match update {
-            QueryUpdate::Events { sub_id, generation, events } => {
+            // A COUNT is answered by its number only.
+            QueryUpdate::Events { ticket: Ticket::Count, .. } => {}
+            QueryUpdate::Events { sub_id, ticket: Ticket::Page { generation }, events } => {
                 let Some(sub) = self.subs.current(&sub_id, generation) else { return };
                 if let Some(p) = &mut sub.pending {
                     p.sent.extend(events.iter().filter_map(|raw| event_id(raw)));
@@ -57,12 +64,12 @@ impl Session {
                     self.answer(RelayMessage::Event { sub_id: sub_id.clone(), event_json });
                 }
             }
-            QueryUpdate::Done { sub_id, generation: 0, result } => match result {
-                Ok(Some(count)) => self.answer(RelayMessage::Count { sub_id, count }),
-                Ok(None) => self.answer(RelayMessage::Count { sub_id, count: 0 }),
+            QueryUpdate::Done { sub_id, ticket: Ticket::Count, result } => match result {
+                Ok(Answered::Count(count)) => self.answer(RelayMessage::Count { sub_id, count }),
+                Ok(Answered::End) => self.answer(RelayMessage::Count { sub_id, count: 0 }),
                 Err(e) => self.answer(RelayMessage::Closed { sub_id, message: e.nip01() }),
             },
-            QueryUpdate::Done { sub_id, generation, result } => {
+            QueryUpdate::Done { sub_id, ticket: Ticket::Page { generation }, result } => {
                 let Some(sub) = self.subs.current(&sub_id, generation) else { return };
                 match result {
                     Ok(_) => {

@@ -4,7 +4,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::ws::{Message, WebSocket};
-use buzz_bus::{AccessChanged, AccessReply, AccessRequest, Actor, BusError, CommunityLease};
+use buzz_bus::{
+    AccessChanged, AccessRequest, Actor, BusError, CanReadReply, CommunityLease, MemberReply, QueryKind,
+};
 use buzz_core::{ClientMessage, ParseError, RelayMessage};
 use futures::stream::SplitStream;
 use futures::StreamExt;
@@ -201,8 +203,10 @@ impl Session {
         let state = self.state.clone();
         match ClientMessage::parse(text, &state.settings.limits) {
             Ok(ClientMessage::Event(event)) => self.on_event(*event).await,
-            Ok(ClientMessage::Req { sub_id, filters }) => self.on_req(sub_id, filters, false).await,
-            Ok(ClientMessage::Count { sub_id, filters }) => self.on_req(sub_id, filters, true).await,
+            Ok(ClientMessage::Req { sub_id, filters }) => self.on_req(sub_id, filters, QueryKind::Page).await,
+            Ok(ClientMessage::Count { sub_id, filters }) => {
+                self.on_req(sub_id, filters, QueryKind::Count).await
+            }
             Ok(ClientMessage::Close(sub_id)) => {
                 self.subs.map.remove(&sub_id);
             }
@@ -220,7 +224,7 @@ impl Session {
     pub(super) async fn is_member(&self, pubkey: &str) -> Result<bool, BusError> {
         let req =
             AccessRequest::Member { community_id: self.community.community_id, pubkey: pubkey.to_owned() };
-        let answer: Result<AccessReply, BusError> = buzz_bus::retry::request_retrying(
+        let answer: Result<MemberReply, BusError> = buzz_bus::retry::request_retrying(
             &self.state.nats,
             self.state.subjects.access(),
             &req,
@@ -368,7 +372,7 @@ impl Session {
             reader: actor.clone(),
             channel_id,
         };
-        let answer: Result<Result<AccessReply, BusError>, BusError> = buzz_bus::retry::request_retrying(
+        let answer: Result<Result<CanReadReply, BusError>, BusError> = buzz_bus::retry::request_retrying(
             &self.state.nats,
             self.state.subjects.access(),
             &req,

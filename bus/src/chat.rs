@@ -1,0 +1,65 @@
+//! `buzz.v1.chat`: the chat read model's requests and their replies (served by the query-service).
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::error::BusError;
+use crate::payload::Actor;
+
+/// `buzz.v1.chat`: the chat read model (served by the query-service).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ChatRequest {
+    /// `GET /api/channels/{id}/summary`.
+    Summary { community_id: Uuid, reader: Actor, channel_id: Uuid },
+    /// `GET /api/mentions`.
+    Mentions { community_id: Uuid, reader: Actor, limit: u32 },
+}
+
+/// The answer to a [`ChatRequest`], as the plain object of its request's reply type (untagged: the
+/// wire is the JSON the HTTP API answers).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ChatAnswer {
+    /// To `Summary`.
+    Summary(ChannelSummary),
+    /// To `Mentions`.
+    Mentions(MentionsPage),
+}
+
+/// What crosses `buzz.v1.chat` back.
+pub type ChatReply = Result<ChatAnswer, BusError>;
+
+/// `GET /api/channels/{id}/summary` (docs in `query-service/src/chat.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChannelSummary {
+    pub channel_id: Uuid,
+    /// Visible messages, replies included.
+    pub message_count: u64,
+    /// Visible messages after the caller's marker not authored by them.
+    pub unread: u64,
+    /// The caller's mentions after the marker.
+    pub mentions: u64,
+    /// `{anchor event id: visible replies}` for anchors with at least one.
+    pub replies: std::collections::BTreeMap<String, u64>,
+    /// The caller's marker; `None` before their first `read`.
+    pub read_up_to: Option<String>,
+}
+
+/// `GET /api/mentions`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MentionsPage {
+    /// Newest first.
+    pub mentions: Vec<Mention>,
+}
+
+/// One mention of the caller.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mention {
+    pub event_id: String,
+    pub channel_id: Uuid,
+    /// At or before the caller's marker of the channel.
+    pub read: bool,
+    /// The mentioning event, its stored JSON as is (parsed, never re-encoded from an [`Event`]).
+    pub event: serde_json::Value,
+}

@@ -1,0 +1,76 @@
+//! The wire form of typed payloads: what a replica of this version sends and reads.
+
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::chat::*;
+use crate::payload::*;
+
+fn query(extra: serde_json::Value) -> serde_json::Value {
+    let mut v =
+        json!({ "community_id": Uuid::nil(), "reader": {"pubkey": "a", "scopes": []}, "filters": [] });
+    if let (Some(m), Some(e)) = (v.as_object_mut(), extra.as_object()) {
+        m.extend(e.clone());
+    }
+    v
+}
+
+#[test]
+fn the_query_kind_travels_as_the_count_flag_and_absent_is_a_page() {
+    let kind = |v| serde_json::from_value::<QueryRequest>(v).map(|r| r.kind).ok();
+    assert_eq!(kind(query(json!({}))), Some(QueryKind::Page));
+    assert_eq!(kind(query(json!({"count": false}))), Some(QueryKind::Page));
+    assert_eq!(kind(query(json!({"count": true}))), Some(QueryKind::Count));
+    assert_eq!(kind(query(json!({"count": "yes"}))), None);
+    let req: QueryRequest =
+        serde_json::from_value(query(json!({"count": true}))).unwrap_or_else(|_| unreachable!());
+    assert_eq!(serde_json::to_value(&req).ok().map(|v| v["count"].clone()), Some(json!(true)));
+}
+
+#[test]
+fn write_data_is_the_plain_object_of_its_write() {
+    let token = WriteData::Token(IssuedToken {
+        scopes: vec![Scope::MessagesRead],
+        channel_ids: None,
+        expires_at: 1_700_000_000,
+    });
+    let wire = json!({"scopes": ["messages:read"], "channel_ids": null, "expires_at": 1_700_000_000});
+    assert_eq!(serde_json::to_value(&token).ok(), Some(wire.clone()));
+    assert_eq!(serde_json::from_value::<WriteData>(wire).ok(), Some(token));
+    let marker = WriteData::ReadMarker(ReadMarker { channel_id: Uuid::nil(), read_up_to: "ab".into() });
+    let wire = json!({"channel_id": Uuid::nil(), "read_up_to": "ab"});
+    assert_eq!(serde_json::to_value(&marker).ok(), Some(wire.clone()));
+    assert_eq!(serde_json::from_value::<WriteData>(wire).ok(), Some(marker));
+}
+
+#[test]
+fn each_access_request_is_answered_by_its_own_reply_type() {
+    let sent = |r: AccessReply| serde_json::to_value(r).unwrap_or_default();
+    let member = sent(AccessReply::Member(MemberReply { role: Some(Role::Admin) }));
+    assert_eq!(member, json!({"role": "admin"}));
+    assert_eq!(
+        serde_json::from_value::<MemberReply>(member).ok(),
+        Some(MemberReply { role: Some(Role::Admin) })
+    );
+    let can_read = sent(AccessReply::CanRead(CanReadReply { can_read: true }));
+    assert_eq!(serde_json::from_value::<CanReadReply>(can_read).ok(), Some(CanReadReply { can_read: true }));
+    // A reply of another request is not silently read as a refusal.
+    assert!(serde_json::from_value::<CanReadReply>(json!({"role": null})).is_err());
+    let token = sent(AccessReply::Token(TokenReply { token: None }));
+    assert_eq!(serde_json::from_value::<TokenReply>(token).ok(), Some(TokenReply { token: None }));
+}
+
+#[test]
+fn chat_answers_are_the_json_the_http_api_serves() {
+    let wire = json!({
+        "channel_id": Uuid::nil(), "message_count": 3, "unread": 1, "mentions": 0,
+        "replies": {"ab": 2}, "read_up_to": null
+    });
+    let answer: ChatAnswer = serde_json::from_value(wire.clone()).unwrap_or_else(|_| unreachable!());
+    assert!(matches!(answer, ChatAnswer::Summary(ChannelSummary { unread: 1, .. })));
+    assert_eq!(serde_json::to_value(&answer).ok(), Some(wire));
+    let page = json!({"mentions": [{"event_id": "e", "channel_id": Uuid::nil(), "read": false, "event": {"id": "e"}}]});
+    let answer: ChatAnswer = serde_json::from_value(page.clone()).unwrap_or_else(|_| unreachable!());
+    assert!(matches!(answer, ChatAnswer::Mentions(_)));
+    assert_eq!(serde_json::to_value(&answer).ok(), Some(page));
+}
