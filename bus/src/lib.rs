@@ -2,6 +2,7 @@
 //! carried in NATS headers.
 
 pub mod error;
+pub mod latency;
 pub mod nats;
 pub mod payload;
 pub mod retry;
