@@ -18,6 +18,10 @@ pub struct Application {
     addr: SocketAddr,
     listener: tokio::net::TcpListener,
     router: axum::Router,
+    /// `/metrics` and probes on their own port (`Settings::admin_listen`).
+    admin: tokio::net::TcpListener,
+    admin_addr: SocketAddr,
+    admin_router: axum::Router,
     nats: async_nats::Client,
     subjects: Subjects,
     pool: sqlx::PgPool,
@@ -38,28 +42,38 @@ impl Application {
             operator_pubkeys: settings.operator_pubkeys.clone(),
             origin: settings.operator_origin.clone(),
         });
-        let ready_pool = pool.clone();
-        let ready_nats = nats.clone();
+        let (ready_pool, ready_nats) = (pool.clone(), nats.clone());
+        let ready = move || {
+            let pool = ready_pool.clone();
+            let nats = ready_nats.clone();
+            async move {
+                nats.connection_state() == async_nats::connection::State::Connected
+                    && sqlx::query("SELECT 1").execute(&pool).await.is_ok()
+            }
+        };
+        let admin_router = buzz_telemetry::admin_router(ready.clone());
         let router = operator::router(state)
-            .merge(buzz_telemetry::admin_router(move || {
-                let pool = ready_pool.clone();
-                let nats = ready_nats.clone();
-                async move {
-                    nats.connection_state() == async_nats::connection::State::Connected
-                        && sqlx::query("SELECT 1").execute(&pool).await.is_ok()
-                }
-            }))
+            .merge(buzz_telemetry::probe_router(ready))
             .fallback(|| async { operator::ApiError::not_found("no such route") })
             .layer(axum::extract::DefaultBodyLimit::max(operator::MAX_BODY_BYTES))
             .layer(axum::middleware::from_fn(operator::contract_errors));
         let listener = tokio::net::TcpListener::bind(settings.listen).await?;
         let addr = listener.local_addr()?;
-        Ok(Self { addr, listener, router, nats, subjects, pool, lease_ms: settings.lease_ms })
+        let admin = tokio::net::TcpListener::bind(settings.admin_listen).await?;
+        let admin_addr = admin.local_addr()?;
+        let lease_ms = settings.lease_ms;
+        Ok(Self { addr, listener, router, admin, admin_addr, admin_router, nats, subjects, pool, lease_ms })
     }
 
     #[must_use]
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The bound admin address (`/metrics`, `/healthz`, `/readyz`).
+    #[must_use]
+    pub fn admin_addr(&self) -> SocketAddr {
+        self.admin_addr
     }
 
     /// Serves until `shutdown` is cancelled, then drains.
@@ -79,29 +93,36 @@ impl Application {
         );
         let http = axum::serve(self.listener, self.router)
             .with_graceful_shutdown(shutdown.clone().cancelled_owned());
-        tracing::info!(addr = %self.addr, "policy-service listening");
-        let (a, b) = tokio::join!(lease, http);
+        let admin = buzz_telemetry::serve_admin(self.admin, self.admin_router, shutdown.clone());
+        tracing::info!(addr = %self.addr, admin = %self.admin_addr, "policy-service listening");
+        let (a, b, c) = tokio::join!(lease, http, admin);
         a?;
         b?;
+        c?;
         self.nats.flush().await.ok();
         Ok(())
     }
 }
 
-/// host → community, for gateways. Unknown hosts answer `community: None`.
+/// host → community, for gateways. Unknown hosts answer `community: None`. Counted in
+/// `buzz_policy_leases_total` by outcome (`bound`, `unknown`, `error`).
 pub async fn handle_lease(
     pool: &sqlx::PgPool,
     lease_ms: u64,
     req: &LeaseRequest,
 ) -> Result<LeaseReply, buzz_bus::BusError> {
-    let Some(host) = buzz_core::host::normalize_host(&req.host) else {
-        return Ok(LeaseReply { community: None, lease_ms });
+    let answer = match buzz_core::host::normalize_host(&req.host) {
+        None => Ok(LeaseReply { community: None, lease_ms }),
+        Some(host) => store::lease(pool, &host).await.map(|community| LeaseReply { community, lease_ms }),
     };
-    match store::lease(pool, &host).await {
-        Ok(community) => Ok(LeaseReply { community, lease_ms }),
-        Err(e) => {
-            tracing::error!(error = %e, "host lease lookup failed");
-            Err(buzz_bus::BusError::unavailable("policy store unavailable"))
-        }
-    }
+    let outcome = match &answer {
+        Ok(LeaseReply { community: Some(_), .. }) => "bound",
+        Ok(LeaseReply { community: None, .. }) => "unknown",
+        Err(_) => "error",
+    };
+    metrics::counter!("buzz_policy_leases_total", "outcome" => outcome).increment(1);
+    answer.map_err(|e| {
+        tracing::error!(error = %e, "host lease lookup failed");
+        buzz_bus::BusError::unavailable("policy store unavailable")
+    })
 }

@@ -41,6 +41,9 @@ pub struct Cluster {
     pub redis_prefix: String,
     pub gateways: Vec<SocketAddr>,
     pub policy: SocketAddr,
+    /// Admin listeners (`/metrics`, probes): gateways in `gateways` order, then the policy-service.
+    pub gateway_admins: Vec<SocketAddr>,
+    pub policy_admin: SocketAddr,
     pub operator: Keys,
     pub relay: Keys,
     pub shutdown: CancellationToken,
@@ -110,12 +113,14 @@ impl Cluster {
             nats_prefix: nats_prefix.clone(),
             redis_prefix: redis_prefix.clone(),
             listen: policy_addr,
+            admin_listen: loopback0,
             operator_pubkeys: vec![operator.public_hex()],
             operator_origin: format!("http://{policy_addr}"),
             lease_ms: 1000,
         })
         .await
         .expect("policy-service");
+        let policy_admin = policy.admin_addr();
         tasks.push(tokio::spawn(policy.run(shutdown.clone())));
         for _ in 0..opts.writers {
             let app = buzz_write::Application::build(buzz_write::Settings {
@@ -156,7 +161,7 @@ impl Cluster {
         .await
         .expect("snapshot-service");
         tasks.push(tokio::spawn(snapshot.run(shutdown.clone())));
-        let mut gateways = Vec::new();
+        let (mut gateways, mut gateway_admins) = (Vec::new(), Vec::new());
         for _ in 0..opts.gateways {
             let mut settings = buzz_gateway::Settings::local(
                 &nats_url,
@@ -172,6 +177,7 @@ impl Cluster {
             let app =
                 buzz_gateway::Application::build(settings, gateway_shutdown.clone()).await.expect("gateway");
             gateways.push(app.addr());
+            gateway_admins.push(app.admin_addr());
             tasks.push(tokio::spawn(app.run()));
         }
         let cluster = Self {
@@ -182,6 +188,8 @@ impl Cluster {
             redis_prefix,
             gateways,
             policy: policy_addr,
+            gateway_admins,
+            policy_admin,
             operator,
             relay,
             shutdown,

@@ -3,6 +3,7 @@
 //! decisions are small functions in `subs`; `session` owns the loop.
 
 mod auth;
+mod meter;
 mod outbound;
 pub(crate) mod query;
 mod reads;
