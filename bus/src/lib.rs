@@ -3,6 +3,7 @@
 
 pub mod chat;
 pub mod error;
+pub mod latency;
 pub mod nats;
 pub mod payload;
 pub mod retry;

@@ -148,7 +148,20 @@ async fn wait_until(
 
 /// `rpc::request` for idempotent requests: hedged as the module describes. Errors as
 /// there: `Unavailable` when nobody serves `subject`, `Timeout` when no attempt was answered.
+/// Timed, all attempts together, in `buzz_bus_request_seconds`.
 pub async fn request_retrying<T: Serialize, R: DeserializeOwned>(
+    client: &async_nats::Client,
+    subject: String,
+    body: &T,
+    retry: Retry,
+) -> Result<R, BusError> {
+    let started = std::time::Instant::now();
+    let result = request_hedged(client, subject.clone(), body, retry).await;
+    crate::latency::record(&subject, started, &result);
+    result
+}
+
+async fn request_hedged<T: Serialize, R: DeserializeOwned>(
     client: &async_nats::Client,
     subject: String,
     body: &T,
@@ -217,8 +230,21 @@ fn decode<R: DeserializeOwned>(subject: &str, msg: &async_nats::Message) -> Resu
 /// Opens a streamed answer (numbered frames on a private inbox): sends `body` to `subject`'s
 /// queue group and, while no replica has taken it, again on the same schedule as
 /// [`request_retrying`], each attempt on its own inbox. Returns the inbox of the first attempt a
-/// replica took, and its first frame; the other attempts are dropped (unsubscribed).
+/// replica took, and its first frame; the other attempts are dropped (unsubscribed). The time
+/// to the first frame is what `buzz_bus_request_seconds` records.
 pub async fn open_stream<T: Serialize>(
+    client: &async_nats::Client,
+    subject: String,
+    body: &T,
+    retry: Retry,
+) -> Result<(async_nats::Subscriber, async_nats::Message), BusError> {
+    let started = std::time::Instant::now();
+    let result = open_hedged(client, subject.clone(), body, retry).await;
+    crate::latency::record(&subject, started, &result);
+    result
+}
+
+async fn open_hedged<T: Serialize>(
     client: &async_nats::Client,
     subject: String,
     body: &T,

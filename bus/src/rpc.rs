@@ -8,8 +8,20 @@ use crate::error::{BusError, ErrorCode};
 use crate::trace;
 
 /// Sends `body` to `subject` and decodes the JSON reply. Timeouts and missing responders become
-/// `Unavailable`/`Timeout` bus errors, never panics.
+/// `Unavailable`/`Timeout` bus errors, never panics. Timed in `buzz_bus_request_seconds`.
 pub async fn request<T: Serialize, R: DeserializeOwned>(
+    client: &async_nats::Client,
+    subject: String,
+    body: &T,
+    timeout: Duration,
+) -> Result<R, BusError> {
+    let started = std::time::Instant::now();
+    let result = request_once(client, subject.clone(), body, timeout).await;
+    crate::latency::record(&subject, started, &result);
+    result
+}
+
+async fn request_once<T: Serialize, R: DeserializeOwned>(
     client: &async_nats::Client,
     subject: String,
     body: &T,

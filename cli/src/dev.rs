@@ -58,6 +58,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let shutdown = CancellationToken::new();
     let services = build(&args, &keys, policy_addr, &operator_origin, shutdown.clone()).await?;
     let gateway_addr = services.gateway.addr();
+    let metrics_addr = services.gateway.admin_addr();
     let community = dev_community::ensure(&pool, &local_host(gateway_addr.port()), &keys.owner).await?;
     pool.close().await;
 
@@ -65,7 +66,14 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     if let Err(e) = wait_ready(gateway_addr, &community.host).await {
         eprintln!("warning: {e:#}");
     }
-    dev_banner::print(&Banner { community: &community, keys: &keys, dir, operator_origin, gateway_addr });
+    dev_banner::print(&Banner {
+        community: &community,
+        keys: &keys,
+        dir,
+        operator_origin,
+        gateway_addr,
+        metrics_addr,
+    });
     buzz_telemetry::runtime::shutdown_signal().await;
     shutdown.cancel();
     for t in tasks {
@@ -113,6 +121,7 @@ async fn build(
         nats_prefix: args.nats_prefix.clone(),
         redis_prefix: args.redis_prefix.clone(),
         listen: policy_addr,
+        admin_listen: loopback0,
         operator_pubkeys: vec![keys.operator.public_hex()],
         operator_origin: operator_origin.to_owned(),
         lease_ms: 1000,

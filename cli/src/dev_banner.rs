@@ -14,6 +14,8 @@ pub struct Banner<'a> {
     pub dir: PathBuf,
     pub operator_origin: String,
     pub gateway_addr: std::net::SocketAddr,
+    /// The gateway's admin listener (`/metrics`; not on the public port).
+    pub metrics_addr: std::net::SocketAddr,
 }
 
 /// A `node` command (nostr-tools + ws) that authenticates as `nsec`, creates an open channel and
@@ -73,7 +75,8 @@ pub fn print(b: &Banner<'_>) {
         b.operator_origin,
         b.dir.join("operator.key").display()
     );
-    println!("  Probes:         http://{}/healthz  /readyz  /metrics", b.gateway_addr);
+    println!("  Probes:         http://{}/healthz  /readyz", b.gateway_addr);
+    println!("  Metrics:        http://{}/metrics", b.metrics_addr);
     if c.foreign_owner.is_some() {
         println!();
         return;

@@ -1,6 +1,6 @@
 //! Tenant HTTP: the router (every error as the contract's JSON), NIP-11, the WebSocket upgrade,
-//! the members API, probes. Host binding and authentication reach handlers as the extractors of
-//! [`crate::extract`].
+//! the members API, probes (metrics are on the admin port: [`admin_router`]). Host binding and
+//! authentication reach handlers as the extractors of [`crate::extract`].
 
 use std::sync::Arc;
 
@@ -30,13 +30,22 @@ pub fn router(state: Arc<AppState>) -> Router {
         .with_state(state.clone())
         .merge(crate::chat_api::router(state.clone()))
         .merge(crate::query_api::router(state))
-        .merge(buzz_telemetry::admin_router(move || {
+        .merge(buzz_telemetry::probe_router(move || {
             let nats = ready_nats.clone();
             async move { nats.connection_state() == async_nats::connection::State::Connected }
         }))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
         .layer(DefaultBodyLimit::max(max_body))
         .layer(axum::middleware::from_fn(buzz_http_auth::contract_errors))
+}
+
+/// The admin listener's router: probes and `/metrics` (never on the public port).
+pub fn admin_router(state: &AppState) -> Router {
+    let nats = state.nats.clone();
+    buzz_telemetry::admin_router(move || {
+        let nats = nats.clone();
+        async move { nats.connection_state() == async_nats::connection::State::Connected }
+    })
 }
 
 async fn root(

@@ -42,6 +42,9 @@ pub struct Application {
     state: Arc<AppState>,
     listener: tokio::net::TcpListener,
     addr: SocketAddr,
+    /// `/metrics` and probes, on their own port (`Settings::admin_listen`).
+    admin: tokio::net::TcpListener,
+    admin_addr: SocketAddr,
 }
 
 impl Application {
@@ -51,6 +54,8 @@ impl Application {
         let subjects = Subjects::new(&settings.nats_prefix).map_err(anyhow::Error::msg)?;
         let listener = tokio::net::TcpListener::bind(settings.listen).await?;
         let addr = listener.local_addr()?;
+        let admin = tokio::net::TcpListener::bind(settings.admin_listen).await?;
+        let admin_addr = admin.local_addr()?;
         let state = Arc::new(AppState {
             hosts: hosts::HostCache::new(nats.clone(), subjects.clone(), settings.bus_retry()),
             rate: ratelimit::PubkeyLimiter::new(
@@ -67,12 +72,18 @@ impl Application {
             settings,
             shutdown,
         });
-        Ok(Self { state, listener, addr })
+        Ok(Self { state, listener, addr, admin, admin_addr })
     }
 
     #[must_use]
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The bound admin address (`/metrics`, `/healthz`, `/readyz`).
+    #[must_use]
+    pub fn admin_addr(&self) -> SocketAddr {
+        self.admin_addr
     }
 
     /// Serves until the shutdown token fires; then stops accepting, tells every socket to close
@@ -86,7 +97,14 @@ impl Application {
             state.registry.clone(),
             shutdown.clone(),
         ));
-        tracing::info!(addr = %self.addr, "gateway listening");
+        // The admin port outlives the drain: a draining gateway is still scraped and probed.
+        let admin_stop = CancellationToken::new();
+        let admin = tokio::spawn(buzz_telemetry::serve_admin(
+            self.admin,
+            http::admin_router(&state),
+            admin_stop.clone(),
+        ));
+        tracing::info!(addr = %self.addr, admin = %self.admin_addr, "gateway listening");
         let app = http::router(state.clone());
         listener::serve(self.listener, app, &state.settings, shutdown.clone()).await;
         let deadline = tokio::time::Instant::now() + state.settings.shutdown_grace;
@@ -95,6 +113,8 @@ impl Application {
         }
         live.abort();
         state.nats.flush().await.ok();
+        admin_stop.cancel();
+        admin.await??;
         Ok(())
     }
 }

@@ -167,7 +167,7 @@ struct PerConnection {
 
 /// Paths served even over the connection caps: a full gateway still reports its health.
 fn always_served(path: &str) -> bool {
-    matches!(path, "/healthz" | "/readyz" | "/metrics")
+    matches!(path, "/healthz" | "/readyz")
 }
 
 impl hyper::service::Service<Request<Incoming>> for PerConnection {

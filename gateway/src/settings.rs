@@ -9,6 +9,9 @@ use buzz_telemetry::runtime::{env_or, env_required};
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub listen: SocketAddr,
+    /// The admin listener (`BUZZ_GATEWAY_ADMIN_ADDR`): `/metrics`, `/healthz`, `/readyz`, kept
+    /// off the public port so that metrics never reach tenants through the Ingress.
+    pub admin_listen: SocketAddr,
     /// NATS URL, CA and credentials files (`NATS_URL`, `NATS_CA_FILE`, `NATS_CREDS_FILE`).
     pub nats: buzz_bus::NatsConfig,
     /// Redis URL and CA file (`REDIS_URL`, `REDIS_CA_FILE`).
@@ -115,6 +118,7 @@ impl Settings {
         };
         Self {
             listen: env_or("BUZZ_GATEWAY_ADDR", SocketAddr::from(([127, 0, 0, 1], 7777)))?,
+            admin_listen: env_or("BUZZ_GATEWAY_ADMIN_ADDR", SocketAddr::from(([127, 0, 0, 1], 7084)))?,
             nats: buzz_bus::NatsConfig::from_env()?,
             redis: buzz_http_auth::RedisConfig::from_env().map_err(anyhow::Error::msg)?,
             nats_prefix: env_or("BUZZ_NATS_PREFIX", "buzz".to_owned())?,
@@ -202,6 +206,7 @@ impl Settings {
     ) -> Self {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            admin_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             nats: buzz_bus::NatsConfig::new(nats_url),
             redis: buzz_http_auth::RedisConfig::new(redis_url),
             nats_prefix: nats_prefix.to_owned(),

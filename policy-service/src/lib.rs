@@ -25,6 +25,10 @@ pub struct Application {
     addr: SocketAddr,
     listener: tokio::net::TcpListener,
     router: axum::Router,
+    /// `/metrics` and probes on their own port (`Settings::admin_listen`).
+    admin: tokio::net::TcpListener,
+    admin_addr: SocketAddr,
+    admin_router: axum::Router,
     nats: async_nats::Client,
     subjects: Subjects,
     pool: sqlx::PgPool,
@@ -54,30 +58,52 @@ impl Application {
             settings: fi.clone(),
             registry: registry.clone(),
         });
-        let ready_pool = pool.clone();
-        let ready_nats = nats.clone();
+        let (ready_pool, ready_nats) = (pool.clone(), nats.clone());
+        let ready = move || {
+            let pool = ready_pool.clone();
+            let nats = ready_nats.clone();
+            async move {
+                nats.connection_state() == async_nats::connection::State::Connected
+                    && sqlx::query("SELECT 1").execute(&pool).await.is_ok()
+            }
+        };
+        let admin_router = buzz_telemetry::admin_router(ready.clone());
         let router = operator::router(state)
             .merge(fi_routes::router(fi_state))
-            .merge(buzz_telemetry::admin_router(move || {
-                let pool = ready_pool.clone();
-                let nats = ready_nats.clone();
-                async move {
-                    nats.connection_state() == async_nats::connection::State::Connected
-                        && sqlx::query("SELECT 1").execute(&pool).await.is_ok()
-                }
-            }))
+            .merge(buzz_telemetry::probe_router(ready))
             .fallback(|| async { operator::not_found("no such route") })
             .layer(axum::extract::DefaultBodyLimit::max(operator::MAX_BODY_BYTES))
             .layer(axum::middleware::from_fn(operator::contract_errors));
         let listener = tokio::net::TcpListener::bind(settings.listen).await?;
         let addr = listener.local_addr()?;
+        let admin = tokio::net::TcpListener::bind(settings.admin_listen).await?;
+        let admin_addr = admin.local_addr()?;
         let (lease_ms, nip_fi) = (settings.lease_ms, settings.nip_fi);
-        Ok(Self { addr, listener, router, nats, subjects, pool, lease_ms, nip_fi, registry })
+        Ok(Self {
+            addr,
+            listener,
+            router,
+            admin,
+            admin_addr,
+            admin_router,
+            nats,
+            subjects,
+            pool,
+            lease_ms,
+            nip_fi,
+            registry,
+        })
     }
 
     #[must_use]
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The bound admin address (`/metrics`, `/healthz`, `/readyz`).
+    #[must_use]
+    pub fn admin_addr(&self) -> SocketAddr {
+        self.admin_addr
     }
 
     /// Serves until `shutdown` is cancelled, then drains.
@@ -105,10 +131,12 @@ impl Application {
         );
         let http = axum::serve(self.listener, self.router)
             .with_graceful_shutdown(shutdown.clone().cancelled_owned());
-        tracing::info!(addr = %self.addr, "policy-service listening");
-        let (a, b) = tokio::join!(lease, http);
+        let admin = buzz_telemetry::serve_admin(self.admin, self.admin_router, shutdown.clone());
+        tracing::info!(addr = %self.addr, admin = %self.admin_addr, "policy-service listening");
+        let (a, b, c) = tokio::join!(lease, http, admin);
         a?;
         b?;
+        c?;
         self.nats.flush().await.ok();
         Ok(())
     }
@@ -116,29 +144,35 @@ impl Application {
 
 /// host → community, for gateways. Unknown hosts answer `community: None`. The read waits while
 /// an optional→required NIP-FI transition drains the host's leases (see `fi_store::lease`).
+/// Counted in `buzz_policy_leases_total` by outcome (`bound`, `unknown`, `error`).
 pub async fn handle_lease(
     pool: &sqlx::PgPool,
     lease_ms: u64,
     req: &LeaseRequest,
 ) -> Result<LeaseReply, buzz_bus::BusError> {
     let Some(host) = buzz_core::host::normalize_host(&req.host) else {
-        return Ok(LeaseReply { community: None, lease_ms });
+        metrics::counter!("buzz_policy_leases_total", "outcome" => "unknown").increment(1);
+        return Ok(LeaseReply { community: None, lease_ms: lease_ms.min(1000) });
     };
-    match fi_store::lease(pool, &host).await {
-        Ok(row) => {
-            let community = row.map(|c| buzz_bus::CommunityLease {
-                community_id: c.community_id,
-                host: c.host,
-                owner_pubkey: c.owner_pubkey,
-                requires_nip_fi: c.requires_nip_fi,
-                policy_generation: c.policy_generation,
-            });
-            // Optional leases last at most one second (the drain waits 1.1 s).
-            Ok(LeaseReply { community, lease_ms: lease_ms.min(1000) })
-        }
-        Err(e) => {
-            tracing::error!(error = %e, "host lease lookup failed");
-            Err(buzz_bus::BusError::unavailable("policy store unavailable"))
-        }
-    }
+    let answer = fi_store::lease(pool, &host).await.map(|row| {
+        let community = row.map(|c| buzz_bus::CommunityLease {
+            community_id: c.community_id,
+            host: c.host,
+            owner_pubkey: c.owner_pubkey,
+            requires_nip_fi: c.requires_nip_fi,
+            policy_generation: c.policy_generation,
+        });
+        // Optional leases last at most one second (the drain waits 1.1 s).
+        LeaseReply { community, lease_ms: lease_ms.min(1000) }
+    });
+    let outcome = match &answer {
+        Ok(LeaseReply { community: Some(_), .. }) => "bound",
+        Ok(LeaseReply { community: None, .. }) => "unknown",
+        Err(_) => "error",
+    };
+    metrics::counter!("buzz_policy_leases_total", "outcome" => outcome).increment(1);
+    answer.map_err(|e| {
+        tracing::error!(error = %e, "host lease lookup failed");
+        buzz_bus::BusError::unavailable("policy store unavailable")
+    })
 }

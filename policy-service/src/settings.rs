@@ -13,8 +13,11 @@ pub struct Settings {
     pub redis: buzz_http_auth::RedisConfig,
     pub nats_prefix: String,
     pub redis_prefix: String,
-    /// Operator API listener (also serves /healthz, /readyz, /metrics).
+    /// Operator API listener (also serves /healthz, /readyz).
     pub listen: SocketAddr,
+    /// The admin listener (`BUZZ_POLICY_ADMIN_ADDR`): `/metrics`, `/healthz`, `/readyz`, kept off
+    /// the operator API's port (and thus its Ingress).
+    pub admin_listen: SocketAddr,
     /// Keys allowed to sign operator requests.
     pub operator_pubkeys: Vec<String>,
     /// The origin operator NIP-98 `u` tags must name, e.g. `https://ops.example.com`.
@@ -37,6 +40,7 @@ impl Settings {
             nats_prefix: env_or("BUZZ_NATS_PREFIX", "buzz".to_owned())?,
             redis_prefix: env_or("BUZZ_REDIS_PREFIX", "buzz:".to_owned())?,
             listen: env_or("BUZZ_POLICY_ADDR", SocketAddr::from(([127, 0, 0, 1], 7070)))?,
+            admin_listen: env_or("BUZZ_POLICY_ADMIN_ADDR", SocketAddr::from(([127, 0, 0, 1], 7085)))?,
             operator_pubkeys,
             operator_origin: parse_origin(&origin)?,
             lease_ms: env_or("BUZZ_POLICY_LEASE_MS", 1000)?,

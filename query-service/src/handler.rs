@@ -6,6 +6,7 @@ use buzz_bus::{
 };
 use buzz_core::Limits;
 use sqlx::PgPool;
+use tracing::Instrument;
 
 use buzz_store::fragments::ReaderBinds;
 
@@ -65,13 +66,24 @@ impl Querier {
         } else {
             self.statement_timeout_ms
         };
-        let (mut tx, readable) =
-            self.open(&reader, budget_ms, artifact.is_some()).await.map_err(sql_error)?;
-        let plan = Plan { reader, readable, filters, artifact };
-        match req.kind {
-            QueryKind::Count => plan.count(&mut tx).await,
-            QueryKind::Page => plan.page(&mut tx, &self.limits, emit).await,
+        // The read-only transaction, as a client span of the trace (the SQL statements' time).
+        let span = tracing::info_span!(
+            "db.transaction",
+            db.system = "postgresql",
+            db.operation = "query",
+            otel.kind = "client"
+        );
+        async {
+            let (mut tx, readable) =
+                self.open(&reader, budget_ms, artifact.is_some()).await.map_err(sql_error)?;
+            let plan = Plan { reader, readable, filters, artifact };
+            match req.kind {
+                QueryKind::Count => plan.count(&mut tx).await,
+                QueryKind::Page => plan.page(&mut tx, &self.limits, emit).await,
+            }
         }
+        .instrument(span)
+        .await
     }
 
     /// Opens a query's transaction: one read-only snapshot (REPEATABLE READ, so every statement of

@@ -1,6 +1,6 @@
 //! Telemetry shared by every buzz-relay service: JSON logs with a `RUST_LOG` filter, OpenTelemetry
 //! traces over OTLP when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, Prometheus metrics, and the small
-//! admin router (`/healthz`, `/readyz`, `/metrics`) each service serves.
+//! admin router (`/healthz`, `/readyz`, `/metrics`) each service serves on its admin port.
 
 pub mod runtime;
 
@@ -82,12 +82,21 @@ fn otlp_provider(service: &'static str) -> anyhow::Result<Option<SdkTracerProvid
     Ok(Some(SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource).build()))
 }
 
+/// Histogram buckets (seconds) of every `*_seconds` metric: from a fast cached read (1 ms) to
+/// past the bus timeout (5 s). Buckets, not summaries, so that quantiles aggregate across pods
+/// (`histogram_quantile` over `sum by (le)`).
+pub const SECONDS_BUCKETS: [f64; 14] =
+    [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 1.5, 2.5, 5.0, 10.0];
+
 /// The process-wide Prometheus recorder (installed on first use).
 pub fn metrics_handle() -> PrometheusHandle {
     static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
     HANDLE
         .get_or_init(|| {
-            let recorder = PrometheusBuilder::new().build_recorder();
+            let builder = PrometheusBuilder::new();
+            // Only an empty bucket list is refused, and this one is not.
+            let builder = builder.set_buckets(&SECONDS_BUCKETS).unwrap_or_else(|_| PrometheusBuilder::new());
+            let recorder = builder.build_recorder();
             let handle = recorder.handle();
             // Another recorder may already be installed (tests); metrics then go there.
             let _ = metrics::set_global_recorder(recorder);
@@ -96,27 +105,44 @@ pub fn metrics_handle() -> PrometheusHandle {
         .clone()
 }
 
-/// `/healthz` (process alive), `/readyz` (from `ready`), `/metrics` (Prometheus text).
+/// `/healthz` (process alive), `/readyz` (from `ready`), `/metrics` (Prometheus text): what an
+/// admin listener serves, on a port of its own (never the public one).
 pub fn admin_router<F, Fut>(ready: F) -> Router
 where
     F: Fn() -> Fut + Clone + Send + Sync + 'static,
     Fut: std::future::Future<Output = bool> + Send + 'static,
 {
     let handle = metrics_handle();
-    Router::new()
-        .route("/healthz", get(|| async { "ok" }))
-        .route(
-            "/readyz",
-            get(move || {
-                let ready = ready.clone();
-                async move {
-                    if ready().await {
-                        (StatusCode::OK, "ready")
-                    } else {
-                        (StatusCode::SERVICE_UNAVAILABLE, "not ready")
-                    }
+    probe_router(ready).route("/metrics", get(move || std::future::ready(handle.render())))
+}
+
+/// `/healthz` and `/readyz` alone: what a public listener (gateway, operator API) serves besides
+/// its own routes, so that load balancers can probe it while metrics stay on the admin port.
+pub fn probe_router<F, Fut>(ready: F) -> Router
+where
+    F: Fn() -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = bool> + Send + 'static,
+{
+    Router::new().route("/healthz", get(|| async { "ok" })).route(
+        "/readyz",
+        get(move || {
+            let ready = ready.clone();
+            async move {
+                if ready().await {
+                    (StatusCode::OK, "ready")
+                } else {
+                    (StatusCode::SERVICE_UNAVAILABLE, "not ready")
                 }
-            }),
-        )
-        .route("/metrics", get(move || std::future::ready(handle.render())))
+            }
+        }),
+    )
+}
+
+/// Serves `router` on `listener` until `stop` is cancelled (an admin listener's loop).
+pub async fn serve_admin(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    stop: tokio_util::sync::CancellationToken,
+) -> std::io::Result<()> {
+    axum::serve(listener, router).with_graceful_shutdown(stop.cancelled_owned()).await
 }

@@ -60,6 +60,9 @@ pub struct Cluster {
     pub policy: SocketAddr,
     /// Every policy-service replica's operator listener (`policy` is the first).
     pub policies: Vec<SocketAddr>,
+    /// Admin listeners (`/metrics`, probes): gateways in `gateways` order, then the policy-service.
+    pub gateway_admins: Vec<SocketAddr>,
+    pub policy_admin: SocketAddr,
     pub operator: Keys,
     /// A second allowlisted operator key.
     pub operator2: Keys,
@@ -124,7 +127,7 @@ impl Cluster {
         let loopback0 = SocketAddr::from(([127, 0, 0, 1], 0));
         let mut tasks = Vec::new();
 
-        let mut policies = Vec::new();
+        let (mut policies, mut policy_admins) = (Vec::new(), Vec::new());
         for _ in 0..opts.policy_replicas.max(1) {
             // The operator origin must be known before binding; bind first, then tell the settings.
             let probe = std::net::TcpListener::bind(loopback0).unwrap();
@@ -141,6 +144,7 @@ impl Cluster {
                 nats_prefix: nats_prefix.clone(),
                 redis_prefix: redis_prefix.clone(),
                 listen: policy_addr,
+                admin_listen: loopback0,
                 operator_pubkeys: vec![operator.public_hex(), operator2.public_hex()],
                 operator_origin: format!("http://{policy_addr}"),
                 lease_ms: 1000,
@@ -148,6 +152,7 @@ impl Cluster {
             })
             .await
             .expect("policy-service");
+            policy_admins.push(policy.admin_addr());
             tasks.push(tokio::spawn(policy.run(shutdown.clone())));
             policies.push(policy_addr);
         }
@@ -196,7 +201,7 @@ impl Cluster {
         for _ in 0..opts.snapshots {
             snapshot_replicas.push(spawn_snapshot(&snapshot_settings, &shutdown).await);
         }
-        let mut gateways = Vec::new();
+        let (mut gateways, mut gateway_admins) = (Vec::new(), Vec::new());
         for _ in 0..opts.gateways {
             let mut settings = buzz_gateway::Settings::local(
                 &nats_url,
@@ -212,6 +217,7 @@ impl Cluster {
             let app =
                 buzz_gateway::Application::build(settings, gateway_shutdown.clone()).await.expect("gateway");
             gateways.push(app.addr());
+            gateway_admins.push(app.admin_addr());
             tasks.push(tokio::spawn(app.run()));
         }
         let cluster = Self {
@@ -223,6 +229,8 @@ impl Cluster {
             gateways,
             policy: policies[0],
             policies,
+            gateway_admins,
+            policy_admin: policy_admins[0],
             operator,
             operator2,
             relay,

@@ -58,10 +58,12 @@ async fn every_gateway_serves_health_readiness_and_prometheus_metrics() {
     let mut a = WsClient::authed(cluster.gateways[0], &team.host, &alice).await;
     assert!(a.publish(&create_channel(&alice, Uuid::new_v4(), "general", "open")).await.0);
     let http = reqwest::Client::new();
-    for g in &cluster.gateways {
+    for (g, admin) in cluster.gateways.iter().zip(&cluster.gateway_admins) {
         assert_eq!(http.get(format!("http://{g}/healthz")).send().await.unwrap().status(), 200);
         assert_eq!(http.get(format!("http://{g}/readyz")).send().await.unwrap().status(), 200);
-        let metrics = http.get(format!("http://{g}/metrics")).send().await.unwrap().text().await.unwrap();
+        // Metrics are on the admin port only, never on the public (tenant) one.
+        assert_eq!(http.get(format!("http://{g}/metrics")).send().await.unwrap().status(), 404);
+        let metrics = http.get(format!("http://{admin}/metrics")).send().await.unwrap().text().await.unwrap();
         assert!(metrics.contains("buzz_gateway_events_total"), "{metrics}");
     }
     let policy = http.get(format!("http://{}/readyz", cluster.policy)).send().await.unwrap();

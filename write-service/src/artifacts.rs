@@ -50,7 +50,10 @@ pub const STALE_PREV: &str = "prev is not the current revision";
 pub const IDENTITY_TAKEN: &str = "artifact identity is taken";
 pub const DELETED: &str = "artifact is deleted; only restore is accepted";
 
-fn conflict(message: &str) -> WriteError {
+/// A compare-and-set refusal, counted in `buzz_write_cas_conflicts_total` by `reason`
+/// (`stale_prev`, `unknown_artifact`, `identity_taken`): a rise means clients edit from stale state.
+fn conflict(message: &str, reason: &'static str) -> WriteError {
+    metrics::counter!("buzz_write_cas_conflicts_total", "reason" => reason).increment(1);
     WriteError::new(ErrorCode::Conflict, message)
 }
 
@@ -111,7 +114,7 @@ pub async fn write_revision(
     };
     if let Some(row) = &current {
         if env.prev.as_deref() != Some(row.current_revision.as_str()) {
-            return Err(conflict(STALE_PREV));
+            return Err(conflict(STALE_PREV, "stale_prev"));
         }
         check_transition(&env, row)?;
     }
@@ -146,11 +149,11 @@ async fn identify(
         if sql::accepted(tx, community, &event.id).await? {
             return Ok(Identity::Duplicate);
         }
-        return Err(conflict(IDENTITY_TAKEN));
+        return Err(conflict(IDENTITY_TAKEN, "identity_taken"));
     }
     let Some(row) = sql::lock(tx, community, env.d).await? else {
         // An unknown d has no current revision to name: the same answer as a stale prev.
-        return Err(conflict(STALE_PREV));
+        return Err(conflict(STALE_PREV, "unknown_artifact"));
     };
     if sql::accepted(tx, community, &event.id).await? {
         return Ok(Identity::Duplicate);

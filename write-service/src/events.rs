@@ -14,6 +14,11 @@ use crate::store;
 /// Writes one client event in one transaction: admission (community active, duplicate,
 /// membership), the event family's checks and changes, the access version and bans its live
 /// events carry; commits before answering.
+#[tracing::instrument(
+    name = "db.transaction",
+    skip_all,
+    fields(db.system = "postgresql", db.operation = "write_event", otel.kind = "client")
+)]
 pub async fn write_event(
     pool: &PgPool,
     community: Uuid,

@@ -32,10 +32,22 @@ pub struct Writer {
 }
 
 impl Writer {
-    /// Handles one write request: decide and commit, then publish, then answer.
+    /// Handles one write request: decide and commit, then publish, then answer. Every answer,
+    /// refusals included, is timed and counted (`buzz_write_seconds`, `buzz_writes_total`).
     pub async fn handle(&self, req: WriteRequest) -> WriteReply {
         let started = std::time::Instant::now();
-        let reply = match req {
+        let reply = self.apply(req).await;
+        let outcome = match &reply {
+            Ok(_) => "ok",
+            Err(e) => e.code.as_str(),
+        };
+        metrics::histogram!("buzz_write_seconds").record(started.elapsed().as_secs_f64());
+        metrics::counter!("buzz_writes_total", "outcome" => outcome).increment(1);
+        reply
+    }
+
+    async fn apply(&self, req: WriteRequest) -> WriteReply {
+        match req {
             WriteRequest::Event { community_id, actor, event } => {
                 let relay = shared::Relay { keys: &self.relay };
                 let accepted = events::write_event(&self.pool, community_id, &actor, event, &relay).await?;
@@ -76,11 +88,7 @@ impl Writer {
             WriteRequest::MarkRead { community_id, actor, channel_id, up_to } => {
                 Ok(read_model::mark_read(&self.pool, community_id, &actor, channel_id, &up_to).await?)
             }
-        };
-        metrics::histogram!("buzz_write_seconds").record(started.elapsed().as_secs_f64());
-        metrics::counter!("buzz_writes_total", "ok" => if reply.is_ok() { "true" } else { "false" })
-            .increment(1);
-        reply
+        }
     }
 
     async fn publish<T: serde::Serialize>(&self, subject: String, body: &T) {

@@ -43,6 +43,11 @@ async fn begin_as_manager(
 }
 
 /// `POST /api/members`: grants `role` to `pubkey` when the actor's role may (see [`may_grant`]).
+#[tracing::instrument(
+    name = "db.transaction",
+    skip_all,
+    fields(db.system = "postgresql", db.operation = "put_member", otel.kind = "client")
+)]
 pub async fn put_member(
     pool: &PgPool,
     community: Uuid,
@@ -64,6 +69,11 @@ pub async fn put_member(
 
 /// `DELETE /api/members/{pubkey}`: owners remove anyone but the owner, admins remove members.
 /// True when a membership was removed.
+#[tracing::instrument(
+    name = "db.transaction",
+    skip_all,
+    fields(db.system = "postgresql", db.operation = "remove_member", otel.kind = "client")
+)]
 pub async fn remove_member(pool: &PgPool, community: Uuid, actor: &Actor, pubkey: &str) -> WriteResult<bool> {
     let (mut tx, me) = begin_as_manager(pool, community, actor, pubkey).await?;
     let target = buzz_store::access::community_role(&mut tx, community, pubkey).await?;

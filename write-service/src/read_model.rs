@@ -116,6 +116,11 @@ async fn advance_marker(
 /// write needs `messages:read`, not `messages:write`: it changes only the caller's own state);
 /// `up_to` must be a stored, visible kind-9 message of that channel. The marker never moves back;
 /// `duplicate` is true when it was already at or past `up_to`.
+#[tracing::instrument(
+    name = "db.transaction",
+    skip_all,
+    fields(db.system = "postgresql", db.operation = "mark_read", otel.kind = "client")
+)]
 pub async fn mark_read(
     pool: &PgPool,
     community: Uuid,

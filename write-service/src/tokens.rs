@@ -67,6 +67,11 @@ fn scope_name(s: Scope) -> &'static str {
     }
 }
 
+#[tracing::instrument(
+    name = "db.transaction",
+    skip_all,
+    fields(db.system = "postgresql", db.operation = "issue", otel.kind = "client")
+)]
 pub async fn issue(
     pool: &PgPool,
     community: Uuid,

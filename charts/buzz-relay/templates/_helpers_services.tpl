@@ -1,10 +1,14 @@
-{{/* Per-service facts the values do not carry: binary, the variable naming its listener, and
+{{/* Per-service facts the values do not carry: binary, the variables naming its public listener
+     (gateway and policy only) and its admin listener (every service: /metrics and probes), and
      which dependencies it uses. */}}
 {{- define "buzz.binary" -}}
 {{- get (dict "gateway" "buzz-gateway" "write" "buzz-write" "query" "buzz-query" "snapshot" "buzz-snapshot" "policy" "buzz-policy") . -}}
 {{- end -}}
 {{- define "buzz.listenEnv" -}}
-{{- get (dict "gateway" "BUZZ_GATEWAY_ADDR" "write" "BUZZ_WRITE_ADMIN_ADDR" "query" "BUZZ_QUERY_ADMIN_ADDR" "snapshot" "BUZZ_SNAPSHOT_ADMIN_ADDR" "policy" "BUZZ_POLICY_ADDR") . -}}
+{{- get (dict "gateway" "BUZZ_GATEWAY_ADDR" "policy" "BUZZ_POLICY_ADDR") . -}}
+{{- end -}}
+{{- define "buzz.adminEnv" -}}
+{{- get (dict "gateway" "BUZZ_GATEWAY_ADMIN_ADDR" "write" "BUZZ_WRITE_ADMIN_ADDR" "query" "BUZZ_QUERY_ADMIN_ADDR" "snapshot" "BUZZ_SNAPSHOT_ADMIN_ADDR" "policy" "BUZZ_POLICY_ADMIN_ADDR") . -}}
 {{- end -}}
 {{- define "buzz.usesDatabase" -}}
 {{- if has . (list "write" "query" "policy") }}true{{ end -}}

@@ -228,16 +228,53 @@ def test_monitoring_objects_and_dashboard_name_only_metrics_the_code_exports():
     exported = {m.strip('"') for m in source.split()}
     for expr in exprs:
         for metric in re.findall(r"\bbuzz_[a-z_]+", expr):
-            assert metric in exported, (metric, "is not exported by any service")
+            # A histogram's series are its name plus _bucket, _sum and _count.
+            base = re.sub(r"_(bucket|sum|count)$", "", metric)
+            assert metric in exported or (base in exported and base.endswith("_seconds")), (
+                metric, "is not exported by any service")
     operations = open(os.path.join(ROOT, "docs", "operations.md"), encoding="utf-8").read()
     for rule in rules:
         assert rule["alert"] in operations, (rule["alert"], "is not explained in docs/operations.md")
+
+
+def test_metrics_have_their_own_port_and_never_the_public_one():
+    docs = render(PRODUCTION)
+    admin_env = {"gateway": "BUZZ_GATEWAY_ADMIN_ADDR", "write": "BUZZ_WRITE_ADMIN_ADDR",
+                 "query": "BUZZ_QUERY_ADMIN_ADDR", "snapshot": "BUZZ_SNAPSHOT_ADMIN_ADDR",
+                 "policy": "BUZZ_POLICY_ADMIN_ADDR"}
+    public = {"gateway": ("BUZZ_GATEWAY_ADDR", 7777), "policy": ("BUZZ_POLICY_ADDR", 7070)}
+    services = by_kind(docs, "Service")
+    for name, dep in by_kind(docs, "Deployment").items():
+        service = name.removeprefix("buzz-")
+        c = dep["spec"]["template"]["spec"]["containers"][0]
+        ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+        env = env_of(c)
+        assert env[admin_env[service]]["value"] == f"0.0.0.0:{ports['metrics']}", name
+        assert c["readinessProbe"]["httpGet"]["port"] == "metrics", name
+        svc_ports = {p["name"]: p["port"] for p in services[name]["spec"]["ports"]}
+        if service in public:
+            var, port = public[service]
+            assert env[var]["value"] == f"0.0.0.0:{port}" and ports["http"] == port, name
+            assert ports["metrics"] != port, name
+            assert svc_ports == {"http": port, "metrics": ports["metrics"]}, name
+        else:
+            assert set(ports) == {"metrics"} and set(svc_ports) == {"metrics"}, name
+    monitor = by_kind(docs, "ServiceMonitor")["buzz"]
+    assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["metrics"]
+    for ingress in by_kind(docs, "Ingress").values():
+        for rule in ingress["spec"]["rules"]:
+            for path in rule["http"]["paths"]:
+                assert path["backend"]["service"]["port"] == {"name": "http"}, ingress["metadata"]["name"]
+    assert "adminPort" in render_error(merged(VALUES, {"services": {"gateway": {"adminPort": 0}}}))
 
 
 def test_network_policies_admit_only_the_configured_peers():
     pols = by_kind(render(PRODUCTION), "NetworkPolicy")
     assert set(pols) == {f"buzz-{s}" for s in SERVICES}
     assert len(pols["buzz-write"]["spec"]["ingress"]) == 1, "write takes scrapes only"
+    assert pols["buzz-write"]["spec"]["ingress"][0]["ports"] == [{"port": "metrics"}]
+    # Tenants (through the ingress controller) reach the gateway's http port, not its metrics.
+    assert pols["buzz-gateway"]["spec"]["ingress"][1]["ports"] == [{"port": "http"}]
     gw_from = pols["buzz-gateway"]["spec"]["ingress"][1]["from"]
     assert {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ingress-nginx"}}} in gw_from
 

@@ -7,6 +7,7 @@
 //! table and the pure rules of live delivery.
 
 mod auth;
+mod meter;
 mod outbound;
 pub(crate) mod query;
 mod reads;

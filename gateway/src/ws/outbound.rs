@@ -37,6 +37,13 @@ pub enum Frame {
 }
 
 impl Frame {
+    /// A relay message as text, counted in the gateway's message metrics (`meter`).
+    #[must_use]
+    pub fn reply(msg: &RelayMessage) -> Self {
+        super::meter::message_out(msg);
+        Frame::Text(msg.to_json())
+    }
+
     /// Bytes this frame puts on the wire (its payload), what the queue limit counts.
     fn len(&self) -> usize {
         match self {
@@ -136,6 +143,9 @@ impl Outbound {
     }
 
     fn send(&self, frame: Frame, len: usize) -> bool {
+        if matches!(frame, Frame::Event { .. }) {
+            super::meter::live_event_out();
+        }
         gauge_add(len);
         if self.tx.send(frame).is_err() {
             self.shared.queued.fetch_sub(len, Ordering::AcqRel);

@@ -175,12 +175,12 @@ impl Session {
     /// Queues `msg` without waiting; a queue over its byte limit ends the socket as too slow.
     /// (Async so that handlers read the same whichever way a message leaves.)
     pub(super) async fn send(&self, msg: RelayMessage) {
-        self.out.push(Frame::Text(msg.to_json()));
+        self.out.push(Frame::reply(&msg));
     }
 
     /// Queues part of a REQ/COUNT answer; the loop paces these (see `Outbound::push_paced`).
     pub(super) fn answer(&self, msg: RelayMessage) {
-        self.out.push_paced(Frame::Text(msg.to_json()));
+        self.out.push_paced(Frame::reply(&msg));
     }
 
     async fn close(&self, code: u16, reason: &str) {
@@ -201,7 +201,9 @@ impl Session {
             self.expire().await;
         }
         let state = self.state.clone();
-        match ClientMessage::parse(text, &state.settings.limits) {
+        let parsed = ClientMessage::parse(text, &state.settings.limits);
+        super::meter::message_in(&parsed);
+        match parsed {
             Ok(ClientMessage::Event(event)) => self.on_event(*event).await,
             Ok(ClientMessage::Req { sub_id, filters }) => self.on_req(sub_id, filters, QueryKind::Page).await,
             Ok(ClientMessage::Count { sub_id, filters }) => {

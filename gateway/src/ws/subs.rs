@@ -18,6 +18,8 @@ pub struct Sub {
     /// Distinguishes this REQ from an earlier one with the same id.
     pub generation: u64,
     pub pending: Option<Pending>,
+    /// Counts this subscription in `buzz_gateway_subscriptions` while it lives.
+    _gauge: super::meter::SubscriptionGauge,
 }
 
 /// Most live events held for one subscription before `EOSE`; beyond that the subscription is
@@ -40,7 +42,10 @@ impl Subs {
         self.next_generation += 1;
         let generation = self.next_generation;
         let pending = Some(Pending { buffer: Vec::new(), sent: HashSet::new() });
-        self.map.insert(id.to_owned(), Sub { filters, generation, pending });
+        self.map.insert(
+            id.to_owned(),
+            Sub { filters, generation, pending, _gauge: super::meter::SubscriptionGauge::open() },
+        );
         Some(generation)
     }
 

@@ -32,7 +32,7 @@ impl Session {
             let _permit = permit;
             let id = event.id.clone();
             if let Err(message) = state.rate.check(community_id, &actor.pubkey).await {
-                out.push(Frame::Text(RelayMessage::Ok { id, accepted: false, message }.to_json()));
+                out.push(Frame::reply(&RelayMessage::Ok { id, accepted: false, message }));
                 return;
             }
             let (accepted, message) = match verify(event, false).await {
@@ -54,7 +54,7 @@ impl Session {
                 }
             };
             metrics::counter!("buzz_gateway_events_total", "accepted" => if accepted { "true" } else { "false" }).increment(1);
-            out.push(Frame::Text(RelayMessage::Ok { id, accepted, message }.to_json()));
+            out.push(Frame::reply(&RelayMessage::Ok { id, accepted, message }));
         }.instrument(span));
     }
 }
