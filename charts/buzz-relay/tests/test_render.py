@@ -24,6 +24,8 @@ SERVICES = ["gateway", "write", "query", "snapshot", "policy"]
 VALUES = {"operator": {"pubkeys": "a" * 64, "apiOrigin": "https://ops.example.com"}}
 with open(os.path.join(CHART, "ci", "production-values.yaml"), encoding="utf-8") as f:
     PRODUCTION = yaml.safe_load(f)
+with open(os.path.join(CHART, "ci", "in-cluster-values.yaml"), encoding="utf-8") as f:
+    IN_CLUSTER = yaml.safe_load(f)
 CRD_KINDS = {"ServiceMonitor", "PrometheusRule"}
 
 
@@ -80,7 +82,7 @@ def env_of(container):
 
 
 def test_lint_is_strict_clean_for_oldest_and_newest_kubernetes():
-    for values in (VALUES, PRODUCTION):
+    for values in (VALUES, PRODUCTION, IN_CLUSTER):
         for kube in KUBE_VERSIONS:
             result = helm_python.lint(CHART, values, strict=True, kube_version=kube)
             # Helm severities: 1 info, 2 warning, 3 error. Warnings fail too.
@@ -89,7 +91,7 @@ def test_lint_is_strict_clean_for_oldest_and_newest_kubernetes():
 
 
 def test_every_manifest_is_valid_kubernetes_for_oldest_and_newest_versions():
-    for values in (VALUES, PRODUCTION):
+    for values in (VALUES, PRODUCTION, IN_CLUSTER):
         for kube in KUBE_VERSIONS:
             for path, doc in render(values):
                 if doc["kind"] in CRD_KINDS:
@@ -295,6 +297,42 @@ def test_production_values_run_three_gateways_over_tls():
     hpa = by_kind(render(PRODUCTION), "HorizontalPodAutoscaler")["buzz-gateway"]
     assert hpa["spec"]["minReplicas"] >= 3
     assert "replicas" not in deps["buzz-gateway"]["spec"]
+
+
+def dep_file(name):
+    with open(os.path.join(CHART, "deps", name), encoding="utf-8") as f:
+        return yaml.safe_load(f)
+
+
+def test_in_cluster_values_name_exactly_what_the_dependency_files_create():
+    nats, redis, pg = dep_file("nats-values.yaml"), dep_file("redis-values.yaml"), dep_file("postgres-cluster.yaml")
+    # NATS core only, over TLS, and the service name the official chart derives from fullnameOverride.
+    assert nats["config"]["jetstream"]["enabled"] is False
+    assert nats["config"]["nats"]["tls"]["enabled"] is True
+    assert IN_CLUSTER["nats"]["url"] == f"tls://{nats['fullnameOverride']}:4222"
+    assert IN_CLUSTER["nats"]["caSecret"] == nats["config"]["nats"]["tls"]["secretName"]
+    # Bitnami Redis: standalone primary `<fullname>-master`, TLS, nothing kept across restarts.
+    assert redis["architecture"] == "standalone" and redis["tls"]["enabled"] is True
+    assert IN_CLUSTER["redis"]["url"].startswith(f"rediss://{redis['fullnameOverride']}-master:")
+    assert IN_CLUSTER["redis"]["caSecret"] == redis["tls"]["existingSecret"]
+    # CloudNativePG: the operator's `<cluster>-app` Secret (key `uri`) and `<cluster>-ca` Secret.
+    assert pg["kind"] == "Cluster" and pg["apiVersion"].startswith("postgresql.cnpg.io/")
+    name = pg["metadata"]["name"]
+    assert IN_CLUSTER["database"]["existingSecret"] == f"{name}-app"
+    assert IN_CLUSTER["database"]["urlKey"] == "uri"
+    assert IN_CLUSTER["database"]["caSecret"] == f"{name}-ca"
+    assert int(pg["spec"]["postgresql"]["parameters"]["max_connections"]) == IN_CLUSTER["database"]["maxConnections"]
+    deps = by_kind(render(merged(VALUES, IN_CLUSTER)), "Deployment")
+    with_db = set()
+    for dep_name, dep in deps.items():
+        env = env_of(dep["spec"]["template"]["spec"]["containers"][0])
+        assert env["NATS_URL"]["value"] == "tls://nats:4222", dep_name
+        if "DATABASE_URL" in env:
+            ref = env["DATABASE_URL"]["valueFrom"]["secretKeyRef"]
+            assert (ref["name"], ref["key"]) == (f"{name}-app", "uri"), dep_name
+            assert env["PGSSLMODE"]["value"] == "verify-full", dep_name
+            with_db.add(dep_name)
+    assert {"buzz-write", "buzz-query", "buzz-policy"} <= with_db, with_db
 
 
 def test_operator_settings_are_required():
