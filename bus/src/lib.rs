@@ -11,6 +11,6 @@ pub mod subjects;
 pub mod trace;
 
 pub use error::{BusError, ErrorCode};
-pub use nats::NatsConfig;
+pub use nats::{NatsArgs, NatsConfig};
 pub use payload::*;
 pub use subjects::Subjects;

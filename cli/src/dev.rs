@@ -32,6 +32,12 @@ pub struct DevArgs {
     /// Where the local relay, operator and owner keys are kept between runs.
     #[arg(long, env = "BUZZ_DEV_DIR", default_value = ".dev")]
     dir: PathBuf,
+    // The gateway's write rate limits (`BUZZ_RATE_*`), e.g. raised for load runs.
+    #[command(flatten)]
+    rate: buzz_gateway::settings::RateLimitArgs,
+    // The gateway's slow and idle peer settings (`BUZZ_OUTBOUND_QUEUE_BYTES`, ...).
+    #[command(flatten)]
+    connections: buzz_gateway::settings::ConnectionLimitArgs,
 }
 
 /// The five services, built (listeners bound) but not yet serving.
@@ -164,7 +170,7 @@ async fn build_gateway(
         keys.relay.public_hex(),
     );
     gw.listen = args.gateway_addr;
-    let gw = gw.rate_limits_from_env()?.connection_limits_from_env()?;
+    let gw = gw.with_rate_limits(&args.rate).with_connection_limits(&args.connections);
     buzz_gateway::Application::build(gw, shutdown).await
 }
 

@@ -3,7 +3,7 @@
 
 mod redis;
 
-pub use redis::{connect_redis, RedisConfig};
+pub use redis::{connect_redis, RedisArgs, RedisConfig};
 use std::time::Duration;
 
 use axum::response::{IntoResponse, Response};

@@ -2,30 +2,14 @@
 //! transport") over shared Redis. This first part connects to Redis and NATS and serves health
 //! and metrics; the transport itself lands with its own issue.
 
+pub mod settings;
+
 use std::net::SocketAddr;
 
-use buzz_telemetry::runtime::env_or;
 use fred::interfaces::ClientLike;
 use tokio_util::sync::CancellationToken;
 
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// NATS URL, CA and credentials files (`NATS_URL`, `NATS_CA_FILE`, `NATS_CREDS_FILE`).
-    pub nats: buzz_bus::NatsConfig,
-    /// Redis URL and CA file (`REDIS_URL`, `REDIS_CA_FILE`).
-    pub redis: buzz_http_auth::RedisConfig,
-    pub admin_listen: SocketAddr,
-}
-
-impl Settings {
-    pub fn from_env() -> anyhow::Result<Self> {
-        Ok(Self {
-            nats: buzz_bus::NatsConfig::from_env()?,
-            redis: buzz_http_auth::RedisConfig::from_env().map_err(anyhow::Error::msg)?,
-            admin_listen: env_or("BUZZ_SNAPSHOT_ADMIN_ADDR", SocketAddr::from(([127, 0, 0, 1], 7083)))?,
-        })
-    }
-}
+pub use settings::Settings;
 
 pub struct Application {
     nats: async_nats::Client,
