@@ -6,6 +6,7 @@
 
 pub mod client;
 pub mod cluster;
+pub mod helpers;
 pub mod processes;
 pub mod seed;
 
