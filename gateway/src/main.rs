@@ -1,3 +1,5 @@
+//! `buzz-gateway`: settings, telemetry, then the `Application` until SIGTERM or SIGINT.
+
 use buzz_gateway::{Application, Settings};
 
 #[tokio::main]

@@ -1,3 +1,5 @@
+//! `buzz-policy`: settings, telemetry, then the `Application` until SIGTERM or SIGINT.
+
 use buzz_policy::{Application, Settings};
 
 #[tokio::main]

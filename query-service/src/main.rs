@@ -1,3 +1,5 @@
+//! `buzz-query`: settings, telemetry, then the `Application` until SIGTERM or SIGINT.
+
 use buzz_query::{Application, Settings};
 
 #[tokio::main]

@@ -1,3 +1,5 @@
+//! `buzz-snapshot`: settings, telemetry, then the `Application` until SIGTERM or SIGINT.
+
 use buzz_snapshot::{Application, Settings};
 
 #[tokio::main]

@@ -1,3 +1,5 @@
+//! `buzz-write`: settings, telemetry, then the `Application` until SIGTERM or SIGINT.
+
 use buzz_write::{Application, Settings};
 
 #[tokio::main]
