@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use settings::Settings;
 
+/// The snapshot-service: its Redis and NATS connections and admin listener.
 pub struct Application {
     nats: async_nats::Client,
     redis: fred::clients::Pool,
@@ -19,6 +20,7 @@ pub struct Application {
 }
 
 impl Application {
+    /// Connects to Redis and NATS and binds the admin listener.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let redis = buzz_http_auth::connect_redis(&settings.redis, 2).await?;
         let nats = buzz_bus::serve::connect(&settings.nats, "buzz-snapshot").await?;
@@ -27,11 +29,13 @@ impl Application {
         Ok(Self { nats, redis, admin, admin_addr })
     }
 
+    /// The bound admin address (port 0 resolved).
     #[must_use]
     pub fn admin_addr(&self) -> SocketAddr {
         self.admin_addr
     }
 
+    /// Serves health and metrics until `shutdown`.
     pub async fn run(self, shutdown: CancellationToken) -> anyhow::Result<()> {
         let redis = self.redis.clone();
         let nats = self.nats.clone();
