@@ -17,10 +17,18 @@ pub struct NatsConfig {
     pub creds_file: Option<PathBuf>,
 }
 
+/// Why [`connect`] failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
+    /// The credentials file could not be read.
     #[error("cannot read NATS credentials file {path}: {source}")]
-    Credentials { path: String, source: std::io::Error },
+    Credentials {
+        /// The file named by `NATS_CREDS_FILE`.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The server refused or could not be reached.
     #[error("cannot connect to NATS: {0}")]
     Nats(#[from] async_nats::ConnectError),
 }
