@@ -1,6 +1,9 @@
 //! The bus of buzz-relay: NATS subjects, versioned payloads, the error code enum and trace context
 //! carried in NATS headers.
 
+// Not every public item is documented yet (issue 9: payloads, errors, handlers); remove once they are.
+#![allow(missing_docs)]
+
 pub mod chat;
 pub mod error;
 pub mod latency;
@@ -15,7 +18,7 @@ pub mod trace;
 
 pub use chat::*;
 pub use error::{BusError, ErrorCode};
-pub use nats::NatsConfig;
+pub use nats::{NatsArgs, NatsConfig};
 pub use payload::*;
 pub use subjects::Subjects;
 

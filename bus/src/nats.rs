@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use buzz_telemetry::settings::{existing_file, trimmed};
+
 /// Where and how to connect to NATS, read once at start-up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NatsConfig {
@@ -15,18 +17,18 @@ pub struct NatsConfig {
     pub creds_file: Option<PathBuf>,
 }
 
-/// A setting that cannot work, named so that start-up can say which.
-#[derive(Debug, thiserror::Error)]
-#[error("invalid value for {name}: {reason}")]
-pub struct SettingError {
-    pub name: &'static str,
-    pub reason: String,
-}
-
+/// Why [`connect`] failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
+    /// The credentials file could not be read.
     #[error("cannot read NATS credentials file {path}: {source}")]
-    Credentials { path: String, source: std::io::Error },
+    Credentials {
+        /// The file named by `NATS_CREDS_FILE`.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The server refused or could not be reached.
     #[error("cannot connect to NATS: {0}")]
     Nats(#[from] async_nats::ConnectError),
 }
@@ -38,17 +40,6 @@ impl NatsConfig {
         Self { url: url.into(), ca_file: None, creds_file: None }
     }
 
-    /// `NATS_URL` (default `nats://127.0.0.1:4222`), `NATS_CA_FILE`, `NATS_CREDS_FILE`. A file that is
-    /// named but missing stops start-up here rather than at the first reconnect.
-    pub fn from_env() -> Result<Self, SettingError> {
-        let url = env_value("NATS_URL").unwrap_or_else(|| "nats://127.0.0.1:4222".to_owned());
-        Ok(Self {
-            url,
-            ca_file: existing_file("NATS_CA_FILE")?,
-            creds_file: existing_file("NATS_CREDS_FILE")?,
-        })
-    }
-
     /// True when the connection must be encrypted: a `tls://` URL or a CA file.
     #[must_use]
     pub fn requires_tls(&self) -> bool {
@@ -56,18 +47,26 @@ impl NatsConfig {
     }
 }
 
-fn env_value(name: &str) -> Option<String> {
-    std::env::var(name).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+/// The NATS settings every service takes (flattened into its clap `Parser`): `NATS_URL`,
+/// `NATS_CA_FILE`, `NATS_CREDS_FILE`. A file that is named but missing stops start-up here rather
+/// than at the first reconnect.
+#[derive(Debug, Clone, clap::Args)]
+pub struct NatsArgs {
+    /// NATS server URL, or a comma-separated list; `tls://` requires TLS
+    #[arg(long, env = "NATS_URL", hide_env_values = true, default_value = "nats://127.0.0.1:4222", value_parser = trimmed::<String>)]
+    nats_url: String,
+    /// PEM CA bundle for the NATS server certificate; setting it requires TLS
+    #[arg(long, env = "NATS_CA_FILE", value_parser = existing_file)]
+    nats_ca_file: Option<PathBuf>,
+    /// NATS credentials file (user JWT + nkey seed)
+    #[arg(long, env = "NATS_CREDS_FILE", value_parser = existing_file)]
+    nats_creds_file: Option<PathBuf>,
 }
 
-/// The path in `name`, which must name an existing file when set.
-pub fn existing_file(name: &'static str) -> Result<Option<PathBuf>, SettingError> {
-    let Some(value) = env_value(name) else { return Ok(None) };
-    let path = PathBuf::from(&value);
-    if !path.is_file() {
-        return Err(SettingError { name, reason: format!("{value:?} is not a readable file") });
+impl From<NatsArgs> for NatsConfig {
+    fn from(a: NatsArgs) -> Self {
+        Self { url: a.nats_url, ca_file: a.nats_ca_file, creds_file: a.nats_creds_file }
     }
-    Ok(Some(path))
 }
 
 /// Connects with a name that shows in server monitoring, over TLS when [`NatsConfig::requires_tls`].
@@ -101,12 +100,20 @@ mod tests {
         assert!(with_ca.requires_tls());
     }
 
+    #[derive(Debug, clap::Parser)]
+    struct Args {
+        #[command(flatten)]
+        nats: NatsArgs,
+    }
+
     #[test]
-    fn a_missing_file_names_the_variable() {
-        // Unique name: tests in this crate share one process.
-        std::env::set_var("BUZZ_TEST_NATS_MISSING_FILE", "/nonexistent/ca.pem");
-        let err = existing_file("BUZZ_TEST_NATS_MISSING_FILE").unwrap_err().to_string();
-        assert!(err.contains("BUZZ_TEST_NATS_MISSING_FILE") && err.contains("/nonexistent/ca.pem"), "{err}");
-        assert_eq!(existing_file("BUZZ_TEST_NATS_UNSET_FILE").unwrap(), None);
+    fn nats_settings_are_trimmed_and_a_missing_file_is_refused() {
+        let a: Args = buzz_telemetry::settings::parse(["t", "--nats-url", " nats://a:4222 "]).unwrap();
+        assert_eq!(NatsConfig::from(a.nats), NatsConfig::new("nats://a:4222"));
+        let a: Args = buzz_telemetry::settings::parse(["t", "--nats-url", "tls://n:4222"]).unwrap();
+        assert!(NatsConfig::from(a.nats).requires_tls());
+        let err = buzz_telemetry::settings::parse::<Args>(["t", "--nats-ca-file", "/nonexistent/ca.pem"]);
+        let err = err.unwrap_err().to_string();
+        assert!(err.contains("/nonexistent/ca.pem") && err.contains("not a readable file"), "{err}");
     }
 }

@@ -15,7 +15,9 @@ use crate::{retry, rpc, trace};
 
 /// A message as the handler sees it: the decoded body, and where a streamed answer goes.
 pub struct Incoming<Req> {
+    /// The decoded request.
     pub body: Req,
+    /// The requester's inbox, when there is one.
     pub reply: Option<async_nats::Subject>,
 }
 

@@ -32,6 +32,18 @@ pub struct DevArgs {
     /// Where the local relay, operator and owner keys are kept between runs.
     #[arg(long, env = "BUZZ_DEV_DIR", default_value = ".dev")]
     dir: PathBuf,
+    // The gateway's write rate limits (`BUZZ_RATE_*`), e.g. raised for load runs.
+    #[command(flatten)]
+    rate: buzz_gateway::settings::RateLimitArgs,
+    // The gateway's slow and idle peer settings (`BUZZ_OUTBOUND_QUEUE_BYTES`, ...).
+    #[command(flatten)]
+    connections: buzz_gateway::settings::ConnectionLimitArgs,
+    // The gateway's stall deadlines (`BUZZ_BUS_RETRY_AFTER_MS`, `BUZZ_REDIS_TIMEOUT_MS`).
+    #[command(flatten)]
+    stalls: buzz_gateway::settings::StallArgs,
+    // The `BUZZ_NIP_FI_*` settings, for the policy-service and the gateway alike.
+    #[command(flatten)]
+    nip_fi: buzz_fi::FiArgs,
 }
 
 /// The five services, built (listeners bound) but not yet serving.
@@ -125,7 +137,7 @@ async fn build(
         operator_pubkeys: vec![keys.operator.public_hex()],
         operator_origin: operator_origin.to_owned(),
         lease_ms: 1000,
-        nip_fi: buzz_fi::FiSettings::from_env()?,
+        nip_fi: args.nip_fi.clone().into(),
     })
     .await?;
     let write = buzz_write::Application::build(buzz_write::Settings {
@@ -176,8 +188,11 @@ async fn build_gateway(
         keys.relay.public_hex(),
     );
     gw.listen = args.gateway_addr;
-    let mut gw = gw.rate_limits_from_env()?.connection_limits_from_env()?.stall_settings_from_env()?;
-    gw.nip_fi = buzz_fi::FiSettings::from_env()?;
+    let mut gw = gw
+        .with_rate_limits(&args.rate)
+        .with_connection_limits(&args.connections)
+        .with_stall_settings(&args.stalls);
+    gw.nip_fi = args.nip_fi.clone().into();
     buzz_gateway::Application::build(gw, shutdown).await
 }
 

@@ -9,32 +9,47 @@ use crate::is_lower_hex;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Event {
+    /// Sha256 of the canonical serialisation (64 lowercase hex).
     pub id: String,
+    /// The author's x-only public key (64 lowercase hex).
     pub pubkey: String,
+    /// Unix seconds, as the author claims.
     pub created_at: i64,
+    /// What the event is (NIP-01 kind).
     pub kind: u32,
+    /// Tags, each a name followed by its values.
     pub tags: Vec<Vec<String>>,
+    /// Free text or JSON, by kind.
     pub content: String,
+    /// Schnorr signature of `id` (128 lowercase hex).
     pub sig: String,
 }
 
 /// An event before signing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnsignedEvent {
+    /// The author's x-only public key (64 lowercase hex).
     pub pubkey: String,
+    /// Unix seconds.
     pub created_at: i64,
+    /// NIP-01 kind.
     pub kind: u32,
+    /// Tags, each a name followed by its values.
     pub tags: Vec<Vec<String>>,
+    /// Free text or JSON, by kind.
     pub content: String,
 }
 
+/// Why an event's id or signature does not check out.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EventError {
     /// Shape problems: bad hex lengths, non-lowercase hex.
     #[error("invalid: {0}")]
     Malformed(String),
+    /// `id` is not the hash of the event's canonical form.
     #[error("invalid: event id does not match")]
     IdMismatch,
+    /// The signature does not verify against `pubkey`.
     #[error("invalid: bad signature")]
     BadSignature,
 }

@@ -13,18 +13,27 @@ use crate::limits::{ArtifactLimits, Limits};
 /// Serialises back to NIP-01 form (`#x` keys, absent fields omitted).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Filter {
+    /// Event ids to match.
     pub ids: Option<Vec<String>>,
+    /// Author public keys to match.
     pub authors: Option<Vec<String>>,
+    /// Kinds to match.
     pub kinds: Option<Vec<u32>>,
+    /// Tag conditions: tag name (without `#`) to the values any of which matches.
     pub tags: BTreeMap<String, Vec<String>>,
+    /// Oldest `created_at` to return.
     pub since: Option<i64>,
+    /// Newest `created_at` to return.
     pub until: Option<i64>,
+    /// Most events to return (clamped by the relay).
     pub limit: Option<u32>,
     /// NIP-AR artifact query form, parsed when the filter is; `None` for NIP-01 filters.
     pub artifact: Option<ArtifactForm>,
+    /// Events to skip first (NIP-AR artifact queries).
     pub offset: Option<u32>,
 }
 
+/// Why a filter was refused; the text is the client's `CLOSED` reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FilterError {
     /// Text after `invalid: `, e.g. "filter is not an object", "ids must be 64 lowercase hex".

@@ -35,12 +35,16 @@ pub fn normalize_host(raw: &str) -> Option<String> {
 /// Why a host cannot be provisioned for a community (see [`community_host`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum HostError {
+    /// Not a host name or IP address with an optional port.
     #[error("host must be a host name, an IPv4 address or a bracketed IPv6 address, with an optional port")]
     Malformed,
+    /// Longer than a DNS name may be.
     #[error("host name is longer than 253 characters")]
     TooLong,
+    /// A label is empty or longer than 63 bytes.
     #[error("host labels must be 1 to 63 characters")]
     LabelLength,
+    /// A label has a character outside letters, digits and inner hyphens.
     #[error("host labels may hold only letters, digits and hyphens, and may not start or end with a hyphen")]
     LabelSyntax,
 }

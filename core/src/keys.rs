@@ -13,6 +13,7 @@ pub struct Keys {
 }
 
 impl Keys {
+    /// A new random key pair.
     #[must_use]
     pub fn generate() -> Self {
         Self { secret: SigningKey::random(&mut OsRng) }
@@ -27,6 +28,7 @@ impl Keys {
         hex::decode_to_slice(hex, &mut bytes).ok()?;
         SigningKey::from_bytes(&bytes).ok().map(|secret| Self { secret })
     }
+    /// The secret key as 64 lowercase hex characters.
     #[must_use]
     pub fn secret_hex(&self) -> String {
         hex::encode(self.secret.to_bytes())

@@ -2,24 +2,32 @@
 
 use serde::Serialize;
 
+/// The relay's enforced limits, advertised in NIP-11 `limitation`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Limits {
     /// Largest client WebSocket message, checked before parsing.
     pub max_message_length: usize,
+    /// Open subscriptions per socket.
     pub max_subscriptions: usize,
+    /// Filters per REQ or COUNT.
     pub max_filters: usize,
     /// Largest `limit` a filter may ask for; larger is clamped down to it.
     pub max_limit: u32,
     /// `limit` used when a filter names none.
     pub default_limit: u32,
+    /// Longest subscription id.
     pub max_subid_length: usize,
+    /// Tags per event.
     pub max_event_tags: usize,
+    /// Bytes of event content.
     pub max_content_length: usize,
     /// Largest single tag element (name or value) in bytes.
     pub max_tag_value_length: usize,
     /// Values per filter field (`ids`, `authors`, `kinds`, each `#x`).
     pub max_filter_values: usize,
+    /// Whether a socket must authenticate before anything else (NIP-11).
     pub auth_required: bool,
+    /// Whether only members may write (NIP-11).
     pub restricted_writes: bool,
     /// Seconds an event's `created_at` may lie ahead of the relay's clock (NIP-11
     /// `created_at_upper_limit`); later is `invalid:`, so no event can sort first forever.

@@ -8,14 +8,25 @@ use crate::filter::Filter;
 use crate::is_lower_hex;
 use crate::limits::Limits;
 
+/// A message from a client, parsed and checked against the limits.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ClientMessage {
     /// `["EVENT", event]`; only shape and limits are checked here, not id/signature.
     Event(Box<Event>),
     /// `["REQ", sub_id, filter...]` (at least one filter).
-    Req { sub_id: String, filters: Vec<Filter> },
+    Req {
+        /// The client's name for the subscription.
+        sub_id: String,
+        /// Events matching any filter are returned.
+        filters: Vec<Filter>,
+    },
     /// `["COUNT", sub_id, filter...]`.
-    Count { sub_id: String, filters: Vec<Filter> },
+    Count {
+        /// The client's name for the request.
+        sub_id: String,
+        /// Events matching any filter are counted.
+        filters: Vec<Filter>,
+    },
     /// `["CLOSE", sub_id]`.
     Close(String),
     /// `["AUTH", event]`.
@@ -28,9 +39,19 @@ pub enum ParseError {
     /// Answer with `["NOTICE", text]` (no id or sub id could be recovered).
     Notice(String),
     /// Answer with `["OK", id, false, reason]` (an EVENT or AUTH whose id could be recovered).
-    Ok { id: String, reason: String },
+    Ok {
+        /// The event's id.
+        id: String,
+        /// The prefixed reason (`invalid: ...`).
+        reason: String,
+    },
     /// Answer with `["CLOSED", sub_id, reason]` (a REQ/COUNT whose sub id could be recovered).
-    Closed { sub_id: String, reason: String },
+    Closed {
+        /// The subscription id.
+        sub_id: String,
+        /// The prefixed reason.
+        reason: String,
+    },
 }
 
 impl ClientMessage {
@@ -79,32 +100,49 @@ impl ClientMessage {
     }
 }
 
+/// A message to a client, serialised by [`RelayMessage::to_json`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RelayMessage {
     /// `["EVENT", sub_id, <event_json>]`; `event_json` is already-serialised event JSON, inserted verbatim.
     Event {
+        /// The subscription the event answers.
         sub_id: String,
+        /// The event, serialised.
         event_json: String,
     },
+    /// `["OK", id, accepted, message]`: the outcome of an EVENT or AUTH.
     Ok {
+        /// The event's id.
         id: String,
+        /// Whether the event was stored (or the AUTH accepted).
         accepted: bool,
+        /// Empty, or a prefixed reason (`duplicate:`, `invalid:`, ...).
         message: String,
     },
+    /// `["EOSE", sub_id]`: stored events end, live ones follow.
     Eose(String),
+    /// `["CLOSED", sub_id, message]`: the relay ended a subscription.
     Closed {
+        /// The subscription id.
         sub_id: String,
+        /// The prefixed reason.
         message: String,
     },
+    /// `["NOTICE", text]`.
     Notice(String),
+    /// `["AUTH", challenge]` (NIP-42).
     Auth(String),
+    /// `["COUNT", sub_id, {"count": n}]`.
     Count {
+        /// The request's id.
         sub_id: String,
+        /// Matching events.
         count: u64,
     },
 }
 
 impl RelayMessage {
+    /// The message as the JSON array sent on the socket.
     #[must_use]
     pub fn to_json(&self) -> String {
         match self {

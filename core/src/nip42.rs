@@ -3,6 +3,7 @@
 use crate::event::Event;
 use crate::host::normalize_host;
 
+/// The kind of a NIP-42 AUTH event.
 pub const AUTH_KIND: u32 = crate::kinds::CLIENT_AUTH;
 
 /// Largest accepted distance between an AUTH event's `created_at` and now, in seconds.

@@ -7,24 +7,34 @@ use sha2::{Digest, Sha256};
 
 use crate::event::{Event, EventError};
 
+/// The kind of a NIP-98 HTTP authorization event.
 pub const HTTP_AUTH_KIND: u32 = crate::kinds::HTTP_AUTH;
 
+/// Why a NIP-98 `Authorization` header was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Nip98Error {
+    /// No `Authorization: Nostr ...` header.
     #[error("missing authorization")]
     Missing,
+    /// Not base64 of an event, with the detail.
     #[error("malformed authorization: {0}")]
     Malformed(String),
+    /// The id or signature does not verify.
     #[error("invalid signature")]
     BadSignature,
+    /// Not kind 27235.
     #[error("wrong kind")]
     WrongKind,
+    /// The `u` tag names another URL.
     #[error("url mismatch")]
     UrlMismatch,
+    /// The `method` tag names another method.
     #[error("method mismatch")]
     MethodMismatch,
+    /// The `payload` tag is not the sha256 of the body.
     #[error("payload mismatch")]
     PayloadMismatch,
+    /// `created_at` is outside the accepted window.
     #[error("expired or future timestamp")]
     Stale,
 }

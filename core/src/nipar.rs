@@ -16,16 +16,23 @@ pub const MAX_TYPE_BYTES: usize = 128;
 /// Largest `title`, in UTF-8 bytes.
 pub const MAX_TITLE_BYTES: usize = 512;
 
+/// A NIP-AR revision's `op` tag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
+    /// The first revision of an artifact.
     Create,
+    /// A new version in the same home channel.
     Update,
+    /// A new version in another home channel.
     Move,
+    /// The artifact is deleted (kept for history and restore).
     Delete,
+    /// A deleted artifact is current again.
     Restore,
 }
 
 impl Op {
+    /// The tag value, e.g. `create`.
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
@@ -45,9 +52,11 @@ pub struct Envelope {
     pub d: Uuid,
     /// Home channel (`h`).
     pub h: Uuid,
+    /// The artifact type (`type` tag), e.g. `buzz.task`.
     pub type_name: String,
     /// Absent exactly on delete.
     pub title: Option<String>,
+    /// What this revision does.
     pub op: Op,
     /// Conversation anchor event id in `h`.
     pub root: Option<String>,

@@ -12,8 +12,11 @@ pub const PREFIX: &str = "nostr:agent-auth:";
 /// A parsed `auth` tag.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentAuth {
+    /// Public key of the owner who delegated.
     pub owner: String,
+    /// The conditions string the delegation is limited to.
     pub conditions: String,
+    /// The owner's signature over the delegation.
     pub sig: String,
 }
 

@@ -9,4 +9,4 @@ pub mod settings;
 
 pub use mode::Mode;
 pub use registry::{IssuerConfig, Jwk, Jwks, Registry, TrustError};
-pub use settings::FiSettings;
+pub use settings::{FiArgs, FiSettings};

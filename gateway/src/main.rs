@@ -1,8 +1,12 @@
+//! `buzz-gateway`: settings, telemetry, then the `Application` until SIGTERM or SIGINT.
+
 use buzz_gateway::{Application, Settings};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    // Before telemetry, so that a bad setting (exit 2) or `--help` prints as plain text.
+    let settings = Settings::parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit());
     let _telemetry = buzz_telemetry::init("buzz-gateway")?;
     let shutdown = buzz_telemetry::runtime::cancel_on_signal();
-    Application::build(Settings::from_env()?, shutdown).await?.run().await
+    Application::build(settings, shutdown).await?.run().await
 }

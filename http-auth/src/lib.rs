@@ -7,7 +7,7 @@ mod redis;
 
 pub use api::{contract_errors, ApiError};
 
-pub use redis::{connect_redis, RedisConfig};
+pub use redis::{connect_redis, RedisArgs, RedisConfig};
 use std::time::Duration;
 
 use buzz_core::nip98::{self, Nip98Error};
@@ -18,17 +18,22 @@ use http::{HeaderMap, StatusCode};
 /// How far `created_at` may be from now (contract: ±60 s).
 pub const WINDOW_SECS: i64 = 60;
 
+/// Why a NIP-98 request was not authenticated; each maps to a status and a code.
 #[derive(Debug, thiserror::Error)]
 pub enum HttpAuthError {
+    /// The header is missing, malformed or does not match the request.
     #[error("{0}")]
     Nip98(#[from] Nip98Error),
+    /// The signature was used before.
     #[error("replay detected")]
     Replay,
+    /// The replay guard (Redis) failed or did not answer in time.
     #[error("authorization unavailable")]
     Unavailable,
 }
 
 impl HttpAuthError {
+    /// 401 for a bad or replayed header, 503 when the guard is unavailable.
     #[must_use]
     pub fn status(&self) -> StatusCode {
         match self {
@@ -36,6 +41,7 @@ impl HttpAuthError {
             Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
+    /// The `code` of the JSON error body.
     #[must_use]
     pub fn code(&self) -> &'static str {
         match self {
@@ -61,6 +67,7 @@ pub struct ReplayGuard {
 }
 
 impl ReplayGuard {
+    /// A guard keeping its keys under `<prefix>nip98:`, with the default deadline.
     #[must_use]
     pub fn new(redis: Pool, prefix: &str) -> Self {
         Self { redis, prefix: format!("{prefix}nip98:"), timeout: DEFAULT_REDIS_TIMEOUT }

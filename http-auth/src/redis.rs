@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use buzz_telemetry::settings::{existing_file, trimmed};
 use fred::prelude::*;
 use fred::rustls::pki_types::pem::PemObject as _;
 use fred::rustls::pki_types::CertificateDer;
@@ -21,33 +22,35 @@ pub struct RedisConfig {
 }
 
 impl RedisConfig {
+    /// A plain URL, no CA file (tests, `buzz dev`).
     #[must_use]
     pub fn new(url: impl Into<String>) -> Self {
         Self { url: url.into(), ca_file: None }
     }
+}
 
-    /// `REDIS_URL` (default `redis://127.0.0.1:6379`) and `REDIS_CA_FILE`. A CA file with a plain
-    /// `redis://` URL is refused: the operator asked for a verified server and would not get one.
-    pub fn from_env() -> Result<Self, String> {
-        let var = |n: &str| std::env::var(n).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
-        Self::from_values(var("REDIS_URL"), var("REDIS_CA_FILE"))
-    }
+/// The Redis settings of the services that use it (flattened into their clap `Parser`):
+/// `REDIS_URL` and `REDIS_CA_FILE`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RedisArgs {
+    /// Redis URL; `rediss://` for TLS, credentials in the URL
+    #[arg(long, env = "REDIS_URL", hide_env_values = true, default_value = "redis://127.0.0.1:6379", value_parser = trimmed::<String>)]
+    redis_url: String,
+    /// PEM CA bundle for a `rediss://` server instead of the system roots
+    #[arg(long, env = "REDIS_CA_FILE", value_parser = existing_file)]
+    redis_ca_file: Option<PathBuf>,
+}
 
-    fn from_values(url: Option<String>, ca_file: Option<String>) -> Result<Self, String> {
-        let url = url.unwrap_or_else(|| "redis://127.0.0.1:6379".to_owned());
-        let ca_file = ca_file.map(PathBuf::from);
-        if let Some(path) = &ca_file {
-            if !url.starts_with("rediss://") {
-                return Err("REDIS_CA_FILE is set but REDIS_URL does not start with rediss://".to_owned());
-            }
-            if !path.is_file() {
-                return Err(format!(
-                    "invalid value for REDIS_CA_FILE: {} is not a readable file",
-                    path.display()
-                ));
-            }
+impl TryFrom<RedisArgs> for RedisConfig {
+    type Error = String;
+
+    /// A CA file with a plain `redis://` URL is refused: the operator asked for a verified server
+    /// and would not get one.
+    fn try_from(a: RedisArgs) -> Result<Self, String> {
+        if a.redis_ca_file.is_some() && !a.redis_url.starts_with("rediss://") {
+            return Err("REDIS_CA_FILE is set but REDIS_URL does not start with rediss://".to_owned());
         }
-        Ok(Self { url, ca_file })
+        Ok(Self { url: a.redis_url, ca_file: a.redis_ca_file })
     }
 }
 
@@ -94,14 +97,26 @@ fn tls_with_ca(path: &std::path::Path) -> Result<TlsConnector, fred::error::Erro
 mod tests {
     use super::*;
 
+    #[derive(Debug, clap::Parser)]
+    struct Args {
+        #[command(flatten)]
+        redis: RedisArgs,
+    }
+
+    fn config(args: &[&str]) -> Result<RedisConfig, String> {
+        let argv = std::iter::once("t").chain(args.iter().copied());
+        let a: Args = buzz_telemetry::settings::parse(argv).map_err(|e| e.to_string())?;
+        RedisConfig::try_from(a.redis)
+    }
+
     #[test]
     fn a_ca_file_needs_a_rediss_url_and_an_existing_file() {
-        let plain = RedisConfig::from_values(Some("redis://r:6379".into()), Some("/etc/hostname".into()));
+        let plain = config(&["--redis-url", "redis://r:6379", "--redis-ca-file", "/etc/hostname"]);
         assert!(plain.unwrap_err().contains("rediss://"));
-        let missing =
-            RedisConfig::from_values(Some("rediss://r:6379".into()), Some("/nonexistent/ca.pem".into()));
+        let missing = config(&["--redis-url", "rediss://r:6379", "--redis-ca-file", "/nonexistent/ca.pem"]);
         assert!(missing.unwrap_err().contains("/nonexistent/ca.pem"));
-        let default = RedisConfig::from_values(None, None).unwrap();
-        assert_eq!(default, RedisConfig::new("redis://127.0.0.1:6379"));
+        let tls = config(&["--redis-url", "rediss://r:6379", "--redis-ca-file", "/etc/hostname"]).unwrap();
+        assert_eq!(tls.ca_file, Some("/etc/hostname".into()));
+        assert_eq!(config(&["--redis-url", "redis://r:6379"]).unwrap(), RedisConfig::new("redis://r:6379"));
     }
 }

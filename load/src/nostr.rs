@@ -1,14 +1,14 @@
 //! Building the Nostr messages and events the tool sends, and parsing what relays answer.
 
-use base64::Engine;
 use buzz_core::{Event, Keys};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
-pub const CHAT_KIND: u32 = 9;
-pub const AUTH_KIND: u32 = 22242;
-pub const HTTP_AUTH_KIND: u32 = 27235;
-pub const CREATE_CHANNEL_KIND: u32 = 9007;
+/// Kinds the tool sends, from `buzz_core::kinds`.
+pub const CHAT_KIND: u32 = buzz_core::kinds::MESSAGE;
+/// NIP-42 AUTH.
+pub const AUTH_KIND: u32 = buzz_core::kinds::CLIENT_AUTH;
+/// buzz-relay channel creation.
+pub const CREATE_CHANNEL_KIND: u32 = buzz_core::kinds::CREATE_CHANNEL;
 /// The subscription id every subscriber uses.
 pub const SUB_ID: &str = "s";
 
@@ -22,12 +22,6 @@ pub fn plain_channel_id() -> String {
 #[must_use]
 pub fn buzz_channel_id() -> String {
     uuid::Uuid::new_v4().to_string()
-}
-
-/// Lowercase sha256 hex of `bytes`.
-#[must_use]
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
 }
 
 /// The kind-9 chat event a publisher sends: unique content (`conn`/`seq`) plus `filler` bytes.
@@ -55,20 +49,6 @@ pub fn create_channel_event(keys: &Keys, channel: &str) -> Event {
         vec!["channel_type".into(), "stream".into()],
     ];
     keys.sign_new(CREATE_CHANNEL_KIND, tags, "")
-}
-
-/// A NIP-98 `Authorization` header value for one request: `Nostr <base64(event JSON)>` where the
-/// kind-27235 event binds `url`, `method` and the sha256 of the exact `body` bytes.
-/// Build a fresh one per request: relays accept each signature once.
-#[must_use]
-pub fn nip98_header(keys: &Keys, url: &str, method: &str, body: &[u8]) -> String {
-    let tags = vec![
-        vec!["u".into(), url.into()],
-        vec!["method".into(), method.into()],
-        vec!["payload".into(), sha256_hex(body)],
-    ];
-    let ev = keys.sign_new(HTTP_AUTH_KIND, tags, "");
-    format!("Nostr {}", base64::engine::general_purpose::STANDARD.encode(ev.to_json()))
 }
 
 /// `["EVENT", <event>]`.
@@ -173,11 +153,6 @@ mod tests {
     }
 
     #[test]
-    fn sha256_of_empty() {
-        assert_eq!(sha256_hex(b""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-    }
-
-    #[test]
     fn req_shape() {
         let v: Value = serde_json::from_str(&req_msg("s", "abc", 42)).expect("json");
         assert_eq!(v, json!(["REQ", "s", {"kinds": [9], "#h": ["abc"], "since": 42}]));
@@ -205,32 +180,7 @@ mod tests {
         assert!(matches!(RelayMsg::parse(r#"["OK","x"]"#), RelayMsg::Other(_)));
     }
 
-    // The tests below sign with buzz_core::Keys and check with buzz_core's own NIP-42/NIP-98
-    // validators, so they need buzz-core's implementation (not its todo!() stubs).
-
-    #[test]
-    fn nip98_header_round_trips_through_core() {
-        let keys = Keys::generate();
-        let body = br#"{"pubkey":"00","role":"member"}"#;
-        let url = "http://localhost:7777/api/members";
-        let header = nip98_header(&keys, url, "POST", body);
-        let b64 = header.strip_prefix("Nostr ").expect("scheme");
-        let raw = base64::engine::general_purpose::STANDARD.decode(b64).expect("base64");
-        let ev: Event = serde_json::from_slice(&raw).expect("event json");
-        assert_eq!(ev.kind, HTTP_AUTH_KIND);
-        assert_eq!(ev.content, "");
-        assert_eq!(ev.pubkey, keys.public_hex());
-        assert_eq!(ev.tag_value("u"), Some(url));
-        assert_eq!(ev.tag_value("method"), Some("POST"));
-        assert_eq!(ev.tag_value("payload"), Some(sha256_hex(body).as_str()));
-        let decoded = buzz_core::nip98::decode_header(&header).expect("core decodes and verifies");
-        assert_eq!(decoded, ev);
-        let now = buzz_core::unix_now();
-        buzz_core::nip98::validate(&ev, "POST", url, body, now, 60).expect("core accepts");
-        assert!(buzz_core::nip98::validate(&ev, "POST", url, b"other", now, 60).is_err());
-        // A fresh event per request.
-        assert_ne!(header, nip98_header(&keys, url, "POST", body));
-    }
+    // The tests below sign with buzz_core::Keys and check with buzz_core's own NIP-42 validator.
 
     #[test]
     fn auth_event_passes_core_checks() {

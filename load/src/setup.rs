@@ -34,7 +34,8 @@ fn parse_secret(name: &str, hex: &str) -> Result<Keys> {
     Keys::from_secret_hex(hex.trim()).ok_or_else(|| anyhow!("{name} is not a valid 64-hex secret key"))
 }
 
-/// POSTs `body` (JSON) to `url` with a fresh NIP-98 header whose `u` tag is `signed_url`.
+/// POSTs `body` (JSON) to `url` with a fresh NIP-98 header (`buzz_core::nip98`, a nonce per
+/// request) whose `u` tag is `signed_url`.
 async fn post_signed(
     http: &reqwest::Client,
     keys: &Keys,
@@ -44,7 +45,7 @@ async fn post_signed(
     body: &serde_json::Value,
 ) -> Result<()> {
     let bytes = serde_json::to_vec(body)?;
-    let auth = nostr::nip98_header(keys, signed_url, "POST", &bytes);
+    let auth = buzz_core::nip98::authorization_header(keys, "POST", signed_url, &bytes);
     let mut req = http.post(url).header(AUTHORIZATION, auth).header(CONTENT_TYPE, "application/json");
     if let Some(h) = host {
         req = req.header(HOST, h);
@@ -122,4 +123,27 @@ async fn create_channel(owner: &Keys, cfg: &Config, channel: &str) -> Result<()>
     conn.publish_and_confirm(&ev, cfg.connect_timeout).await?;
     conn.close(Duration::from_secs(1)).await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_same_request_twice_in_one_second_is_signed_twice() {
+        // The relay spends each NIP-98 event id once; two identical requests within one second
+        // (a retried member addition) must not share one.
+        let operator = Keys::generate();
+        let relay = crate::mock::MockRelay::start(true, &operator.public_hex()).await;
+        let url = format!("http://{}/operator/communities", relay.addr);
+        let body = json!({
+            "community_id": uuid::Uuid::new_v4().to_string(),
+            "host": "team.test",
+            "owner_pubkey": operator.public_hex(),
+        });
+        let http = reqwest::Client::new();
+        post_signed(&http, &operator, &url, &url, None, &body).await.expect("first");
+        post_signed(&http, &operator, &url, &url, None, &body).await.expect("second");
+        assert_eq!(relay.http_count("/operator/communities"), 2);
+    }
 }

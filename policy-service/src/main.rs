@@ -1,8 +1,12 @@
+//! `buzz-policy`: settings, telemetry, then the `Application` until SIGTERM or SIGINT.
+
 use buzz_policy::{Application, Settings};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    // Before telemetry, so that a bad setting (exit 2) or `--help` prints as plain text.
+    let settings = Settings::parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit());
     let _telemetry = buzz_telemetry::init("buzz-policy")?;
-    let app = Application::build(Settings::from_env()?).await?;
+    let app = Application::build(settings).await?;
     app.run(buzz_telemetry::runtime::cancel_on_signal()).await
 }

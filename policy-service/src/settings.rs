@@ -1,17 +1,21 @@
-//! Policy-service settings, from the environment.
+//! Policy-service settings: command-line flags or environment variables (docs/configuration.md).
 
 use std::net::SocketAddr;
 
-use buzz_telemetry::runtime::{env_or, env_required};
+use buzz_telemetry::settings::{invalid, trimmed};
 
+/// What the policy-service runs with, checked at start-up.
 #[derive(Debug, Clone)]
 pub struct Settings {
+    /// PostgreSQL URL (`DATABASE_URL`).
     pub database_url: String,
     /// NATS URL, CA and credentials files (`NATS_URL`, `NATS_CA_FILE`, `NATS_CREDS_FILE`).
     pub nats: buzz_bus::NatsConfig,
     /// Redis URL and CA file (`REDIS_URL`, `REDIS_CA_FILE`).
     pub redis: buzz_http_auth::RedisConfig,
+    /// Subject prefix shared with the other services (`BUZZ_NATS_PREFIX`).
     pub nats_prefix: String,
+    /// Prefix of the NIP-98 replay guard's Redis keys (`BUZZ_REDIS_PREFIX`).
     pub redis_prefix: String,
     /// Operator API listener (also serves /healthz, /readyz).
     pub listen: SocketAddr,
@@ -28,49 +32,100 @@ pub struct Settings {
     pub nip_fi: buzz_fi::FiSettings,
 }
 
+/// The policy-service's flags and environment variables.
+#[derive(Debug, clap::Parser)]
+#[command(name = "buzz-policy", version, about = "buzz-relay policy-service")]
+pub struct Args {
+    /// PostgreSQL URL
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true, value_parser = trimmed::<String>)]
+    database_url: String,
+    #[command(flatten)]
+    nats: buzz_bus::NatsArgs,
+    #[command(flatten)]
+    redis: buzz_http_auth::RedisArgs,
+    /// NATS subject prefix
+    #[arg(long, env = "BUZZ_NATS_PREFIX", default_value = "buzz", value_parser = trimmed::<String>)]
+    nats_prefix: String,
+    /// Redis key prefix
+    #[arg(long, env = "BUZZ_REDIS_PREFIX", default_value = "buzz:", value_parser = trimmed::<String>)]
+    redis_prefix: String,
+    /// Operator API listener (also /healthz, /readyz)
+    #[arg(long, env = "BUZZ_POLICY_ADDR", default_value = "127.0.0.1:7070", value_parser = trimmed::<SocketAddr>)]
+    policy_addr: SocketAddr,
+    /// Admin listener (`/metrics`, `/healthz`, `/readyz`), kept off the operator API's port
+    #[arg(long, env = "BUZZ_POLICY_ADMIN_ADDR", default_value = "127.0.0.1:7085", value_parser = trimmed::<SocketAddr>)]
+    policy_admin_addr: SocketAddr,
+    /// Comma-separated operator public keys (64 lowercase hex characters each)
+    #[arg(long, env = "RELAY_OPERATOR_PUBKEYS", value_parser = trimmed::<String>)]
+    operator_pubkeys: String,
+    /// The origin operator NIP-98 `u` tags must name, e.g. https://ops.example.com
+    #[arg(long, env = "RELAY_OPERATOR_API_ORIGIN", value_parser = parse_origin)]
+    operator_api_origin: String,
+    /// How long gateways may cache a host answer, in milliseconds
+    #[arg(long, env = "BUZZ_POLICY_LEASE_MS", default_value_t = 1000, value_parser = trimmed::<u64>)]
+    lease_ms: u64,
+    #[command(flatten)]
+    nip_fi: buzz_fi::FiArgs,
+}
+
 impl Settings {
-    pub fn from_env() -> anyhow::Result<Self> {
-        let keys = env_required("RELAY_OPERATOR_PUBKEYS")?;
-        let operator_pubkeys = parse_pubkeys(&keys)?;
-        let origin = env_required("RELAY_OPERATOR_API_ORIGIN")?;
+    /// Settings from command-line flags (`args`, the program name first) over the environment.
+    pub fn parse_from(
+        args: impl IntoIterator<Item = impl Into<std::ffi::OsString>>,
+    ) -> Result<Self, clap::Error> {
+        Self::try_from(buzz_telemetry::settings::parse::<Args>(args)?)
+    }
+
+    /// Settings from the environment alone.
+    pub fn from_env() -> Result<Self, clap::Error> {
+        Self::parse_from(["buzz-policy"])
+    }
+}
+
+impl TryFrom<Args> for Settings {
+    type Error = clap::Error;
+
+    fn try_from(a: Args) -> Result<Self, clap::Error> {
+        let operator_pubkeys = parse_pubkeys(&a.operator_pubkeys)
+            .map_err(|e| invalid::<Args>(format!("invalid value for RELAY_OPERATOR_PUBKEYS: {e}")))?;
         Ok(Self {
-            database_url: env_required("DATABASE_URL")?,
-            nats: buzz_bus::NatsConfig::from_env()?,
-            redis: buzz_http_auth::RedisConfig::from_env().map_err(anyhow::Error::msg)?,
-            nats_prefix: env_or("BUZZ_NATS_PREFIX", "buzz".to_owned())?,
-            redis_prefix: env_or("BUZZ_REDIS_PREFIX", "buzz:".to_owned())?,
-            listen: env_or("BUZZ_POLICY_ADDR", SocketAddr::from(([127, 0, 0, 1], 7070)))?,
-            admin_listen: env_or("BUZZ_POLICY_ADMIN_ADDR", SocketAddr::from(([127, 0, 0, 1], 7085)))?,
+            database_url: a.database_url,
+            nats: a.nats.into(),
+            redis: buzz_http_auth::RedisConfig::try_from(a.redis).map_err(invalid::<Args>)?,
+            nats_prefix: a.nats_prefix,
+            redis_prefix: a.redis_prefix,
+            listen: a.policy_addr,
+            admin_listen: a.policy_admin_addr,
             operator_pubkeys,
-            operator_origin: parse_origin(&origin)?,
-            lease_ms: env_or("BUZZ_POLICY_LEASE_MS", 1000)?,
-            nip_fi: buzz_fi::FiSettings::from_env()?,
+            operator_origin: a.operator_api_origin,
+            lease_ms: a.lease_ms,
+            nip_fi: a.nip_fi.into(),
         })
     }
 }
 
 /// Comma-separated 64-char lowercase hex keys; at least one.
-pub fn parse_pubkeys(raw: &str) -> anyhow::Result<Vec<String>> {
+pub fn parse_pubkeys(raw: &str) -> Result<Vec<String>, String> {
     let keys: Vec<String> =
         raw.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
     if keys.is_empty() {
-        anyhow::bail!("RELAY_OPERATOR_PUBKEYS must name at least one key");
+        return Err("must name at least one key".to_owned());
     }
     if let Some(bad) = keys.iter().find(|k| !buzz_core::is_lower_hex(k, 64)) {
-        anyhow::bail!("RELAY_OPERATOR_PUBKEYS: {bad:?} is not a 64-char lowercase hex public key");
+        return Err(format!("{bad:?} is not a 64-char lowercase hex public key"));
     }
     Ok(keys)
 }
 
 /// `scheme://host[:port]`, no path; stored without a trailing slash.
-pub fn parse_origin(raw: &str) -> anyhow::Result<String> {
-    let trimmed = raw.trim_end_matches('/');
+pub fn parse_origin(raw: &str) -> Result<String, String> {
+    let trimmed = raw.trim().trim_end_matches('/');
     let rest = trimmed
         .strip_prefix("https://")
         .or_else(|| trimmed.strip_prefix("http://"))
-        .ok_or_else(|| anyhow::anyhow!("RELAY_OPERATOR_API_ORIGIN must start with http:// or https://"))?;
+        .ok_or("must start with http:// or https://")?;
     if rest.is_empty() || rest.contains('/') || rest.contains('?') {
-        anyhow::bail!("RELAY_OPERATOR_API_ORIGIN must be an origin (scheme://host[:port]), got {raw:?}");
+        return Err("must be an origin (scheme://host[:port])".to_owned());
     }
     Ok(trimmed.to_owned())
 }
@@ -88,5 +143,24 @@ mod tests {
         assert_eq!(parse_origin("http://127.0.0.1:7070/").unwrap(), "http://127.0.0.1:7070");
         assert!(parse_origin("ftp://x").is_err());
         assert!(parse_origin("https://x/path").is_err());
+    }
+
+    #[test]
+    fn policy_flags_are_checked_into_settings() {
+        let key = "b".repeat(64);
+        let args = ["buzz-policy", "--database-url=postgres://db/x", "--operator-api-origin=https://ops.x/"];
+        let s = Settings::parse_from(args.iter().chain(&["--operator-pubkeys", &key])).unwrap();
+        assert_eq!(
+            (s.operator_pubkeys, s.operator_origin.as_str(), s.lease_ms),
+            (vec![key], "https://ops.x", 1000)
+        );
+        assert_eq!(s.admin_listen, SocketAddr::from(([127, 0, 0, 1], 7085)));
+        let err = Settings::parse_from(args.iter().chain(&["--operator-pubkeys", ","])).unwrap_err();
+        assert!(err.to_string().contains("RELAY_OPERATOR_PUBKEYS: must name at least one key"), "{err}");
+        let err =
+            Settings::parse_from(["buzz-policy", "--database-url=x", "--operator-pubkeys=x"]).unwrap_err();
+        assert!(err
+            .to_string()
+            .contains("RELAY_OPERATOR_API_ORIGIN must be set (or pass --operator-api-origin)"));
     }
 }

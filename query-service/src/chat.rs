@@ -45,6 +45,7 @@ fn credential(reader: &Actor) -> Credential<'_> {
     }
 }
 
+/// Answers a chat read-model request (channel summary or mentions) for its reader.
 pub async fn handle(pool: &PgPool, req: ChatRequest) -> ChatReply {
     let reader = match &req {
         ChatRequest::Summary { reader, .. } | ChatRequest::Mentions { reader, .. } => reader,

@@ -125,6 +125,7 @@ impl Querier {
         Ok((tx, readable))
     }
 
+    /// Answers an access question (membership, channel readability, bearer token).
     pub async fn access(&self, req: AccessRequest) -> Result<AccessReply, BusError> {
         let mut conn = self.pool.acquire().await.map_err(sql_error)?;
         match req {

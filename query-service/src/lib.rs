@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 pub use handler::Querier;
 pub use settings::Settings;
 
+/// The query-service: its bus handlers, NATS subscriptions and admin listener.
 pub struct Application {
     querier: Arc<Querier>,
     nats: async_nats::Client,
@@ -30,6 +31,7 @@ pub struct Application {
 }
 
 impl Application {
+    /// Connects to PostgreSQL (checking the schema) and NATS and binds the admin listener.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let pool = buzz_store::connect(&settings.database_url, settings.max_db_connections).await?;
         buzz_store::check_schema(&pool).await?;
@@ -45,11 +47,13 @@ impl Application {
         Ok(Self { querier, nats, subjects, admin, admin_addr, concurrency: settings.concurrency })
     }
 
+    /// The bound admin address (port 0 resolved).
     #[must_use]
     pub fn admin_addr(&self) -> SocketAddr {
         self.admin_addr
     }
 
+    /// Serves the query, access and chat subjects until `shutdown`.
     pub async fn run(self, shutdown: CancellationToken) -> anyhow::Result<()> {
         let q = self.querier.clone();
         let nats = self.nats.clone();

@@ -1,36 +1,105 @@
-//! Query-service settings, from the environment.
+//! Query-service settings: command-line flags or environment variables (docs/configuration.md).
 
 use std::net::SocketAddr;
 
-use buzz_telemetry::runtime::{env_or, env_required};
+use buzz_telemetry::settings::{positive, trimmed};
 
+/// What the query-service runs with, checked at start-up.
 #[derive(Debug, Clone)]
 pub struct Settings {
+    /// PostgreSQL URL (`DATABASE_URL`).
     pub database_url: String,
     /// NATS URL, CA and credentials files (`NATS_URL`, `NATS_CA_FILE`, `NATS_CREDS_FILE`).
     pub nats: buzz_bus::NatsConfig,
+    /// Subject prefix shared with the other services (`BUZZ_NATS_PREFIX`).
     pub nats_prefix: String,
+    /// `/healthz`, `/readyz`, `/metrics`.
     pub admin_listen: SocketAddr,
+    /// PostgreSQL pool size.
     pub max_db_connections: u32,
+    /// Queries running at once in this replica.
     pub concurrency: usize,
     /// Per-statement execution budget.
     pub statement_timeout_ms: u64,
 }
 
+/// The query-service's flags and environment variables.
+#[derive(Debug, clap::Parser)]
+#[command(name = "buzz-query", version, about = "buzz-relay query-service")]
+pub struct Args {
+    /// PostgreSQL URL
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true, value_parser = trimmed::<String>)]
+    database_url: String,
+    #[command(flatten)]
+    nats: buzz_bus::NatsArgs,
+    /// NATS subject prefix
+    #[arg(long, env = "BUZZ_NATS_PREFIX", default_value = "buzz", value_parser = trimmed::<String>)]
+    nats_prefix: String,
+    /// Listener of /healthz, /readyz and /metrics
+    #[arg(long, env = "BUZZ_QUERY_ADMIN_ADDR", default_value = "127.0.0.1:7082", value_parser = trimmed::<SocketAddr>)]
+    admin_addr: SocketAddr,
+    /// PostgreSQL pool size
+    #[arg(long, env = "BUZZ_QUERY_DB_CONNECTIONS", default_value_t = 16, value_parser = positive::<u32>)]
+    db_connections: u32,
+    /// Queries handled at once
+    #[arg(long, env = "BUZZ_QUERY_CONCURRENCY", default_value_t = 64, value_parser = positive::<usize>)]
+    concurrency: usize,
+    /// Execution budget per statement, in milliseconds
+    #[arg(long, env = "BUZZ_QUERY_STATEMENT_TIMEOUT_MS", default_value_t = 2000, value_parser = positive::<u64>)]
+    statement_timeout_ms: u64,
+}
+
 impl Settings {
-    pub fn from_env() -> anyhow::Result<Self> {
-        let s = Self {
-            database_url: env_required("DATABASE_URL")?,
-            nats: buzz_bus::NatsConfig::from_env()?,
-            nats_prefix: env_or("BUZZ_NATS_PREFIX", "buzz".to_owned())?,
-            admin_listen: env_or("BUZZ_QUERY_ADMIN_ADDR", SocketAddr::from(([127, 0, 0, 1], 7082)))?,
-            max_db_connections: env_or("BUZZ_QUERY_DB_CONNECTIONS", 16)?,
-            concurrency: env_or("BUZZ_QUERY_CONCURRENCY", 64)?,
-            statement_timeout_ms: env_or("BUZZ_QUERY_STATEMENT_TIMEOUT_MS", 2000)?,
-        };
-        if s.statement_timeout_ms == 0 {
-            anyhow::bail!("BUZZ_QUERY_STATEMENT_TIMEOUT_MS must be positive");
+    /// Settings from command-line flags (`args`, the program name first) over the environment.
+    pub fn parse_from(
+        args: impl IntoIterator<Item = impl Into<std::ffi::OsString>>,
+    ) -> Result<Self, clap::Error> {
+        Ok(Self::from(buzz_telemetry::settings::parse::<Args>(args)?))
+    }
+
+    /// Settings from the environment alone (test replicas, embedding).
+    pub fn from_env() -> Result<Self, clap::Error> {
+        Self::parse_from(["buzz-query"])
+    }
+}
+
+impl From<Args> for Settings {
+    fn from(a: Args) -> Self {
+        Self {
+            database_url: a.database_url,
+            nats: a.nats.into(),
+            nats_prefix: a.nats_prefix,
+            admin_listen: a.admin_addr,
+            max_db_connections: a.db_connections,
+            concurrency: a.concurrency,
+            statement_timeout_ms: a.statement_timeout_ms,
         }
-        Ok(s)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_settings_keep_their_defaults_and_refuse_a_zero_budget() {
+        let s = Settings::parse_from(["buzz-query", "--database-url", "postgres://db/x"]).unwrap();
+        assert_eq!((s.statement_timeout_ms, s.concurrency, s.max_db_connections), (2000, 64, 16));
+        assert_eq!(s.admin_listen, SocketAddr::from(([127, 0, 0, 1], 7082)));
+        let zero = ["buzz-query", "--database-url", "x", "--statement-timeout-ms", "0"];
+        let err = Settings::parse_from(zero).unwrap_err().to_string();
+        assert!(err.contains("must be positive"), "{err}");
+        let err = Settings::parse_from(["buzz-query", "--database-url", "x", "--admin-addr", "nowhere"]);
+        assert!(err.unwrap_err().to_string().contains("--admin-addr"));
+    }
+
+    #[test]
+    fn a_bad_variable_is_named() {
+        // The only test of this crate that sets a variable (env is process-wide); the others
+        // pass `--database-url`, which wins over it.
+        std::env::set_var("DATABASE_URL", " ");
+        let err = Settings::from_env().unwrap_err().to_string();
+        assert!(err.contains("invalid value for DATABASE_URL: \" \": empty"), "{err}");
     }
 }

@@ -7,8 +7,11 @@ use uuid::Uuid;
 
 /// The reader a query runs for; bound as `$1` (community), `$2` (pubkey), `$3` (channel restriction).
 pub struct Reader<'a> {
+    /// The community queried.
     pub community: Uuid,
+    /// The reader's public key.
     pub pubkey: &'a str,
+    /// Channels a bearer token is restricted to; `None` for all the reader may see.
     pub channel_ids: Option<&'a [Uuid]>,
 }
 

@@ -27,6 +27,7 @@ pub use settings::Settings;
 /// A failed request, as it crosses the bus.
 pub type Failure = buzz_bus::snapshot::SnapshotFailure;
 
+/// The snapshot-service: its PostgreSQL pool, Redis and NATS connections and admin listener.
 pub struct Application {
     service: Arc<Service>,
     nats: async_nats::Client,
@@ -37,6 +38,8 @@ pub struct Application {
 }
 
 impl Application {
+    /// Checks the settings, connects to PostgreSQL (schema checked), Redis and NATS and binds the
+    /// admin listener.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         settings.check()?;
         let pool = buzz_store::connect(&settings.database_url, settings.max_db_connections).await?;
@@ -61,11 +64,13 @@ impl Application {
         Ok(Self { service, nats, redis, subjects, admin, admin_addr })
     }
 
+    /// The bound admin address (port 0 resolved).
     #[must_use]
     pub fn admin_addr(&self) -> SocketAddr {
         self.admin_addr
     }
 
+    /// Serves snapshot requests, health and metrics until `shutdown`.
     pub async fn run(self, shutdown: CancellationToken) -> anyhow::Result<()> {
         let service = self.service.clone();
         let nats = self.nats.clone();

@@ -1,21 +1,26 @@
-//! Snapshot-service settings, from the environment.
+//! Snapshot-service settings: command-line flags or environment variables (docs/configuration.md).
 
 use std::net::SocketAddr;
 
 use buzz_bus::snapshot::LIMITS;
-use buzz_telemetry::runtime::{env_or, env_required};
+use buzz_telemetry::settings::{invalid, positive, trimmed};
 
+/// What the snapshot-service runs with, checked at start-up.
 #[derive(Debug, Clone)]
 pub struct Settings {
+    /// PostgreSQL URL (`DATABASE_URL`).
     pub database_url: String,
     /// NATS URL, CA and credentials files (`NATS_URL`, `NATS_CA_FILE`, `NATS_CREDS_FILE`).
     pub nats: buzz_bus::NatsConfig,
+    /// Subject prefix shared with the other services (`BUZZ_NATS_PREFIX`).
     pub nats_prefix: String,
     /// Redis URL and CA file (`REDIS_URL`, `REDIS_CA_FILE`): the shared snapshot store.
     pub redis: buzz_http_auth::RedisConfig,
-    /// Every snapshot record lives in the one hash `<prefix>snapshot`.
+    /// Every snapshot record lives in the one hash `<prefix>snapshot` (`BUZZ_REDIS_PREFIX`).
     pub redis_prefix: String,
+    /// `/healthz`, `/readyz`, `/metrics` (`BUZZ_SNAPSHOT_ADMIN_ADDR`).
     pub admin_listen: SocketAddr,
+    /// PostgreSQL pool size (`BUZZ_SNAPSHOT_DB_CONNECTIONS`).
     pub max_db_connections: u32,
     /// Per-statement limit (the spec's two seconds; may be set lower, never higher).
     pub statement_timeout_ms: u64,
@@ -25,22 +30,68 @@ pub struct Settings {
     pub redis_timeout_ms: u64,
 }
 
+/// The snapshot-service's flags and environment variables.
+#[derive(Debug, clap::Parser)]
+#[command(name = "buzz-snapshot", version, about = "buzz-relay snapshot-service")]
+pub struct Args {
+    /// PostgreSQL URL
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true, value_parser = trimmed::<String>)]
+    database_url: String,
+    #[command(flatten)]
+    nats: buzz_bus::NatsArgs,
+    #[command(flatten)]
+    redis: buzz_http_auth::RedisArgs,
+    /// NATS subject prefix
+    #[arg(long, env = "BUZZ_NATS_PREFIX", default_value = "buzz", value_parser = trimmed::<String>)]
+    nats_prefix: String,
+    /// Redis key prefix (the snapshot hash is `<prefix>snapshot`)
+    #[arg(long, env = "BUZZ_REDIS_PREFIX", default_value = "buzz:", value_parser = trimmed::<String>)]
+    redis_prefix: String,
+    /// Listener of /healthz, /readyz and /metrics
+    #[arg(long, env = "BUZZ_SNAPSHOT_ADMIN_ADDR", default_value = "127.0.0.1:7083", value_parser = trimmed::<SocketAddr>)]
+    admin_addr: SocketAddr,
+    /// PostgreSQL pool size
+    #[arg(long, env = "BUZZ_SNAPSHOT_DB_CONNECTIONS", default_value_t = 5, value_parser = positive::<u32>)]
+    db_connections: u32,
+    /// Per-statement limit in milliseconds, 1 to the spec's 2000
+    #[arg(long, env = "BUZZ_SNAPSHOT_STATEMENT_TIMEOUT_MS", default_value_t = LIMITS.statement_timeout_ms, value_parser = statement_timeout)]
+    statement_timeout_ms: u64,
+    /// Elapsed limit per operation in milliseconds, 1 to the spec's 8000
+    #[arg(long, env = "BUZZ_SNAPSHOT_OPERATION_TIMEOUT_MS", default_value_t = LIMITS.operation_timeout_ms, value_parser = operation_timeout)]
+    operation_timeout_ms: u64,
+    /// Limit of each Redis script in milliseconds
+    #[arg(long, env = "BUZZ_SNAPSHOT_REDIS_TIMEOUT_MS", default_value_t = 2000, value_parser = positive::<u64>)]
+    redis_timeout_ms: u64,
+}
+
+/// Value parser: positive and at most `max` (the spec's limits are upper bounds).
+fn at_most(raw: &str, max: u64) -> Result<u64, String> {
+    let v: u64 = positive(raw)?;
+    if v > max {
+        return Err(format!("must be 1 to {max} (the spec's limit)"));
+    }
+    Ok(v)
+}
+
+fn statement_timeout(raw: &str) -> Result<u64, String> {
+    at_most(raw, LIMITS.statement_timeout_ms)
+}
+
+fn operation_timeout(raw: &str) -> Result<u64, String> {
+    at_most(raw, LIMITS.operation_timeout_ms)
+}
+
 impl Settings {
-    pub fn from_env() -> anyhow::Result<Self> {
-        let s = Self {
-            database_url: env_required("DATABASE_URL")?,
-            nats: buzz_bus::NatsConfig::from_env()?,
-            nats_prefix: env_or("BUZZ_NATS_PREFIX", "buzz".to_owned())?,
-            redis: buzz_http_auth::RedisConfig::from_env().map_err(anyhow::Error::msg)?,
-            redis_prefix: env_or("BUZZ_REDIS_PREFIX", "buzz:".to_owned())?,
-            admin_listen: env_or("BUZZ_SNAPSHOT_ADMIN_ADDR", SocketAddr::from(([127, 0, 0, 1], 7083)))?,
-            max_db_connections: env_or("BUZZ_SNAPSHOT_DB_CONNECTIONS", 5)?,
-            statement_timeout_ms: env_or("BUZZ_SNAPSHOT_STATEMENT_TIMEOUT_MS", LIMITS.statement_timeout_ms)?,
-            operation_timeout_ms: env_or("BUZZ_SNAPSHOT_OPERATION_TIMEOUT_MS", LIMITS.operation_timeout_ms)?,
-            redis_timeout_ms: env_or("BUZZ_SNAPSHOT_REDIS_TIMEOUT_MS", 2000)?,
-        };
-        s.check()?;
-        Ok(s)
+    /// Settings from command-line flags (`args`, the program name first) over the environment.
+    pub fn parse_from(
+        args: impl IntoIterator<Item = impl Into<std::ffi::OsString>>,
+    ) -> Result<Self, clap::Error> {
+        Self::try_from(buzz_telemetry::settings::parse::<Args>(args)?)
+    }
+
+    /// Settings from the environment alone.
+    pub fn from_env() -> Result<Self, clap::Error> {
+        Self::parse_from(["buzz-snapshot"])
     }
 
     /// Local defaults (tests, `buzz dev`): the spec's limits.
@@ -67,6 +118,7 @@ impl Settings {
     }
 
     /// The spec's time limits are upper bounds: a setting may tighten them, never loosen them.
+    /// (The flags are checked as they are parsed; this covers settings built in code.)
     pub fn check(&self) -> anyhow::Result<()> {
         if self.statement_timeout_ms == 0 || self.statement_timeout_ms > LIMITS.statement_timeout_ms {
             anyhow::bail!("BUZZ_SNAPSHOT_STATEMENT_TIMEOUT_MS must be 1 to {}", LIMITS.statement_timeout_ms);
@@ -81,5 +133,58 @@ impl Settings {
             anyhow::bail!("BUZZ_SNAPSHOT_DB_CONNECTIONS must be positive");
         }
         Ok(())
+    }
+}
+
+impl TryFrom<Args> for Settings {
+    type Error = clap::Error;
+
+    fn try_from(a: Args) -> Result<Self, clap::Error> {
+        Ok(Self {
+            database_url: a.database_url,
+            nats: a.nats.into(),
+            nats_prefix: a.nats_prefix,
+            redis: buzz_http_auth::RedisConfig::try_from(a.redis).map_err(invalid::<Args>)?,
+            redis_prefix: a.redis_prefix,
+            admin_listen: a.admin_addr,
+            max_db_connections: a.db_connections,
+            statement_timeout_ms: a.statement_timeout_ms,
+            operation_timeout_ms: a.operation_timeout_ms,
+            redis_timeout_ms: a.redis_timeout_ms,
+        })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    const DB: &str = "--database-url=postgres://db/x";
+
+    #[test]
+    fn snapshot_settings_refuse_a_ca_file_without_tls() {
+        let s = Settings::parse_from(["buzz-snapshot", DB, "--admin-addr", "127.0.0.1:0"]).unwrap();
+        assert_eq!(s.admin_listen.port(), 0);
+        s.check().unwrap();
+        let plain = ["buzz-snapshot", DB, "--redis-url", "redis://r", "--redis-ca-file", "/etc/hostname"];
+        let err = Settings::parse_from(plain).unwrap_err().to_string();
+        assert!(err.contains("REDIS_URL does not start with rediss://"), "{err}");
+    }
+
+    #[test]
+    fn the_specs_limits_may_be_tightened_never_loosened() {
+        let s = Settings::parse_from(["buzz-snapshot", DB, "--statement-timeout-ms=500"]).unwrap();
+        assert_eq!((s.statement_timeout_ms, s.operation_timeout_ms), (500, LIMITS.operation_timeout_ms));
+        for bad in ["--statement-timeout-ms=2001", "--operation-timeout-ms=8001", "--operation-timeout-ms=0"]
+        {
+            assert!(Settings::parse_from(["buzz-snapshot", DB, bad]).is_err(), "{bad}");
+        }
+        let err = Settings::parse_from(["buzz-snapshot", DB, "--db-connections=0"]).unwrap_err();
+        assert!(err.to_string().contains("must be positive"), "{err}");
+        let mut s = Settings::local("postgres://db/x", "nats://n", "redis://r", "p", "p:");
+        s.check().unwrap();
+        s.statement_timeout_ms = LIMITS.statement_timeout_ms + 1;
+        assert!(s.check().is_err());
     }
 }

@@ -3,6 +3,7 @@
 //! admin router (`/healthz`, `/readyz`, `/metrics`) each service serves on its admin port.
 
 pub mod runtime;
+pub mod settings;
 
 use std::sync::OnceLock;
 

@@ -11,11 +11,15 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
+/// How long a client waits for an expected message.
 pub const WAIT: Duration = Duration::from_secs(5);
 
+/// A NIP-01 WebSocket client bound to one community host.
 pub struct WsClient {
     ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
+    /// The Host header the socket was opened with.
     pub host: String,
+    /// The NIP-42 challenge the relay sent on connect.
     pub challenge: String,
     /// Messages read while waiting for something else, oldest first.
     backlog: std::collections::VecDeque<Value>,
@@ -24,6 +28,7 @@ pub struct WsClient {
 /// The outcome of a REQ: stored events, and how it ended.
 #[derive(Debug)]
 pub struct ReqResult {
+    /// Stored events in arrival order.
     pub events: Vec<Event>,
     /// `None` for EOSE, `Some(reason)` for CLOSED.
     pub closed: Option<String>,
@@ -129,10 +134,12 @@ impl WsClient {
         c
     }
 
+    /// Sends `text` as one text frame.
     pub async fn send_raw(&mut self, text: &str) {
         self.ws.send(Message::Text(text.to_owned().into())).await.unwrap();
     }
 
+    /// Sends `v` as JSON.
     pub async fn send_json(&mut self, v: &Value) {
         self.send_raw(&v.to_string()).await;
     }
@@ -145,6 +152,7 @@ impl WsClient {
         self.recv_within(WAIT).await
     }
 
+    /// Next JSON message from the relay within `within`; `None` on timeout or close.
     pub async fn recv_within(&mut self, within: Duration) -> Option<Value> {
         let deadline = tokio::time::Instant::now() + within;
         loop {
@@ -194,6 +202,7 @@ impl WsClient {
         self.ok_for(&event.id).await
     }
 
+    /// Waits for the `OK` of event `id`: (accepted, message).
     pub async fn ok_for(&mut self, id: &str) -> (bool, String) {
         let v =
             self.wait_for(|v| v[0] == "OK" && v[1] == id).await.unwrap_or_else(|| panic!("no OK for {id}"));

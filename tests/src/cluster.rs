@@ -10,11 +10,16 @@ use uuid::Uuid;
 
 use crate::replicas::{spawn_snapshot, SnapshotReplica};
 
+/// The shape of a test cluster: replicas per service and settings to vary.
 #[derive(Debug, Clone, Copy)]
 pub struct ClusterOptions {
+    /// Gateway replicas.
     pub gateways: usize,
+    /// Write-service replicas.
     pub writers: usize,
+    /// Query-service replicas.
     pub queriers: usize,
+    /// `statement_timeout` of the query-service replicas, in milliseconds.
     pub statement_timeout_ms: u64,
     /// Adjusts every gateway's settings before it starts (e.g. low rate limits).
     pub gateway_settings: Option<fn(&mut buzz_gateway::Settings)>,
@@ -50,23 +55,35 @@ impl Default for ClusterOptions {
     }
 }
 
+/// A running cluster on its own database, NATS prefix and Redis prefix.
 pub struct Cluster {
+    /// URL of the cluster's own database.
     pub database_url: String,
+    /// Name of the cluster's own database.
     pub database_name: String,
+    /// A pool on the cluster's database, for checks in SQL.
     pub pool: sqlx::PgPool,
+    /// The cluster's NATS subject prefix.
     pub nats_prefix: String,
+    /// The cluster's Redis key prefix.
     pub redis_prefix: String,
+    /// Addresses of the gateway replicas.
     pub gateways: Vec<SocketAddr>,
+    /// Address of the policy-service's operator API.
     pub policy: SocketAddr,
     /// Every policy-service replica's operator listener (`policy` is the first).
     pub policies: Vec<SocketAddr>,
-    /// Admin listeners (`/metrics`, probes): gateways in `gateways` order, then the policy-service.
+    /// Admin listeners (`/metrics`, probes) of the gateways, in `gateways` order.
     pub gateway_admins: Vec<SocketAddr>,
+    /// Admin listener (`/metrics`, probes) of the first policy-service replica.
     pub policy_admin: SocketAddr,
+    /// The operator key the policy-service accepts.
     pub operator: Keys,
     /// A second allowlisted operator key.
     pub operator2: Keys,
+    /// The relay's key.
     pub relay: Keys,
+    /// Cancels every service.
     pub shutdown: CancellationToken,
     /// Cancels only the gateways (graceful shutdown tests).
     pub gateway_shutdown: CancellationToken,
@@ -79,8 +96,11 @@ pub struct Cluster {
 /// A provisioned community and its owner.
 #[derive(Debug, Clone)]
 pub struct Community {
+    /// The community's id.
     pub id: Uuid,
+    /// The Host it is bound to.
     pub host: String,
+    /// Its owner's keys.
     pub owner: Keys,
 }
 
@@ -103,10 +123,12 @@ fn with_database(url: &str, name: &str) -> String {
 }
 
 impl Cluster {
+    /// A cluster with the default options.
     pub async fn start() -> Self {
         Self::start_with(ClusterOptions::default()).await
     }
 
+    /// A cluster of `opts`; returns once every replica serves.
     pub async fn start_with(opts: ClusterOptions) -> Self {
         let tag = Uuid::new_v4().simple().to_string();
         let base = env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres");

@@ -6,6 +6,7 @@
 
 pub mod client;
 pub mod cluster;
+pub mod helpers;
 pub mod nip_fi;
 pub mod processes;
 pub mod replicas;

@@ -20,7 +20,9 @@ const KIND_VAR: &str = "BUZZ_TEST_REPLICA";
 /// Which service a child process runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Service {
+    /// The write-service.
     Write,
+    /// The query-service.
     Query,
 }
 
@@ -39,6 +41,7 @@ pub struct Process {
 }
 
 impl Process {
+    /// The child's process id (for SIGSTOP/SIGCONT).
     #[must_use]
     pub fn pid(&self) -> u32 {
         self.child.id()
@@ -145,11 +148,14 @@ pub async fn wait_for_replicas(subject: &str, n: usize) {
 
 /// A private `redis-server` on a free loopback port, without persistence.
 pub struct PrivateRedis {
+    /// The server process.
     pub process: Process,
+    /// Its `redis://` URL.
     pub url: String,
 }
 
 impl PrivateRedis {
+    /// Starts the server and waits until it answers.
     pub async fn start() -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let child = Command::new("redis-server")

@@ -7,8 +7,9 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use buzz_core::{Event, Keys};
+use buzz_core::Keys;
 use buzz_tests::client::{message, WsClient};
+use buzz_tests::helpers::{ok, tagged};
 use buzz_tests::Cluster;
 use serde_json::json;
 use uuid::Uuid;
@@ -45,17 +46,6 @@ fn table() -> Vec<Row> {
         row("token messages:read", [true, true, true, true, true], [R, R, R, R, R]),
         row("token for another channel", [false, false, false, false, false], [R, R, R, R, R]),
     ]
-}
-
-fn tagged(keys: &Keys, kind: u32, channel: Uuid, extra: Vec<Vec<String>>) -> Event {
-    let mut tags = vec![vec!["h".to_owned(), channel.to_string()]];
-    tags.extend(extra);
-    keys.sign_new(kind, tags, &Uuid::new_v4().to_string())
-}
-
-async fn ok(c: &mut WsClient, ev: &Event) {
-    let (accepted, msg) = c.publish(ev).await;
-    assert!(accepted, "setup kind {} refused: {msg}", ev.kind);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,16 +8,13 @@
 #![allow(clippy::unwrap_used)]
 
 use buzz_core::{Event, Keys};
-use buzz_tests::client::{create_channel, message, WsClient};
+use buzz_tests::client::{message, WsClient};
+use buzz_tests::helpers::{channel, ok, tag};
 use buzz_tests::{Cluster, Community};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
 const TYPE: &str = "buzz.task";
-
-fn tag(name: &str, value: impl ToString) -> Vec<String> {
-    vec![name.to_owned(), value.to_string()]
-}
 
 fn rev(keys: &Keys, op: &str, d: Uuid, h: Uuid, prev: Option<&Event>) -> Event {
     let mut tags = vec![tag("ar", "1"), tag("d", d), tag("h", h), tag("type", TYPE), tag("op", op)];
@@ -29,17 +26,6 @@ fn rev(keys: &Keys, op: &str, d: Uuid, h: Uuid, prev: Option<&Event>) -> Event {
     }
     let content = if op == "delete" { String::new() } else { format!("{{\"n\":\"{}\"}}", Uuid::new_v4()) };
     keys.sign_new(45010, tags, &content)
-}
-
-async fn ok(c: &mut WsClient, ev: &Event) {
-    let (accepted, msg) = c.publish(ev).await;
-    assert!(accepted, "kind {} refused: {msg}", ev.kind);
-}
-
-async fn channel(c: &mut WsClient, owner: &Keys, visibility: &str) -> Uuid {
-    let id = Uuid::new_v4();
-    ok(c, &create_channel(owner, id, "work", visibility)).await;
-    id
 }
 
 /// The ids a REQ returns (it must end with EOSE), sorted: NIP-01 orders by `created_at`, which

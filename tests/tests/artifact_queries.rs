@@ -6,16 +6,13 @@
 #![allow(clippy::unwrap_used)]
 
 use buzz_core::{Event, Keys};
-use buzz_tests::client::{create_channel, WsClient};
+use buzz_tests::client::WsClient;
+use buzz_tests::helpers::{channel, ok, tag};
 use buzz_tests::{Cluster, ClusterOptions, Community};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
 const TASK: &str = "buzz.task";
-
-fn tag(name: &str, value: impl ToString) -> Vec<String> {
-    vec![name.to_owned(), value.to_string()]
-}
 
 /// A signed revision of type `ty` with the envelope and `extra` client tags.
 fn rev(
@@ -42,23 +39,12 @@ fn rev(
     keys.sign_new(45010, tags, &content)
 }
 
-async fn ok(c: &mut WsClient, ev: &Event) {
-    let (accepted, msg) = c.publish(ev).await;
-    assert!(accepted, "kind {} refused: {msg}", ev.kind);
-}
-
 /// Creates an artifact of `ty` in `h` with `extra` tags; returns its d and revision.
 async fn task(c: &mut WsClient, keys: &Keys, h: Uuid, ty: &str, extra: &[Vec<String>]) -> (Uuid, Event) {
     let d = Uuid::new_v4();
     let e = rev(keys, "create", d, h, None, ty, extra);
     ok(c, &e).await;
     (d, e)
-}
-
-async fn channel(c: &mut WsClient, owner: &Keys, visibility: &str) -> Uuid {
-    let id = Uuid::new_v4();
-    ok(c, &create_channel(owner, id, "work", visibility)).await;
-    id
 }
 
 fn admin(keys: &Keys, kind: u32, h: Uuid, extra: Vec<String>) -> Event {

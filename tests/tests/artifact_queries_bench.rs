@@ -12,24 +12,16 @@
 use std::time::Instant;
 
 use buzz_tests::client::WsClient;
+use buzz_tests::helpers::{bench_param, percentile};
 use buzz_tests::{Cluster, ClusterOptions};
 use serde_json::json;
-
-fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-/// Nearest-rank percentile of ascending `sorted`: the ceil(n * p / 100)-th smallest.
-fn percentile(sorted: &[f64], p: usize) -> f64 {
-    sorted[(sorted.len() * p).div_ceil(100).saturating_sub(1)]
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "benchmark: run scripts/bench-queries.sh"]
 async fn bench_current_query_first_page() {
-    let artifacts: i64 = env("BUZZ_BENCH_ARTIFACTS", 200_000);
-    let channels: i64 = env("BUZZ_BENCH_CHANNELS", 500);
-    let queries: usize = env("BUZZ_BENCH_QUERIES", 300);
+    let artifacts: i64 = bench_param("BUZZ_BENCH_ARTIFACTS", 200_000);
+    let channels: i64 = bench_param("BUZZ_BENCH_CHANNELS", 500);
+    let queries: usize = bench_param("BUZZ_BENCH_QUERIES", 300);
     let cluster = Cluster::start_with(ClusterOptions::default()).await;
     let team = cluster.community("bench.test").await;
     let reader = cluster.member(&team).await;
@@ -137,7 +129,7 @@ async fn bench_current_query_first_page() {
     }
     // Throughput: `BUZZ_BENCH_CONCURRENCY` connections (default 8, alternating gateways) each
     // running 50 `#type` + `#project` first pages back to back.
-    let concurrency: usize = env("BUZZ_BENCH_CONCURRENCY", 8);
+    let concurrency: usize = bench_param("BUZZ_BENCH_CONCURRENCY", 8);
     let mut clients = Vec::with_capacity(concurrency);
     for i in 0..concurrency {
         clients

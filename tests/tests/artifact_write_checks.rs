@@ -7,15 +7,12 @@
 #![allow(clippy::unwrap_used)]
 
 use buzz_core::{Event, Keys};
-use buzz_tests::client::{create_channel, message, WsClient};
+use buzz_tests::client::{message, WsClient};
+use buzz_tests::helpers::{channel, ok_plain, tag};
 use buzz_tests::{Cluster, Community};
 use uuid::Uuid;
 
 const TYPE: &str = "buzz.task";
-
-fn tag(name: &str, value: impl ToString) -> Vec<String> {
-    vec![name.to_owned(), value.to_string()]
-}
 
 /// A signed revision (deletions carry no title and empty content).
 fn rev(keys: &Keys, op: &str, d: Uuid, h: Uuid, prev: Option<&str>) -> Event {
@@ -34,23 +31,11 @@ fn admin(keys: &Keys, kind: u32, h: Uuid, extra: Vec<String>) -> Event {
     keys.sign_new(kind, vec![tag("h", h), extra], "")
 }
 
-async fn ok(c: &mut WsClient, ev: &Event) {
-    let (accepted, msg) = c.publish(ev).await;
-    assert!(accepted, "kind {} refused: {msg}", ev.kind);
-    assert_eq!(msg, "", "kind {} accepted with a message", ev.kind);
-}
-
 /// Publishes `ev`, which must be refused; the reason.
 async fn refusal(c: &mut WsClient, ev: &Event) -> String {
     let (accepted, msg) = c.publish(ev).await;
     assert!(!accepted, "kind {} was accepted", ev.kind);
     msg
-}
-
-async fn channel(c: &mut WsClient, owner: &Keys, visibility: &str) -> Uuid {
-    let id = Uuid::new_v4();
-    ok(c, &create_channel(owner, id, "work", visibility)).await;
-    id
 }
 
 async fn current(cluster: &Cluster, d: Uuid) -> String {
@@ -84,9 +69,9 @@ async fn setup() -> Setup {
 async fn edited_by_both(s: &mut Setup, h: Uuid) -> (Uuid, Event, Event) {
     let d = Uuid::new_v4();
     let created = rev(&s.bob, "create", d, h, None);
-    ok(&mut s.b, &created).await;
+    ok_plain(&mut s.b, &created).await;
     let updated = rev(&s.alice, "update", d, h, Some(&created.id));
-    ok(&mut s.a, &updated).await;
+    ok_plain(&mut s.a, &updated).await;
     (d, created, updated)
 }
 
@@ -107,15 +92,15 @@ async fn a_sender_who_cannot_post_kind_9_gets_the_kind_9_answer_whatever_the_art
     let open = channel(&mut s.a, &alice, "open").await;
     let archived = channel(&mut s.a, &alice, "open").await;
     let elsewhere = channel(&mut s.a, &alice, "open").await;
-    ok(&mut s.a, &admin(&alice, 9000, private, tag("p", bob.public_hex()))).await;
-    ok(&mut s.a, &admin(&alice, 9000, open, tag("p", bob.public_hex()))).await;
+    ok_plain(&mut s.a, &admin(&alice, 9000, private, tag("p", bob.public_hex()))).await;
+    ok_plain(&mut s.a, &admin(&alice, 9000, open, tag("p", bob.public_hex()))).await;
     let (dp, cp, up) = edited_by_both(&mut s, private).await;
     let (dob, cob, uob) = edited_by_both(&mut s, open).await;
     let (da, ca, ua) = edited_by_both(&mut s, archived).await;
     // Bob is removed from the private channel, banned from the open one; one is archived.
-    ok(&mut s.a, &admin(&alice, 9001, private, tag("p", bob.public_hex()))).await;
-    ok(&mut s.a, &admin(&alice, 9001, open, tag("p", bob.public_hex()))).await;
-    ok(&mut s.a, &admin(&alice, 9002, archived, tag("archived", "true"))).await;
+    ok_plain(&mut s.a, &admin(&alice, 9001, private, tag("p", bob.public_hex()))).await;
+    ok_plain(&mut s.a, &admin(&alice, 9001, open, tag("p", bob.public_hex()))).await;
+    ok_plain(&mut s.a, &admin(&alice, 9002, archived, tag("archived", "true"))).await;
 
     for (h, d, created, updated) in
         [(private, dp, &cp, &up), (open, dob, &cob, &uob), (archived, da, &ca, &ua)]
@@ -150,13 +135,13 @@ async fn a_resubmission_after_losing_access_is_ok_true_and_reveals_nothing_newer
     let mut s = setup().await;
     let (alice, bob) = (s.alice.clone(), s.bob.clone());
     let private = channel(&mut s.a, &alice, "private").await;
-    ok(&mut s.a, &admin(&alice, 9000, private, tag("p", bob.public_hex()))).await;
+    ok_plain(&mut s.a, &admin(&alice, 9000, private, tag("p", bob.public_hex()))).await;
     let (d, created, updated) = edited_by_both(&mut s, private).await;
     let mine = rev(&bob, "update", d, private, Some(&updated.id));
-    ok(&mut s.b, &mine).await;
+    ok_plain(&mut s.b, &mine).await;
     let newest = rev(&alice, "update", d, private, Some(&mine.id));
-    ok(&mut s.a, &newest).await;
-    ok(&mut s.a, &admin(&alice, 9001, private, tag("p", bob.public_hex()))).await;
+    ok_plain(&mut s.a, &newest).await;
+    ok_plain(&mut s.a, &admin(&alice, 9001, private, tag("p", bob.public_hex()))).await;
     // The create's event expires by retention (only its accepted id is left).
     sqlx::query("UPDATE communities SET retention_days = 1 WHERE id = $1")
         .bind(s.team.id)
@@ -185,15 +170,15 @@ async fn kind_5_aimed_at_someone_elses_revision_gets_the_artifact_reason_unless_
     let open = channel(&mut s.a, &alice, "open").await;
     let private = channel(&mut s.a, &alice, "private").await;
     let theirs = rev(&alice, "create", Uuid::new_v4(), open, None);
-    ok(&mut s.a, &theirs).await;
+    ok_plain(&mut s.a, &theirs).await;
     let hidden = rev(&alice, "create", Uuid::new_v4(), private, None);
-    ok(&mut s.a, &hidden).await;
+    ok_plain(&mut s.a, &hidden).await;
     let reason = "invalid: artifact revisions cannot be deleted with kind 5; publish op=delete";
     // Bob reads the open channel: he is told why, as the author would be.
     assert_eq!(refusal(&mut s.b, &bob.sign_new(5, vec![tag("e", &theirs.id)], "")).await, reason);
     assert_eq!(refusal(&mut s.a, &alice.sign_new(5, vec![tag("e", &theirs.id)], "")).await, reason);
     // A redacted revision is still a revision.
-    ok(&mut s.a, &admin(&alice, 9005, open, tag("e", &theirs.id))).await;
+    ok_plain(&mut s.a, &admin(&alice, 9005, open, tag("e", &theirs.id))).await;
     assert_eq!(refusal(&mut s.b, &bob.sign_new(5, vec![tag("e", &theirs.id)], "")).await, reason);
     // A revision he cannot read gets the answer any unknown event gets.
     let unknown = refusal(&mut s.b, &bob.sign_new(5, vec![tag("e", "f".repeat(64))], "")).await;

@@ -10,15 +10,12 @@ use std::time::Duration;
 use buzz_core::event::UnsignedEvent;
 use buzz_core::{Event, Keys};
 use buzz_tests::client::{create_channel, message, WsClient};
+use buzz_tests::helpers::{channel, ok_plain, refused, tag, tagged};
 use buzz_tests::{Cluster, Community};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
 const TYPE: &str = "buzz.task";
-
-fn tag(name: &str, value: impl ToString) -> Vec<String> {
-    vec![name.to_owned(), value.to_string()]
-}
 
 /// A revision's tags: the envelope (title unless deleting, `prev` when given) and `extra`.
 fn envelope(op: &str, d: Uuid, h: Uuid, prev: Option<&str>, extra: &[Vec<String>]) -> Vec<Vec<String>> {
@@ -56,29 +53,10 @@ fn p(keys: &Keys) -> Vec<String> {
     tag("p", keys.public_hex())
 }
 
-async fn ok(c: &mut WsClient, ev: &Event) {
-    let (accepted, msg) = c.publish(ev).await;
-    assert!(accepted, "kind {} refused: {msg}", ev.kind);
-    assert_eq!(msg, "", "kind {} accepted with a message", ev.kind);
-}
-
-async fn refused(c: &mut WsClient, ev: &Event, expected: &str) -> String {
-    let (accepted, msg) = c.publish(ev).await;
-    assert!(!accepted, "kind {} was accepted, expected {expected:?}", ev.kind);
-    assert!(msg.starts_with(expected), "{msg:?} does not start with {expected:?}");
-    msg
-}
-
 async fn duplicate(c: &mut WsClient, ev: &Event) {
     let (accepted, msg) = c.publish(ev).await;
     assert!(accepted, "resubmission refused: {msg}");
     assert!(msg.starts_with("duplicate:"), "resubmission answered {msg:?}");
-}
-
-fn tagged(keys: &Keys, kind: u32, channel: Uuid, extra: Vec<Vec<String>>) -> Event {
-    let mut tags = vec![tag("h", channel)];
-    tags.extend(extra);
-    keys.sign_new(kind, tags, &Uuid::new_v4().to_string())
 }
 
 struct Setup {
@@ -101,14 +79,8 @@ async fn setup() -> Setup {
     let mut a = WsClient::authed(cluster.gateways[0], &team.host, &alice).await;
     let b = WsClient::authed(cluster.gateways[1], &team.host, &bob).await;
     let channel = Uuid::new_v4();
-    ok(&mut a, &create_channel(&alice, channel, "work", "open")).await;
+    ok_plain(&mut a, &create_channel(&alice, channel, "work", "open")).await;
     Setup { cluster, team, alice, bob, channel, a, b }
-}
-
-async fn channel(c: &mut WsClient, owner: &Keys, visibility: &str) -> Uuid {
-    let id = Uuid::new_v4();
-    ok(c, &create_channel(owner, id, "more", visibility)).await;
-    id
 }
 
 /// The stored artifact: (current revision, home, deleted).
@@ -139,13 +111,13 @@ async fn a_create_and_its_updates_form_one_chain_each_naming_the_current_revisio
     let sub = json!({"kinds": [45010], "#d": [d.to_string()]});
     assert!(b.req("live", &[sub]).await.closed.is_none());
     let c = create(&alice, d, channel);
-    ok(&mut a, &c).await;
+    ok_plain(&mut a, &c).await;
     assert_eq!(b.next_event("live", Duration::from_secs(5)).await.as_ref(), Some(&c));
     // Anyone who may write in the home edits it, whoever created it.
     let u1 = update(&bob, d, channel, &c);
-    ok(&mut b, &u1).await;
+    ok_plain(&mut b, &u1).await;
     let u2 = update(&alice, d, channel, &u1);
-    ok(&mut a, &u2).await;
+    ok_plain(&mut a, &u2).await;
     assert_eq!(stored(&cluster, d).await, (u2.id.clone(), channel, false));
     let chain: Vec<(String, Option<String>, String)> = sqlx::query_as(
         "SELECT revision_id, prev, op FROM artifact_revisions WHERE d = $1 ORDER BY accepted_seq",
@@ -193,7 +165,7 @@ async fn invalid_envelopes_unsupported_versions_and_more_than_256_tags_are_rejec
     refused(&mut a, &rev(&alice, "create", d, channel, Some(&"a".repeat(64)), &[]), "invalid:").await;
     refused(&mut a, &rev(&alice, "update", d, channel, None, &[]), "invalid:").await;
     // None of these claimed the identity.
-    ok(&mut a, &create(&alice, d, channel)).await;
+    ok_plain(&mut a, &create(&alice, d, channel)).await;
     cluster.stop().await;
 }
 
@@ -203,7 +175,7 @@ async fn a_create_on_a_taken_d_fails_and_reveals_only_that_the_identity_is_taken
     let private = self::channel(&mut a, &alice, "private").await;
     let d = Uuid::new_v4();
     let secret = create(&alice, d, private);
-    ok(&mut a, &secret).await;
+    ok_plain(&mut a, &secret).await;
     // Bob cannot read the private channel; his create in his own open channel hits the identity.
     let mine = rev(&bob, "create", d, channel, None, &[]);
     let msg = refused(&mut b, &mine, "conflict:").await;
@@ -222,9 +194,9 @@ async fn a_revision_whose_prev_is_not_the_current_revision_is_a_conflict() {
     let Setup { cluster, alice, bob, channel, mut a, mut b, .. } = setup().await;
     let d = Uuid::new_v4();
     let c = create(&alice, d, channel);
-    ok(&mut a, &c).await;
+    ok_plain(&mut a, &c).await;
     let u1 = update(&alice, d, channel, &c);
-    ok(&mut a, &u1).await;
+    ok_plain(&mut a, &u1).await;
     // A different event naming an older revision.
     let stale = update(&bob, d, channel, &c);
     let msg = refused(&mut b, &stale, "conflict:").await;
@@ -243,7 +215,7 @@ async fn timestamps_do_not_choose_the_winner() {
     let Setup { cluster, alice, bob, channel, mut a, mut b, .. } = setup().await;
     let d = Uuid::new_v4();
     let c = create(&alice, d, channel);
-    ok(&mut a, &c).await;
+    ok_plain(&mut a, &c).await;
     // An edit dated an hour before the create is accepted: prev decides, not created_at.
     let old = alice.sign(UnsignedEvent {
         pubkey: alice.public_hex(),
@@ -252,7 +224,7 @@ async fn timestamps_do_not_choose_the_winner() {
         tags: envelope("update", d, channel, Some(&c.id), &[]),
         content: "{\"old\":true}".into(),
     });
-    ok(&mut a, &old).await;
+    ok_plain(&mut a, &old).await;
     // A competing edit dated later, on the same prev, loses.
     let later = bob.sign(UnsignedEvent {
         pubkey: bob.public_hex(),
@@ -272,7 +244,7 @@ async fn of_100_different_updates_on_one_prev_over_two_gateways_exactly_one_is_a
     let Setup { cluster, team, alice, channel, mut a, .. } = setup().await;
     let d = Uuid::new_v4();
     let c = create(&alice, d, channel);
-    ok(&mut a, &c).await;
+    ok_plain(&mut a, &c).await;
     let mut clients = Vec::new();
     for i in 0..100 {
         let keys = Keys::generate();
@@ -328,13 +300,13 @@ async fn resubmitting_an_accepted_revision_after_two_later_revisions_succeeds_an
     let Setup { cluster, team, alice, channel, mut a, mut b, bob } = setup().await;
     let d = Uuid::new_v4();
     let c = create(&alice, d, channel);
-    ok(&mut a, &c).await;
+    ok_plain(&mut a, &c).await;
     let u1 = update(&alice, d, channel, &c);
-    ok(&mut a, &u1).await;
+    ok_plain(&mut a, &u1).await;
     let u2 = update(&bob, d, channel, &u1);
-    ok(&mut b, &u2).await;
+    ok_plain(&mut b, &u2).await;
     let u3 = update(&alice, d, channel, &u2);
-    ok(&mut a, &u3).await;
+    ok_plain(&mut a, &u3).await;
     let (revisions, events) = (revisions_of(&cluster, d).await, stored_events(&cluster).await);
     // The acknowledgement of u1 was lost: resubmitting it, through either gateway, is OK.
     let mut a2 = WsClient::authed(cluster.gateways[1], &team.host, &alice).await;
@@ -350,13 +322,13 @@ async fn resubmitting_an_accepted_revision_after_two_later_revisions_succeeds_an
 async fn a_resubmission_reveals_nothing_after_the_sender_lost_access() {
     let Setup { cluster, alice, bob, mut a, mut b, .. } = setup().await;
     let private = channel(&mut a, &alice, "private").await;
-    ok(&mut a, &tagged(&alice, 9000, private, vec![p(&bob)])).await;
+    ok_plain(&mut a, &tagged(&alice, 9000, private, vec![p(&bob)])).await;
     let d = Uuid::new_v4();
     let c = create(&bob, d, private);
-    ok(&mut b, &c).await;
+    ok_plain(&mut b, &c).await;
     let u1 = update(&alice, d, private, &c);
-    ok(&mut a, &u1).await;
-    ok(&mut a, &tagged(&alice, 9001, private, vec![p(&bob)])).await;
+    ok_plain(&mut a, &u1).await;
+    ok_plain(&mut a, &tagged(&alice, 9001, private, vec![p(&bob)])).await;
     // Bob lost access: his resubmission is a plain duplicate, with nothing about u1.
     let (accepted, msg) = b.publish(&c).await;
     assert!(accepted);
@@ -373,7 +345,7 @@ async fn an_update_keeps_h_and_d_and_type_are_immutable() {
     let other = self::channel(&mut a, &alice, "open").await;
     let d = Uuid::new_v4();
     let c = create(&alice, d, channel);
-    ok(&mut a, &c).await;
+    ok_plain(&mut a, &c).await;
     refused(&mut a, &update(&alice, d, other, &c), "invalid: h must be the artifact's home channel").await;
     let mut retyped = envelope("update", d, channel, Some(&c.id), &[]);
     retyped[3] = tag("type", "buzz.project");
@@ -390,30 +362,30 @@ async fn root_must_be_an_undeleted_conversation_anchor_in_h_on_create_or_change_
     let Setup { cluster, alice, channel, mut a, .. } = setup().await;
     let other = self::channel(&mut a, &alice, "open").await;
     let anchor = message(&alice, channel, "the payment timeout");
-    ok(&mut a, &anchor).await;
+    ok_plain(&mut a, &anchor).await;
     let reply =
         tagged(&alice, 9, channel, vec![vec!["e".into(), anchor.id.clone(), String::new(), "root".into()]]);
-    ok(&mut a, &reply).await;
+    ok_plain(&mut a, &reply).await;
     let elsewhere = message(&alice, other, "elsewhere");
-    ok(&mut a, &elsewhere).await;
+    ok_plain(&mut a, &elsewhere).await;
     let d = Uuid::new_v4();
     for bad in [&"c".repeat(64), &reply.id, &elsewhere.id] {
         refused(&mut a, &rev(&alice, "create", d, channel, None, &[root(bad)]), "invalid: root").await;
     }
     let c = rev(&alice, "create", d, channel, None, &[root(&anchor.id)]);
-    ok(&mut a, &c).await;
+    ok_plain(&mut a, &c).await;
     // The anchor is deleted: edits keeping the root still succeed.
-    ok(&mut a, &alice.sign_new(5, vec![tag("e", &anchor.id)], "")).await;
+    ok_plain(&mut a, &alice.sign_new(5, vec![tag("e", &anchor.id)], "")).await;
     let u1 = rev(&alice, "update", d, channel, Some(&c.id), &[root(&anchor.id)]);
-    ok(&mut a, &u1).await;
+    ok_plain(&mut a, &u1).await;
     // Dropping the root is a change to "none"; setting it back to the lost anchor is a change.
     let u2 = rev(&alice, "update", d, channel, Some(&u1.id), &[]);
-    ok(&mut a, &u2).await;
+    ok_plain(&mut a, &u2).await;
     refused(&mut a, &rev(&alice, "update", d, channel, Some(&u2.id), &[root(&anchor.id)]), "invalid: root")
         .await;
     let fresh = message(&alice, channel, "new anchor");
-    ok(&mut a, &fresh).await;
-    ok(&mut a, &rev(&alice, "update", d, channel, Some(&u2.id), &[root(&fresh.id)])).await;
+    ok_plain(&mut a, &fresh).await;
+    ok_plain(&mut a, &rev(&alice, "update", d, channel, Some(&u2.id), &[root(&fresh.id)])).await;
     // Replies belong to the conversation: a kind-9 reply cannot name a revision as its root...
     let to_revision = vec!["e".to_owned(), c.id.clone(), String::new(), "root".to_owned()];
     refused(&mut a, &tagged(&alice, 9, channel, vec![to_revision]), "invalid:").await;
@@ -431,10 +403,10 @@ async fn writing_a_revision_needs_exactly_the_permission_to_post_a_kind_9_messag
     let banned = self::channel(&mut a, &alice, "open").await;
     let d_archived = Uuid::new_v4();
     let c_archived = create(&alice, d_archived, archived);
-    ok(&mut a, &c_archived).await;
-    ok(&mut a, &tagged(&alice, 9002, archived, vec![tag("archived", "true")])).await;
-    ok(&mut a, &tagged(&alice, 9000, banned, vec![p(&bob)])).await;
-    ok(&mut a, &tagged(&alice, 9001, banned, vec![p(&bob)])).await;
+    ok_plain(&mut a, &c_archived).await;
+    ok_plain(&mut a, &tagged(&alice, 9002, archived, vec![tag("archived", "true")])).await;
+    ok_plain(&mut a, &tagged(&alice, 9000, banned, vec![p(&bob)])).await;
+    ok_plain(&mut a, &tagged(&alice, 9001, banned, vec![p(&bob)])).await;
     // Each case: the kind-9 answer and the revision answer are the same.
     for (home, expected) in [
         (private, "restricted: channel not found or not accessible"),
@@ -447,7 +419,7 @@ async fn writing_a_revision_needs_exactly_the_permission_to_post_a_kind_9_messag
     }
     refused(&mut a, &update(&alice, d_archived, archived, &c_archived), "blocked: channel is archived").await;
     // A community member posts in an open channel he has not joined: so he creates there too.
-    ok(&mut b, &create(&bob, Uuid::new_v4(), channel)).await;
+    ok_plain(&mut b, &create(&bob, Uuid::new_v4(), channel)).await;
     // Tokens: messages:read alone cannot write; a restriction to another channel cannot either.
     let read_only = cluster.token(&team, &bob, &json!({"scopes": ["messages:read"]})).await;
     let mut r = WsClient::with_token(cluster.gateways[0], &team.host, &read_only).await;
@@ -465,7 +437,7 @@ async fn writing_a_revision_needs_exactly_the_permission_to_post_a_kind_9_messag
         .token(&team, &bob, &json!({"scopes": ["messages:write"], "channel_ids": [channel.to_string()]}))
         .await;
     let mut w = WsClient::with_token(cluster.gateways[1], &team.host, &writer).await;
-    ok(&mut w, &create(&bob, Uuid::new_v4(), channel)).await;
+    ok_plain(&mut w, &create(&bob, Uuid::new_v4(), channel)).await;
     cluster.stop().await;
 }
 
@@ -475,15 +447,15 @@ async fn dm_participants_are_peers_and_the_channel_type_comes_from_the_stored_ch
     let carol = cluster.member(&team).await;
     let mut c = WsClient::authed(cluster.gateways[0], &team.host, &carol).await;
     let dm = Uuid::new_v4();
-    ok(&mut a, &alice.sign_new(9007, vec![tag("h", dm), tag("channel_type", "dm"), p(&bob)], "")).await;
+    ok_plain(&mut a, &alice.sign_new(9007, vec![tag("h", dm), tag("channel_type", "dm"), p(&bob)], "")).await;
     let d = Uuid::new_v4();
     // Tags claiming the channel is open change nothing: carol is not a participant.
     let claims = [tag("visibility", "open"), tag("channel_type", "stream")];
     refused(&mut c, &rev(&carol, "create", d, dm, None, &claims), "restricted: channel not found").await;
     let created = rev(&alice, "create", d, dm, None, &claims);
-    ok(&mut a, &created).await;
+    ok_plain(&mut a, &created).await;
     let edited = update(&bob, d, dm, &created);
-    ok(&mut b, &edited).await;
+    ok_plain(&mut b, &edited).await;
     // The participants read both revisions by id and by d; carol, who is not one, reads none.
     for f in [json!({"ids": [created.id, edited.id]}), json!({"kinds": [45010], "#d": [d.to_string()]})] {
         assert_eq!(a.req("r", std::slice::from_ref(&f)).await.events.len(), 2, "{f}");
@@ -509,9 +481,9 @@ async fn an_agent_writes_revisions_with_its_owners_permission_and_every_auth_tag
     assert_eq!(g.ok_for(&auth.id).await, (true, String::new()));
     let d = Uuid::new_v4();
     let c = rev(&agent, "create", d, private, None, std::slice::from_ref(&grant));
-    ok(&mut g, &c).await;
+    ok_plain(&mut g, &c).await;
     // A deletion carries only envelope tags and the verified auth tag.
-    ok(&mut g, &rev(&agent, "delete", d, private, Some(&c.id), std::slice::from_ref(&grant))).await;
+    ok_plain(&mut g, &rev(&agent, "delete", d, private, Some(&c.id), std::slice::from_ref(&grant))).await;
     // A forged grant is refused as an unverified artifact auth tag.
     let mut forged = buzz_core::nipoa::grant(&Keys::generate(), &agent.public_hex(), "kind=45010");
     forged[1] = alice.public_hex();
@@ -528,18 +500,18 @@ async fn a_move_needs_write_in_both_source_and_destination() {
     let archived = self::channel(&mut a, &alice, "open").await;
     let d = Uuid::new_v4();
     let c = create(&bob, d, channel);
-    ok(&mut b, &c).await;
+    ok_plain(&mut b, &c).await;
     // Bob writes the source but cannot read the destination.
     let msg = refused(&mut b, &rev(&bob, "move", d, private, Some(&c.id), &[]), "restricted:").await;
     assert_eq!(msg, "restricted: channel not found or not accessible");
-    ok(&mut a, &tagged(&alice, 9002, archived, vec![tag("archived", "true")])).await;
+    ok_plain(&mut a, &tagged(&alice, 9002, archived, vec![tag("archived", "true")])).await;
     refused(&mut b, &rev(&bob, "move", d, archived, Some(&c.id), &[]), "blocked: channel is archived").await;
     // Alice writes the destination but the source is now archived: refused as well.
     let d2 = Uuid::new_v4();
     let src = self::channel(&mut a, &alice, "open").await;
     let c2 = create(&alice, d2, src);
-    ok(&mut a, &c2).await;
-    ok(&mut a, &tagged(&alice, 9002, src, vec![tag("archived", "true")])).await;
+    ok_plain(&mut a, &c2).await;
+    ok_plain(&mut a, &tagged(&alice, 9002, src, vec![tag("archived", "true")])).await;
     refused(&mut a, &rev(&alice, "move", d2, channel, Some(&c2.id), &[]), "blocked: channel is archived")
         .await;
     // A move that does not change h is not a move.
@@ -555,13 +527,13 @@ async fn a_move_stores_the_arrival_and_a_relay_signed_removal_atomically_and_ear
     let Setup { cluster, team, alice, bob, channel: destination, mut a, mut b } = setup().await;
     let source = channel(&mut a, &alice, "private").await;
     let carol = cluster.member(&team).await;
-    ok(&mut a, &tagged(&alice, 9000, source, vec![p(&carol)])).await;
+    ok_plain(&mut a, &tagged(&alice, 9000, source, vec![p(&carol)])).await;
     let mut c = WsClient::authed(cluster.gateways[1], &team.host, &carol).await;
     let d = Uuid::new_v4();
     let created = create(&alice, d, source);
-    ok(&mut a, &created).await;
+    ok_plain(&mut a, &created).await;
     let edited = update(&alice, d, source, &created);
-    ok(&mut a, &edited).await;
+    ok_plain(&mut a, &edited).await;
     // Carol follows the source, Bob the destination (he cannot read the source).
     assert!(c
         .req("src", &[json!({"#h": [source.to_string()], "kinds": [45010, 45011]})])
@@ -574,7 +546,7 @@ async fn a_move_stores_the_arrival_and_a_relay_signed_removal_atomically_and_ear
         .closed
         .is_none());
     let moved = rev(&alice, "move", d, destination, Some(&edited.id), &[]);
-    ok(&mut a, &moved).await;
+    ok_plain(&mut a, &moved).await;
     assert_eq!(b.next_event("dst", Duration::from_secs(5)).await.as_ref(), Some(&moved));
     let removal = c.next_event("src", Duration::from_secs(5)).await.expect("live removal in the source");
     assert_eq!(removal.kind, 45011);
@@ -616,7 +588,7 @@ async fn a_move_stores_the_arrival_and_a_relay_signed_removal_atomically_and_ear
     );
     // From now on the home is the destination: Bob, who cannot read the source, edits it there.
     let next = update(&bob, d, destination, &moved);
-    ok(&mut b, &next).await;
+    ok_plain(&mut b, &next).await;
     cluster.stop().await;
 }
 
@@ -626,13 +598,13 @@ async fn a_moves_root_must_be_absent_or_an_anchor_in_the_destination() {
     let destination = channel(&mut a, &alice, "open").await;
     let here = message(&alice, source, "source anchor");
     let there = message(&alice, destination, "destination anchor");
-    ok(&mut a, &here).await;
-    ok(&mut a, &there).await;
+    ok_plain(&mut a, &here).await;
+    ok_plain(&mut a, &there).await;
     let d = Uuid::new_v4();
     let c = rev(&alice, "create", d, source, None, &[root(&here.id)]);
-    ok(&mut a, &c).await;
+    ok_plain(&mut a, &c).await;
     refused(&mut a, &rev(&alice, "move", d, destination, Some(&c.id), &[root(&here.id)]), "invalid:").await;
-    ok(&mut a, &rev(&alice, "move", d, destination, Some(&c.id), &[root(&there.id)])).await;
+    ok_plain(&mut a, &rev(&alice, "move", d, destination, Some(&c.id), &[root(&there.id)])).await;
     // Conversation messages stay where they are.
     let homes: Vec<(String, Uuid)> =
         sqlx::query_as("SELECT id, channel_id FROM events WHERE kind = 9 ORDER BY seq")
@@ -648,10 +620,10 @@ async fn deletion_preserves_type_h_and_root_and_afterwards_only_a_restore_naming
     let Setup { cluster, alice, bob, channel, mut a, mut b, .. } = setup().await;
     let other = self::channel(&mut a, &alice, "open").await;
     let anchor = message(&alice, channel, "anchor");
-    ok(&mut a, &anchor).await;
+    ok_plain(&mut a, &anchor).await;
     let d = Uuid::new_v4();
     let c = rev(&alice, "create", d, channel, None, &[root(&anchor.id)]);
-    ok(&mut a, &c).await;
+    ok_plain(&mut a, &c).await;
     // Envelope rules of a deletion (title, content, client tags) are the core's; one end to end.
     let mut titled = envelope("delete", d, channel, Some(&c.id), &[root(&anchor.id)]);
     titled.push(tag("title", "x"));
@@ -661,7 +633,7 @@ async fn deletion_preserves_type_h_and_root_and_afterwards_only_a_restore_naming
     refused(&mut a, &rev(&alice, "delete", d, other, Some(&c.id), &[root(&anchor.id)]), "invalid: h").await;
     refused(&mut a, &rev(&alice, "restore", d, channel, Some(&c.id), &[root(&anchor.id)]), "invalid:").await;
     let del = rev(&bob, "delete", d, channel, Some(&c.id), &[root(&anchor.id)]);
-    ok(&mut b, &del).await;
+    ok_plain(&mut b, &del).await;
     assert_eq!(stored(&cluster, d).await, (del.id.clone(), channel, true));
     for next in [
         rev(&alice, "update", d, channel, Some(&del.id), &[root(&anchor.id)]),
@@ -680,9 +652,9 @@ async fn deletion_preserves_type_h_and_root_and_afterwards_only_a_restore_naming
     untitled.retain(|t| t[0] != "title");
     refused(&mut a, &alice.sign_new(45010, untitled, "{}"), "invalid:").await;
     let back = rev(&alice, "restore", d, channel, Some(&del.id), &[root(&anchor.id)]);
-    ok(&mut a, &back).await;
+    ok_plain(&mut a, &back).await;
     assert_eq!(stored(&cluster, d).await, (back.id.clone(), channel, false));
-    ok(&mut b, &rev(&bob, "update", d, channel, Some(&back.id), &[root(&anchor.id)])).await;
+    ok_plain(&mut b, &rev(&bob, "update", d, channel, Some(&back.id), &[root(&anchor.id)])).await;
     cluster.stop().await;
 }
 
@@ -690,7 +662,7 @@ async fn deletion_preserves_type_h_and_root_and_afterwards_only_a_restore_naming
 async fn kind_5_targeting_a_revision_is_rejected_with_an_explicit_reason() {
     let Setup { cluster, alice, channel, mut a, .. } = setup().await;
     let c = create(&alice, Uuid::new_v4(), channel);
-    ok(&mut a, &c).await;
+    ok_plain(&mut a, &c).await;
     let msg = refused(&mut a, &alice.sign_new(5, vec![tag("e", &c.id)], ""), "invalid:").await;
     assert!(msg.contains("artifact revision"), "{msg}");
     assert_eq!(a.req("r", &[json!({"ids": [c.id]})]).await.events, vec![c.clone()]);
@@ -702,11 +674,11 @@ async fn a_redacted_revision_is_withheld_but_stays_current_and_valid_as_prev() {
     let Setup { cluster, alice, bob, channel, mut a, mut b, .. } = setup().await;
     let d = Uuid::new_v4();
     let c = create(&bob, d, channel);
-    ok(&mut b, &c).await;
+    ok_plain(&mut b, &c).await;
     let u1 = update(&bob, d, channel, &c);
-    ok(&mut b, &u1).await;
+    ok_plain(&mut b, &u1).await;
     // The channel owner redacts the current revision: no reader gets it any more.
-    ok(&mut a, &tagged(&alice, 9005, channel, vec![tag("e", &u1.id)])).await;
+    ok_plain(&mut a, &tagged(&alice, 9005, channel, vec![tag("e", &u1.id)])).await;
     for ws in [&mut a, &mut b] {
         assert!(ws.req("r", &[json!({"ids": [u1.id]})]).await.events.is_empty());
         assert_eq!(ws.count("n", &[json!({"ids": [u1.id]})]).await, Ok(0));
@@ -716,7 +688,7 @@ async fn a_redacted_revision_is_withheld_but_stays_current_and_valid_as_prev() {
     refused(&mut a, &update(&alice, d, channel, &c), "conflict:").await;
     duplicate(&mut b, &u1).await;
     // ...and one holding it can: the redacted id is a valid prev.
-    ok(&mut b, &update(&bob, d, channel, &u1)).await;
+    ok_plain(&mut b, &update(&bob, d, channel, &u1)).await;
     cluster.stop().await;
 }
 
@@ -725,17 +697,17 @@ async fn retention_expires_earlier_revisions_but_never_the_current_one_or_prev_c
     let Setup { cluster, team, alice, channel, mut a, .. } = setup().await;
     let d = Uuid::new_v4();
     let c = create(&alice, d, channel);
-    ok(&mut a, &c).await;
+    ok_plain(&mut a, &c).await;
     let u1 = update(&alice, d, channel, &c);
-    ok(&mut a, &u1).await;
+    ok_plain(&mut a, &u1).await;
     let u2 = update(&alice, d, channel, &u1);
-    ok(&mut a, &u2).await;
+    ok_plain(&mut a, &u2).await;
     // Another artifact, untouched: recent revisions are kept.
     let other = Uuid::new_v4();
     let oc = create(&alice, other, channel);
-    ok(&mut a, &oc).await;
+    ok_plain(&mut a, &oc).await;
     let ou = update(&alice, other, channel, &oc);
-    ok(&mut a, &ou).await;
+    ok_plain(&mut a, &ou).await;
     sqlx::query("UPDATE communities SET retention_days = 1 WHERE id = $1")
         .bind(team.id)
         .execute(&cluster.pool)
@@ -758,7 +730,7 @@ async fn retention_expires_earlier_revisions_but_never_the_current_one_or_prev_c
     duplicate(&mut a, &u1).await;
     assert_eq!(revisions_of(&cluster, d).await, 3);
     refused(&mut a, &update(&alice, d, channel, &u1), "conflict:").await;
-    ok(&mut a, &update(&alice, d, channel, &u2)).await;
+    ok_plain(&mut a, &update(&alice, d, channel, &u2)).await;
     cluster.stop().await;
 }
 
@@ -772,8 +744,8 @@ async fn get(cluster: &Cluster, c: &Community, path: &str, keys: &Keys) -> Value
 async fn revisions_never_change_chat_counts_replies_unread_or_read_markers() {
     let Setup { cluster, team, alice, bob, channel, mut a, mut b } = setup().await;
     let anchor = message(&alice, channel, "anchor");
-    ok(&mut a, &anchor).await;
-    ok(
+    ok_plain(&mut a, &anchor).await;
+    ok_plain(
         &mut b,
         &tagged(&bob, 9, channel, vec![vec!["e".into(), anchor.id.clone(), String::new(), "root".into()]]),
     )
@@ -782,9 +754,9 @@ async fn revisions_never_change_chat_counts_replies_unread_or_read_markers() {
     let before = (get(&cluster, &team, &path, &alice).await, get(&cluster, &team, &path, &bob).await);
     let d = Uuid::new_v4();
     let c = rev(&bob, "create", d, channel, None, &[root(&anchor.id)]);
-    ok(&mut b, &c).await;
+    ok_plain(&mut b, &c).await;
     let u = rev(&alice, "update", d, channel, Some(&c.id), &[root(&anchor.id)]);
-    ok(&mut a, &u).await;
+    ok_plain(&mut a, &u).await;
     let after = (get(&cluster, &team, &path, &alice).await, get(&cluster, &team, &path, &bob).await);
     assert_eq!(after, before);
     assert_eq!(after.0["message_count"], 2);
@@ -804,25 +776,25 @@ async fn a_revision_mentions_only_the_p_tags_the_previous_revision_did_not_carry
     };
     let d = Uuid::new_v4();
     let c = rev(&alice, "create", d, channel, None, &[p(&bob)]);
-    ok(&mut a, &c).await;
+    ok_plain(&mut a, &c).await;
     assert_eq!((mentions(bob.clone()).await, mentions(carol.clone()).await), (1, 0));
     let u1 = rev(&alice, "update", d, channel, Some(&c.id), &[p(&bob), p(&carol)]);
-    ok(&mut a, &u1).await;
+    ok_plain(&mut a, &u1).await;
     assert_eq!((mentions(bob.clone()).await, mentions(carol.clone()).await), (1, 1));
     let u2 = rev(&alice, "update", d, channel, Some(&u1.id), &[p(&carol), p(&bob)]);
-    ok(&mut a, &u2).await;
+    ok_plain(&mut a, &u2).await;
     assert_eq!((mentions(bob.clone()).await, mentions(carol.clone()).await), (1, 1));
     // Dropped, then carried again: the previous revision did not carry it, so it mentions again.
     let u3 = rev(&alice, "update", d, channel, Some(&u2.id), &[p(&carol)]);
-    ok(&mut a, &u3).await;
+    ok_plain(&mut a, &u3).await;
     let u4 = rev(&alice, "update", d, channel, Some(&u3.id), &[p(&carol), p(&bob)]);
-    ok(&mut a, &u4).await;
+    ok_plain(&mut a, &u4).await;
     assert_eq!((mentions(bob.clone()).await, mentions(carol.clone()).await), (2, 1));
     // A key the previous revision carried is not mentioned again, even when that revision's author
     // was the key itself.
     let u5 = rev(&bob, "update", d, channel, Some(&u4.id), &[p(&carol), p(&bob)]);
-    ok(&mut b, &u5).await;
-    ok(&mut a, &rev(&alice, "update", d, channel, Some(&u5.id), &[p(&carol), p(&bob)])).await;
+    ok_plain(&mut b, &u5).await;
+    ok_plain(&mut a, &rev(&alice, "update", d, channel, Some(&u5.id), &[p(&carol), p(&bob)])).await;
     assert_eq!((mentions(bob.clone()).await, mentions(carol.clone()).await), (2, 1));
     cluster.stop().await;
 }
@@ -836,12 +808,12 @@ async fn an_artifact_is_identified_by_community_and_d_so_another_community_may_u
     let their_channel = self::channel(&mut c, &carol, "open").await;
     let d = Uuid::new_v4();
     let ours = create(&alice, d, channel);
-    ok(&mut a, &ours).await;
+    ok_plain(&mut a, &ours).await;
     let theirs = create(&carol, d, their_channel);
-    ok(&mut c, &theirs).await;
-    ok(&mut c, &update(&carol, d, their_channel, &theirs)).await;
+    ok_plain(&mut c, &theirs).await;
+    ok_plain(&mut c, &update(&carol, d, their_channel, &theirs)).await;
     // Nothing crosses communities: ours is unchanged and still accepts its own next revision.
-    ok(&mut a, &update(&alice, d, channel, &ours)).await;
+    ok_plain(&mut a, &update(&alice, d, channel, &ours)).await;
     let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM artifacts WHERE d = $1")
         .bind(d)
         .fetch_one(&cluster.pool)
@@ -866,7 +838,7 @@ async fn normal_event_size_and_write_quotas_apply_to_revisions() {
     let alice = cluster.member(&team).await;
     let channel = Uuid::new_v4();
     let mut setup = WsClient::authed(cluster.gateways[0], &team.host, &alice).await;
-    ok(&mut setup, &create_channel(&alice, channel, "work", "open")).await;
+    ok_plain(&mut setup, &create_channel(&alice, channel, "work", "open")).await;
     let mut big = WsClient::authed(cluster.gateways[0], &team.host, &alice).await;
     let huge =
         alice.sign_new(45010, envelope("create", Uuid::new_v4(), channel, None, &[]), &"x".repeat(70_000));
@@ -874,9 +846,9 @@ async fn normal_event_size_and_write_quotas_apply_to_revisions() {
     let mut a = WsClient::authed(cluster.gateways[1], &team.host, &alice).await;
     let d = Uuid::new_v4();
     let c = create(&alice, d, channel);
-    ok(&mut a, &c).await;
+    ok_plain(&mut a, &c).await;
     let u1 = update(&alice, d, channel, &c);
-    ok(&mut a, &u1).await;
+    ok_plain(&mut a, &u1).await;
     refused(&mut a, &update(&alice, d, channel, &u1), "rate-limited:").await;
     assert_eq!(stored(&cluster, d).await.0, u1.id);
     cluster.stop().await;

@@ -15,12 +15,13 @@ use std::time::{Duration, Instant};
 
 use buzz_core::{Event, Keys};
 use buzz_tests::client::{create_channel, WsClient};
+use buzz_tests::helpers::{bench_param, percentile};
 use buzz_tests::{Cluster, ClusterOptions};
 use serde_json::json;
 use uuid::Uuid;
 
-fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
 }
 
 fn revision(keys: &Keys, op: &str, d: Uuid, h: Uuid, prev: Option<&str>, n: usize) -> Event {
@@ -74,17 +75,13 @@ async fn seed(cluster: &Cluster, community: Uuid, channel: Uuid, author: &str, s
     cluster.index_seeded_artifacts(community).await;
 }
 
-fn percentile(sorted: &[Duration], per_mille: usize) -> f64 {
-    sorted[(sorted.len() - 1) * per_mille / 1000].as_secs_f64() * 1000.0
-}
-
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "benchmark: scripts/bench-artifacts.sh"]
 async fn bench_artifact_revisions() {
-    let seed_count: i64 = env("BUZZ_BENCH_SEED", 100_000);
-    let clients: usize = env("BUZZ_BENCH_CLIENTS", 8);
-    let secs: u64 = env("BUZZ_BENCH_SECS", 15);
-    let chain: usize = env("BUZZ_BENCH_CHAIN", 9);
+    let seed_count: i64 = bench_param("BUZZ_BENCH_SEED", 100_000);
+    let clients: usize = bench_param("BUZZ_BENCH_CLIENTS", 8);
+    let secs: u64 = bench_param("BUZZ_BENCH_SECS", 15);
+    let chain: usize = bench_param("BUZZ_BENCH_CHAIN", 9);
     let cluster = Cluster::start_with(ClusterOptions {
         gateway_settings: Some(|s| {
             s.rate_conn_per_sec = 1_000_000.0;
@@ -153,9 +150,9 @@ async fn bench_artifact_revisions() {
         "revisions": latencies.len(),
         "revisions_per_second": (latencies.len() as f64 / elapsed * 10.0).round() / 10.0,
         "ok_latency_ms": {
-            "p50": (percentile(&latencies, 500) * 100.0).round() / 100.0,
-            "p99": (percentile(&latencies, 990) * 100.0).round() / 100.0,
-            "max": (percentile(&latencies, 1000) * 100.0).round() / 100.0,
+            "p50": (ms(percentile(&latencies, 50)) * 100.0).round() / 100.0,
+            "p99": (ms(percentile(&latencies, 99)) * 100.0).round() / 100.0,
+            "max": (ms(percentile(&latencies, 100)) * 100.0).round() / 100.0,
         },
     });
     println!("BENCH {report}");

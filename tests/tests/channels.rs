@@ -5,18 +5,12 @@
 
 use std::time::Duration;
 
-use buzz_core::{Event, Keys};
+use buzz_core::Keys;
 use buzz_tests::client::{create_channel, message, WsClient};
+use buzz_tests::helpers::{ok, refused, tagged};
 use buzz_tests::{Cluster, Community};
 use serde_json::json;
 use uuid::Uuid;
-
-fn tagged(keys: &Keys, kind: u32, channel: Uuid, extra: Vec<Vec<String>>) -> Event {
-    let mut tags = vec![vec!["h".to_owned(), channel.to_string()]];
-    tags.extend(extra);
-    // Distinct content: the same change twice in one second must not be one (duplicate) event.
-    keys.sign_new(kind, tags, &Uuid::new_v4().to_string())
-}
 
 fn p(key: &Keys) -> Vec<String> {
     vec!["p".into(), key.public_hex()]
@@ -28,17 +22,6 @@ async fn setup() -> (Cluster, Community, Keys, Keys) {
     let alice = cluster.member(&team).await;
     let bob = cluster.member(&team).await;
     (cluster, team, alice, bob)
-}
-
-async fn ok(c: &mut WsClient, ev: &Event) {
-    let (accepted, msg) = c.publish(ev).await;
-    assert!(accepted, "kind {} refused: {msg}", ev.kind);
-}
-
-async fn refused(c: &mut WsClient, ev: &Event, prefix: &str) {
-    let (accepted, msg) = c.publish(ev).await;
-    assert!(!accepted, "kind {} was accepted", ev.kind);
-    assert!(msg.starts_with(prefix), "kind {}: {msg:?} does not start with {prefix:?}", ev.kind);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

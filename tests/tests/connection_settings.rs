@@ -25,7 +25,7 @@ fn connection_settings_are_read_from_the_environment_and_zero_is_refused() {
     for (name, value) in vars {
         std::env::set_var(name, "0");
         let err = buzz_gateway::Settings::from_env().unwrap_err().to_string();
-        assert!(err.contains(&format!("{name} must be positive")), "{err}");
+        assert!(err.contains(&format!("invalid value for {name}: \"0\": must be positive")), "{err}");
         std::env::set_var(name, value);
     }
     let s = buzz_gateway::Settings::from_env().unwrap();

@@ -7,14 +7,11 @@
 use buzz_core::event::UnsignedEvent;
 use buzz_core::{Event, Keys};
 use buzz_tests::client::{create_channel, message, WsClient};
+use buzz_tests::helpers::tag;
 use buzz_tests::{Cluster, ClusterOptions, Community};
 use reqwest::Method;
 use serde_json::{json, Value};
 use uuid::Uuid;
-
-fn tag(name: &str, value: &str) -> Vec<String> {
-    vec![name.to_owned(), value.to_owned()]
-}
 
 /// A signed event of `keys` with an explicit `created_at`.
 fn at(keys: &Keys, created_at: i64, kind: u32, tags: Vec<Vec<String>>, content: &str) -> Event {
@@ -63,7 +60,7 @@ async fn setup(opts: ClusterOptions) -> Setup {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_nul_character_anywhere_in_an_event_is_invalid_not_an_outage() {
     let Setup { cluster, alice, channel, mut ws, .. } = setup(ClusterOptions::default()).await;
-    let h = tag("h", &channel.to_string());
+    let h = tag("h", channel.to_string());
     let cases = [
         ("tag name", alice.sign_new(9, vec![h.clone(), tag("t\u{0}x", "v")], "hi")),
         ("one-letter tag name", alice.sign_new(9, vec![h.clone(), tag("\u{0}", "v")], "hi")),
@@ -78,7 +75,7 @@ async fn a_nul_character_anywhere_in_an_event_is_invalid_not_an_outage() {
             alice.sign_new(
                 9007,
                 vec![
-                    tag("h", &Uuid::new_v4().to_string()),
+                    tag("h", Uuid::new_v4().to_string()),
                     tag("name", "gen\u{0}eral"),
                     tag("visibility", "open"),
                     tag("channel_type", "stream"),
@@ -164,7 +161,7 @@ async fn a_nul_character_in_an_http_api_body_is_a_400_naming_the_field() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_too_far_in_the_future_are_invalid_and_the_limit_is_advertised() {
     let Setup { cluster, team, alice, channel, mut ws } = setup(ClusterOptions::default()).await;
-    let h = || vec![tag("h", &channel.to_string())];
+    let h = || vec![tag("h", channel.to_string())];
     let now = buzz_core::unix_now();
     refused(&mut ws, &at(&alice, i64::MAX, 9, h(), "forever first"), "created_at").await;
     refused(&mut ws, &at(&alice, now + 3600, 9, h(), "an hour ahead"), "future").await;
@@ -195,7 +192,7 @@ async fn the_future_limit_follows_its_setting() {
     };
     let Setup { cluster, team, alice, channel, mut ws } = setup(opts).await;
     let now = buzz_core::unix_now();
-    let h = || vec![tag("h", &channel.to_string())];
+    let h = || vec![tag("h", channel.to_string())];
     refused(&mut ws, &at(&alice, now + 120, 9, h(), "two minutes ahead"), "future").await;
     assert!(ws.publish(&at(&alice, now + 5, 9, h(), "five seconds ahead")).await.0);
     let res = reqwest::Client::new()

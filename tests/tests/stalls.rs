@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use buzz_bus::Subjects;
 use buzz_core::{Event, Keys};
 use buzz_tests::client::{create_channel, message, WsClient};
+use buzz_tests::helpers::percentile;
 use buzz_tests::processes::{spawn_replica, wait_for_replicas, PrivateRedis, Process, Service};
 use buzz_tests::{Cluster, ClusterOptions, Community};
 use serde_json::json;
@@ -19,12 +20,6 @@ use uuid::Uuid;
 #[ignore = "runs one service replica in a child process of the stall tests"]
 fn replica_process() {
     buzz_tests::processes::child_main();
-}
-
-/// Nearest-rank percentile `pct` of sorted `v`.
-fn percentile(v: &[Duration], pct: usize) -> Duration {
-    let rank = (pct * v.len()).div_ceil(100).clamp(1, v.len());
-    v[rank - 1]
 }
 
 async fn channel(cluster: &Cluster, team: &Community, visibility: &str, members: &[&Keys]) -> Uuid {

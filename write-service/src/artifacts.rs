@@ -47,7 +47,9 @@ pub use sql::Artifact;
 /// The reasons a revision is refused for the artifact's state. None names its home, type, title
 /// or current revision.
 pub const STALE_PREV: &str = "prev is not the current revision";
+/// A create or move names an identity another artifact holds.
 pub const IDENTITY_TAKEN: &str = "artifact identity is taken";
+/// Only a restore may follow a delete.
 pub const DELETED: &str = "artifact is deleted; only restore is accepted";
 
 /// A compare-and-set refusal, counted in `buzz_write_cas_conflicts_total` by `reason`

@@ -24,8 +24,11 @@ pub use settings::Settings;
 /// What a handler needs; cheap to clone.
 #[derive(Clone)]
 pub struct Writer {
+    /// Pool on the relay's database.
     pub pool: sqlx::PgPool,
+    /// NATS, for replies and post-commit publishes.
     pub nats: async_nats::Client,
+    /// Subjects under the cluster's prefix.
     pub subjects: Subjects,
     /// The relay's key, signing 39000/39002 and the 45011 removals of NIP-AR moves.
     pub relay: std::sync::Arc<buzz_core::Keys>,
@@ -108,6 +111,7 @@ impl Writer {
     }
 }
 
+/// The write-service: its handler, admin listener and sweeps.
 pub struct Application {
     writer: Writer,
     admin: tokio::net::TcpListener,
@@ -117,6 +121,7 @@ pub struct Application {
 }
 
 impl Application {
+    /// Connects to PostgreSQL (checking the schema) and NATS and binds the admin listener.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let pool = connect(&settings).await?;
         buzz_store::check_schema(&pool).await?;
@@ -135,11 +140,13 @@ impl Application {
         })
     }
 
+    /// The bound admin address (port 0 resolved).
     #[must_use]
     pub fn admin_addr(&self) -> SocketAddr {
         self.admin_addr
     }
 
+    /// Serves the write subject and runs the TTL and retention sweeps until `shutdown`.
     pub async fn run(self, shutdown: CancellationToken) -> anyhow::Result<()> {
         let writer = self.writer.clone();
         let bus = serve::serve(

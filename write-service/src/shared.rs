@@ -12,6 +12,7 @@ use crate::store;
 
 /// The result of an accepted write: the reply, and what to publish once committed.
 pub struct Accepted {
+    /// The reply to the writer.
     pub ok: WriteOk,
     /// The accepted event, for live fan-out.
     pub live: Option<LiveEvent>,
@@ -26,6 +27,7 @@ pub struct Accepted {
 }
 
 impl Accepted {
+    /// The answer to an event that is already stored: nothing to publish.
     #[must_use]
     pub fn duplicate() -> Self {
         Self {
@@ -41,6 +43,7 @@ impl Accepted {
 
 /// The relay's own key and signing, for the events the relay writes itself.
 pub struct Relay<'a> {
+    /// The relay's key pair.
     pub keys: &'a buzz_core::Keys,
 }
 
@@ -68,6 +71,7 @@ pub fn channel_tag(event: &Event) -> Result<Uuid, BusError> {
         .ok_or_else(|| BusError::invalid("h must be a lowercase hyphenated non-nil UUID"))
 }
 
+/// `OK true "duplicate: ..."` for an event already stored.
 pub fn duplicate() -> WriteOk {
     WriteOk { duplicate: true, message: "duplicate: already have this event".into(), data: None }
 }

@@ -67,6 +67,7 @@ fn scope_name(s: Scope) -> &'static str {
     }
 }
 
+/// Mints a bearer token for `actor` with `scopes`, optionally limited to channels and a lifetime.
 #[tracing::instrument(
     name = "db.transaction",
     skip_all,

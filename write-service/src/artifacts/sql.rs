@@ -8,12 +8,18 @@ use uuid::Uuid;
 /// `p` keys the current revision carries.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Artifact {
+    /// The artifact type (`type` tag).
     #[sqlx(rename = "type")]
     pub type_name: String,
+    /// Id of the current revision.
     pub current_revision: String,
+    /// The channel the artifact lives in.
     pub home_channel: Uuid,
+    /// The root anchor, when the artifact has one.
     pub root: Option<String>,
+    /// Whether the current revision is a delete.
     pub deleted: bool,
+    /// The `p` keys the current revision carries.
     pub mentioned: Vec<String>,
 }
 
