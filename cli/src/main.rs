@@ -43,7 +43,8 @@ async fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Migrate { database_url } => report(migrate(&database_url).await, 1),
-        Command::Dev(args) => report(dev::run(args).await, 1),
+        // Boxed: the whole relay's start-up is a large future.
+        Command::Dev(args) => report(Box::pin(dev::run(args)).await, 1),
         Command::Keygen => {
             let keys = buzz_core::Keys::generate();
             println!("{{\"secret_key\":\"{}\",\"pubkey\":\"{}\"}}", keys.secret_hex(), keys.public_hex());
