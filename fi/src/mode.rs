@@ -34,6 +34,7 @@ impl Mode {
         self == Self::Shadow
     }
 
+    /// The name as `BUZZ_NIP_FI_MODE` spells it.
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {

@@ -15,29 +15,41 @@ use tokio_util::sync::CancellationToken;
 /// One entry of `BUZZ_NIP_FI_ISSUERS`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IssuerConfig {
+    /// The issuer URL evidence names (`iss`).
     pub issuer: String,
+    /// Where its keys come from.
     pub source: KeySource,
 }
 
+/// An issuer's keys: given inline or fetched from a URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeySource {
+    /// An inline JWKS (`"jwks"`).
     Inline(Jwks),
+    /// A `jwks_uri`, fetched every `BUZZ_NIP_FI_JWKS_REFRESH_SECS`.
     Uri(String),
 }
 
 /// A JSON Web Key Set, keeping only the key types NIP-FI evidence may use (ES256, EdDSA).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Jwks {
+    /// The usable keys (P-256 or Ed25519); others are dropped.
     pub keys: Vec<Jwk>,
 }
 
+/// One JSON Web Key, as much of it as verification needs.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Jwk {
+    /// Key type (`EC` or `OKP`).
     pub kty: String,
+    /// Curve (`P-256` or `Ed25519`).
     pub crv: String,
+    /// The public key's x coordinate (base64url).
     pub x: String,
+    /// The public key's y coordinate (base64url; EC keys only).
     #[serde(default)]
     pub y: Option<String>,
+    /// Key id (`kid`), when the JWKS gives one.
     #[serde(default)]
     pub kid: Option<String>,
 }
@@ -95,10 +107,14 @@ pub fn parse_issuers(raw: &str) -> Result<Vec<IssuerConfig>, String> {
     Ok(out)
 }
 
+/// Why an issuer's keys cannot be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum TrustError {
+    /// The issuer is not configured.
     #[error("issuer is not in the trust registry")]
     Unknown,
+    /// The issuer's remote keys were never fetched, or not within `BUZZ_NIP_FI_JWKS_MAX_AGE_SECS`
+    /// (fails closed).
     #[error("issuer keys are unavailable")]
     Unavailable,
 }
@@ -108,6 +124,8 @@ enum Entry {
     Remote { uri: String, last: RwLock<Option<(Arc<Jwks>, Instant)>> },
 }
 
+/// The issuer trust registry built from `BUZZ_NIP_FI_ISSUERS`: inline keys, or remote keys
+/// refreshed with a hard staleness deadline.
 pub struct Registry {
     entries: HashMap<String, Entry>,
     max_age: Duration,
@@ -115,6 +133,8 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// A registry of `configs`; remote keys older than `max_age` fail closed, each fetch waits at
+    /// most `fetch_timeout`.
     #[must_use]
     pub fn new(configs: &[IssuerConfig], max_age: Duration, fetch_timeout: Duration) -> Self {
         let entries = configs

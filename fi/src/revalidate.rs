@@ -6,11 +6,15 @@ use uuid::Uuid;
 /// The communities whose stored policy requires FI at the time of the sweep's read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Revalidate {
+    /// Every community that requires FI, with its policy generation.
     pub required: Vec<RequiredCommunity>,
 }
 
+/// A community whose stored policy requires FI.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RequiredCommunity {
+    /// The community.
     pub community_id: Uuid,
+    /// Its policy generation at the sweep's read.
     pub policy_generation: i64,
 }

@@ -7,12 +7,33 @@ use serde_json::{Map, Value};
 
 use crate::manifest::{Cursor, Token};
 
+/// A snapshot request, parsed from its filter object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
-    Start { query: Filter },
-    Page { token: Token, cursor: Cursor },
-    Bodies { token: Token, revisions: Vec<String> },
-    Complete { token: Token },
+    /// Capture the identities matching `query`.
+    Start {
+        /// The artifact query to capture (`current` form).
+        query: Filter,
+    },
+    /// One page of a capture's manifest.
+    Page {
+        /// The capture.
+        token: Token,
+        /// The page asked for.
+        cursor: Cursor,
+    },
+    /// Captured bodies by revision id.
+    Bodies {
+        /// The capture.
+        token: Token,
+        /// Revision ids (64 lowercase hex) from the manifest.
+        revisions: Vec<String>,
+    },
+    /// Ends a capture, freeing its quota.
+    Complete {
+        /// The capture.
+        token: Token,
+    },
 }
 
 const INVALID: SnapshotCode = SnapshotCode::SnapshotInvalid;
@@ -29,6 +50,7 @@ fn token(obj: &Map<String, Value>) -> Result<Token, SnapshotCode> {
     Token::decode(obj.get("token").and_then(Value::as_str).ok_or(INVALID)?)
 }
 
+/// Parses a snapshot filter; anything malformed or unknown is `snapshot_invalid`.
 pub fn parse(filter: &Value) -> Result<Action, SnapshotCode> {
     let obj = filter.as_object().ok_or(INVALID)?;
     if obj.get("artifact").and_then(Value::as_str) != Some("snapshot") {

@@ -12,8 +12,11 @@ pub const ENTRY_BYTES: usize = 64;
 /// One captured identity: the artifact, its captured (then current) revision and home channel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Entry {
+    /// The artifact's `d` identifier.
     pub d: Uuid,
+    /// The revision id (sha256), raw.
     pub revision: [u8; 32],
+    /// The artifact's home channel.
     pub channel: Uuid,
 }
 
@@ -26,6 +29,7 @@ impl Entry {
         Some(Self { d, revision: rev, channel })
     }
 
+    /// The revision id as 64 lowercase hex characters.
     #[must_use]
     pub fn revision_hex(&self) -> String {
         hex::encode(self.revision)
@@ -129,17 +133,21 @@ pub fn entries_json(entries: &[Entry]) -> String {
 /// The client's token: capture generation and a 128-bit secret. Opaque to the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Token {
+    /// The capture generation.
     pub generation: u64,
+    /// The capture's secret, compared with the stored one.
     pub secret: [u8; 16],
 }
 
 impl Token {
+    /// Base64url (no padding) of generation and secret.
     #[must_use]
     pub fn encode(&self) -> String {
         let mut raw = self.generation.to_be_bytes().to_vec();
         raw.extend_from_slice(&self.secret);
         URL_SAFE_NO_PAD.encode(raw)
     }
+    /// The token a client sent back; anything else is `snapshot_invalid`.
     pub fn decode(s: &str) -> Result<Self, SnapshotCode> {
         let raw = URL_SAFE_NO_PAD.decode(s).map_err(|_| SnapshotCode::SnapshotInvalid)?;
         let (g, secret) = raw.split_first_chunk::<8>().ok_or(SnapshotCode::SnapshotInvalid)?;
@@ -151,17 +159,21 @@ impl Token {
 /// A page position within a capture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cursor {
+    /// The capture generation.
     pub generation: u64,
+    /// The page number, from 0.
     pub page: u32,
 }
 
 impl Cursor {
+    /// Base64url (no padding) of generation and page.
     #[must_use]
     pub fn encode(&self) -> String {
         let mut raw = self.generation.to_be_bytes().to_vec();
         raw.extend_from_slice(&self.page.to_be_bytes());
         URL_SAFE_NO_PAD.encode(raw)
     }
+    /// The cursor a client sent back; anything else is `snapshot_invalid`.
     pub fn decode(s: &str) -> Result<Self, SnapshotCode> {
         let raw = URL_SAFE_NO_PAD.decode(s).map_err(|_| SnapshotCode::SnapshotInvalid)?;
         let raw: [u8; 12] = raw.try_into().map_err(|_| SnapshotCode::SnapshotInvalid)?;

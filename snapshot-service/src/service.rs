@@ -22,6 +22,7 @@ use crate::store::{self, ReaderState};
 pub struct Meta {
     /// Hex of the token's secret.
     pub secret: String,
+    /// The community of the capture.
     pub community: uuid::Uuid,
     /// The authenticated pubkey (an agent's own key, not its owner's).
     pub reader: String,
@@ -29,20 +30,29 @@ pub struct Meta {
     pub query: String,
     /// The capture transaction's timestamp.
     pub as_of: String,
+    /// Fingerprint of the manifest, over every entry.
     pub fingerprint: String,
+    /// Pages of the manifest.
     pub pages: usize,
+    /// Entries of the manifest.
     pub rows: usize,
 }
 
+/// What every request is served with: the read-only pool, the shared Redis state and the limits.
 pub struct Service {
+    /// PostgreSQL, read only (one REPEATABLE READ transaction per operation).
     pub pool: PgPool,
+    /// The shared capture store in Redis.
     pub state: SharedState,
+    /// `statement_timeout` of each operation's statements.
     pub statement_timeout_ms: u64,
+    /// Elapsed limit of one operation, access checks included.
     pub operation_timeout: Duration,
     /// At most `operationsPerProcess` operations at once in this process.
     pub ops: Arc<Semaphore>,
 }
 
+/// A request's answer: the reply body, or its failure.
 pub type Outcome = Result<String, SnapshotFailure>;
 
 impl Service {
@@ -170,6 +180,7 @@ pub fn page_body(
     )
 }
 
+/// A failure answered with an ordinary bus error.
 pub fn normal(error: BusError) -> SnapshotFailure {
     SnapshotFailure::Normal { error }
 }

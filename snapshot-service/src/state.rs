@@ -144,11 +144,15 @@ return out
 
 /// A successful read: the capture's meta JSON, its expiry (ms) and the requested fields.
 pub struct Read {
+    /// The capture's meta JSON.
     pub meta: Bytes,
+    /// When the capture expires, in Unix milliseconds.
     pub expires_ms: i64,
+    /// The requested fields, `None` where absent.
     pub values: Vec<Option<Bytes>>,
 }
 
+/// The captures of every replica, in the one Redis hash `<prefix>snapshot`.
 #[derive(Clone)]
 pub struct SharedState {
     redis: Pool,
@@ -162,6 +166,7 @@ fn unavailable(e: &fred::error::Error) -> SnapshotCode {
 }
 
 impl SharedState {
+    /// The hash `<prefix>snapshot` on `redis`; each command waits at most `timeout`.
     #[must_use]
     pub fn new(redis: Pool, prefix: &str, timeout: Duration) -> Self {
         Self { redis, key: format!("{prefix}snapshot"), timeout }
@@ -272,14 +277,17 @@ fn lifetime_ms() -> i64 {
 pub fn meta_field(g: u64) -> Vec<u8> {
     format!("{g}:m").into_bytes()
 }
+/// Field of page `n` of capture `g`.
 #[must_use]
 pub fn page_field(g: u64, n: usize) -> String {
     format!("{g}:p:{n}")
 }
+/// Field marking page `n` of capture `g` as served.
 #[must_use]
 pub fn served_field(g: u64, n: usize) -> String {
     format!("{g}:s:{n}")
 }
+/// Field of the body of `revision` in capture `g`.
 #[must_use]
 pub fn body_field(g: u64, revision: &[u8; 32]) -> Vec<u8> {
     let mut f = format!("{g}:b:").into_bytes();

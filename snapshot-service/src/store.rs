@@ -41,6 +41,7 @@ pub async fn begin(
 /// The reader as the database sees them now.
 #[derive(Debug, Clone)]
 pub struct ReaderState {
+    /// The reader's role in the community, `None` when not a member.
     pub role: Option<String>,
     /// `active`, `archived`, `deleting`, or `None` when the community is gone.
     pub lifecycle: Option<String>,
@@ -135,7 +136,9 @@ pub async fn candidates(
 
 /// A matching current identity and whether its channel has a TTL (not permanent).
 pub struct Match {
+    /// The captured identity.
     pub entry: Entry,
+    /// Whether its channel has a TTL (not permanent).
     pub ttl: bool,
 }
 

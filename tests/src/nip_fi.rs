@@ -7,9 +7,13 @@ use uuid::Uuid;
 
 use crate::{Cluster, Community};
 
+/// The issuer the tests' JWKS and evidence name.
 pub const ISSUER: &str = "https://issuer.test";
+/// The operator route of a community's NIP-FI policy.
 pub const POLICY: &str = "/operator/communities/nip-fi-policy";
+/// The operator route of a community's issuer bindings.
 pub const BINDINGS: &str = "/operator/communities/nip-fi-bindings";
+/// The legacy upgrade route.
 pub const LEGACY: &str = "/operator/communities/nip-fi-upgrade";
 
 /// An inline Ed25519 JWKS for [`ISSUER`].
@@ -121,6 +125,7 @@ pub async fn stored(cluster: &Cluster, community: Uuid) -> (bool, i64) {
         .expect("community row")
 }
 
+/// Upgrade receipts stored for `community`.
 pub async fn receipt_count(cluster: &Cluster, community: Uuid) -> i64 {
     sqlx::query_scalar("SELECT count(*) FROM community_auth_upgrades WHERE community_id = $1")
         .bind(community)

@@ -8,8 +8,11 @@ use tokio_util::sync::CancellationToken;
 
 /// One snapshot-service replica.
 pub struct SnapshotReplica {
+    /// Its admin listener.
     pub admin: SocketAddr,
+    /// Stops this replica only.
     pub shutdown: CancellationToken,
+    /// Its task, taken when the replica is stopped.
     pub task: Option<JoinHandle<anyhow::Result<()>>>,
 }
 

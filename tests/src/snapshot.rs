@@ -8,12 +8,11 @@ use uuid::Uuid;
 use crate::client::{create_channel, WsClient};
 use crate::{Cluster, Community};
 
+/// The kind-agnostic tag name the snapshot tests query by.
 pub const TASK: &str = "buzz.task";
 
-#[must_use]
-pub fn tag(name: &str, value: impl ToString) -> Vec<String> {
-    vec![name.to_owned(), value.to_string()]
-}
+/// The one tag helper of the tests crate, re-exported for the snapshot tests' glob import.
+pub use crate::helpers::tag;
 
 /// A signed revision of type `ty` with the envelope and `extra` client tags (none on delete).
 #[must_use]
@@ -89,21 +88,25 @@ pub async fn snap(cluster: &Cluster, g: usize, c: &Community, keys: &Keys, filte
     (status, serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}")))
 }
 
+/// A `start` request for `query`.
 #[must_use]
 pub fn start(query: Value) -> Value {
     json!({"artifact": "snapshot", "action": "start", "query": query})
 }
 
+/// A `page` request.
 #[must_use]
 pub fn page(token: &Value, cursor: &Value) -> Value {
     json!({"artifact": "snapshot", "action": "page", "token": token, "cursor": cursor})
 }
 
+/// A `bodies` request for the revision ids `ids`.
 #[must_use]
 pub fn bodies(token: &Value, ids: &[&str]) -> Value {
     json!({"artifact": "snapshot", "action": "bodies", "token": token, "revisionIds": ids})
 }
 
+/// A `complete` request.
 #[must_use]
 pub fn complete(token: &Value) -> Value {
     json!({"artifact": "snapshot", "action": "complete", "token": token})
