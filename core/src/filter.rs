@@ -43,6 +43,10 @@ impl Filter {
     /// A `limit` above `u32::MAX` saturates (it is clamped to `max_limit` anyway).
     pub fn from_value(value: &serde_json::Value) -> Result<Self, FilterError> {
         let obj = value.as_object().ok_or_else(|| invalid("filter is not an object"))?;
+        // A snapshot action carries keys of its own: name the transport before any key is refused.
+        if obj.get("artifact").and_then(serde_json::Value::as_str) == Some("snapshot") {
+            return Err(FilterError::Unsupported("snapshot uses signed POST /query".into()));
+        }
         let mut filter = Filter::default();
         for (key, val) in obj {
             match key.as_str() {
@@ -141,13 +145,11 @@ impl Filter {
 
     /// NIP-AR artifact query form: `current` (tag predicates, `limit`, `offset`) or `history`
     /// (`#d` with artifact UUIDs, `limit`, `offset`). Every over-limit value is `Invalid` naming the
-    /// limit; an unknown form, `snapshot` (not available yet), or NIP-01 fields are `Unsupported`.
+    /// limit; an unknown form, `snapshot` (signed `POST /query` only), or NIP-01 fields are `Unsupported`.
     pub fn validate_artifact(&self, form: &str, limits: &ArtifactLimits) -> Result<(), FilterError> {
         match form {
             "current" | "history" => {}
-            "snapshot" => {
-                return Err(FilterError::Unsupported("snapshot transport is not available yet".into()))
-            }
+            "snapshot" => return Err(FilterError::Unsupported("snapshot uses signed POST /query".into())),
             other => {
                 return Err(FilterError::Unsupported(format!(
                     "artifact query {} is not supported (current, history)",
