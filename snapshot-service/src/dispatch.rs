@@ -58,6 +58,8 @@ mod tests {
             statement_timeout_ms: 2000,
             operation_timeout: Duration::from_secs(8),
             ops: Arc::new(Semaphore::new(LIMITS.operations_per_process)),
+            max_manifest_bytes: LIMITS.max_manifest_bytes,
+            lease_ms: 8000,
         };
         let held: Vec<_> = (0..4).map(|_| service.ops.clone().try_acquire_owned().unwrap()).collect();
         let req = SnapshotRequest {

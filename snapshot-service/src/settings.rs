@@ -23,6 +23,13 @@ pub struct Settings {
     pub operation_timeout_ms: u64,
     /// Limit of every Redis command; past it the request is `snapshot_unavailable`.
     pub redis_timeout_ms: u64,
+    /// Shared quotas and the manifest limit: the spec's values at most (a smaller Redis may
+    /// tighten them).
+    pub max_captures: usize,
+    pub max_charged_bytes: usize,
+    pub max_manifest_bytes: usize,
+    /// The serving write lease of a capture being registered (used up to the operation limit).
+    pub lease_ms: u64,
 }
 
 impl Settings {
@@ -38,6 +45,10 @@ impl Settings {
             statement_timeout_ms: env_or("BUZZ_SNAPSHOT_STATEMENT_TIMEOUT_MS", LIMITS.statement_timeout_ms)?,
             operation_timeout_ms: env_or("BUZZ_SNAPSHOT_OPERATION_TIMEOUT_MS", LIMITS.operation_timeout_ms)?,
             redis_timeout_ms: env_or("BUZZ_SNAPSHOT_REDIS_TIMEOUT_MS", 2000)?,
+            max_captures: env_or("BUZZ_SNAPSHOT_MAX_CAPTURES", LIMITS.max_active_captures)?,
+            max_charged_bytes: env_or("BUZZ_SNAPSHOT_MAX_CHARGED_BYTES", LIMITS.max_charged_bytes)?,
+            max_manifest_bytes: env_or("BUZZ_SNAPSHOT_MAX_MANIFEST_BYTES", LIMITS.max_manifest_bytes)?,
+            lease_ms: env_or("BUZZ_SNAPSHOT_LEASE_MS", LIMITS.operation_timeout_ms)?,
         };
         s.check()?;
         Ok(s)
@@ -63,6 +74,10 @@ impl Settings {
             statement_timeout_ms: LIMITS.statement_timeout_ms,
             operation_timeout_ms: LIMITS.operation_timeout_ms,
             redis_timeout_ms: 2000,
+            max_captures: LIMITS.max_active_captures,
+            max_charged_bytes: LIMITS.max_charged_bytes,
+            max_manifest_bytes: LIMITS.max_manifest_bytes,
+            lease_ms: LIMITS.operation_timeout_ms,
         }
     }
 
@@ -77,8 +92,26 @@ impl Settings {
         if self.redis_timeout_ms == 0 {
             anyhow::bail!("BUZZ_SNAPSHOT_REDIS_TIMEOUT_MS must be positive");
         }
+        self.check_quotas()?;
         if self.max_db_connections == 0 {
             anyhow::bail!("BUZZ_SNAPSHOT_DB_CONNECTIONS must be positive");
+        }
+        Ok(())
+    }
+
+    fn check_quotas(&self) -> anyhow::Result<()> {
+        let within = |v: usize, max: usize| (1..=max).contains(&v);
+        if !within(self.max_captures, LIMITS.max_active_captures) {
+            anyhow::bail!("BUZZ_SNAPSHOT_MAX_CAPTURES must be 1 to {}", LIMITS.max_active_captures);
+        }
+        if !within(self.max_charged_bytes, LIMITS.max_charged_bytes) {
+            anyhow::bail!("BUZZ_SNAPSHOT_MAX_CHARGED_BYTES must be 1 to {}", LIMITS.max_charged_bytes);
+        }
+        if !within(self.max_manifest_bytes, LIMITS.max_manifest_bytes) {
+            anyhow::bail!("BUZZ_SNAPSHOT_MAX_MANIFEST_BYTES must be 1 to {}", LIMITS.max_manifest_bytes);
+        }
+        if self.lease_ms == 0 || self.lease_ms > LIMITS.operation_timeout_ms {
+            anyhow::bail!("BUZZ_SNAPSHOT_LEASE_MS must be 1 to {}", LIMITS.operation_timeout_ms);
         }
         Ok(())
     }
