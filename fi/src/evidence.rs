@@ -80,7 +80,7 @@ pub fn verify(
     let header: Header = decode_json(h).ok_or(Rejected("bad header"))?;
     let claims: Claims = decode_json(p).ok_or(Rejected("bad claims"))?;
     let signature = URL_SAFE_NO_PAD.decode(s).map_err(|_| Rejected("bad signature encoding"))?;
-    if !bound_issuers.iter().any(|b| *b == claims.iss) {
+    if !bound_issuers.contains(&claims.iss) {
         return Err(Rejected("issuer is not bound to this community"));
     }
     let keys = registry.keys(&claims.iss).map_err(|e| match e {

@@ -1,27 +1,21 @@
 //! NIP-FI admission: FI evidence (`Nostr-Federated-Identity: Bearer <JWS>`) at the WebSocket
 //! upgrade (its `nostr_pubkey` bound at NIP-42 AUTH, or to the upgrade's bearer token) and on
-//! tenant HTTP (bound to the NIP-98 signer or the token's key), the contract's denials, and
-//! `GET /info`.
+//! tenant HTTP (bound to the NIP-98 signer or the token's key) and the contract's denials.
 //!
 //! `effective_required` is `BUZZ_NIP_FI_MODE` over the leased stored flag; `off` never looks at
 //! the lease's FI fields. Evidence that is presented is always verified (also where it is not
 //! required), so a forged header is never silently ignored; valid evidence makes the socket
 //! FI-admitted, which keeps it open through revalidation until min(connect + max lifetime, exp).
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::http::HeaderMap;
 use buzz_bus::{Actor, CommunityLease};
 use buzz_fi::evidence::{self, EvidenceError};
 use buzz_fi::Mode;
 use tokio::time::Instant;
 
-use crate::request::{community_for, ApiError};
+use crate::fi_denial::Denial;
 use crate::AppState;
 
 /// The evidence header.
@@ -34,45 +28,25 @@ pub struct Admission {
     pub deadline: Instant,
 }
 
-pub fn auth_required() -> ApiError {
-    ApiError::new(StatusCode::UNAUTHORIZED, "auth_required", "auth-required: authentication required")
-}
-
-pub fn evidence_rejected() -> ApiError {
-    ApiError::new(StatusCode::FORBIDDEN, "evidence_rejected", "restricted: evidence rejected")
-}
-
-pub fn authorization_denied() -> ApiError {
-    ApiError::new(StatusCode::FORBIDDEN, "authorization_denied", "restricted: authorization denied")
-}
-
-pub fn authorization_unavailable() -> ApiError {
-    ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "authorization_unavailable",
-        "restricted: authorization unavailable",
-    )
-}
-
 /// The verified evidence of this request, `None` when there is none (and `off` ignores it).
 fn verified(
     state: &AppState,
     community: &CommunityLease,
     host: &str,
     headers: &HeaderMap,
-) -> Result<Option<evidence::Evidence>, ApiError> {
+) -> Result<Option<evidence::Evidence>, Denial> {
     if state.settings.nip_fi.mode == Mode::Off {
         return Ok(None);
     }
     let Some(raw) = headers.get(EVIDENCE_HEADER) else { return Ok(None) };
-    let jws = raw.to_str().ok().and_then(evidence::bearer_value).ok_or_else(evidence_rejected)?;
+    let jws = raw.to_str().ok().and_then(evidence::bearer_value).ok_or(Denial::EvidenceRejected)?;
     match evidence::verify(&state.fi_trust, jws, &community.fi_issuers, host, unix_now()) {
         Ok(ev) => Ok(Some(ev)),
         Err(EvidenceError::Rejected(why)) => {
             tracing::info!(community = %community.community_id, why, "fi evidence rejected");
-            Err(evidence_rejected())
+            Err(Denial::EvidenceRejected)
         }
-        Err(EvidenceError::Unavailable) => Err(authorization_unavailable()),
+        Err(EvidenceError::Unavailable) => Err(Denial::AuthorizationUnavailable),
     }
 }
 
@@ -84,13 +58,13 @@ pub fn admit_upgrade(
     host: &str,
     headers: &HeaderMap,
     initial: Option<&Actor>,
-) -> Result<Option<Admission>, ApiError> {
+) -> Result<Option<Admission>, Denial> {
     let required = state.settings.nip_fi.mode.effective_required(community.requires_nip_fi);
     let Some(ev) = verified(state, community, host, headers)? else {
-        return if required { Err(auth_required()) } else { Ok(None) };
+        return if required { Err(Denial::AuthRequired) } else { Ok(None) };
     };
     if initial.is_some_and(|a| a.pubkey != ev.nostr_pubkey) {
-        return Err(evidence_rejected());
+        return Err(Denial::EvidenceRejected);
     }
     let now = unix_now();
     let until_exp = Duration::from_secs(ev.exp.saturating_sub(now));
@@ -110,9 +84,9 @@ pub fn is_protected(path: &str) -> bool {
 }
 
 /// Before authenticating a tenant HTTP request: `deny_protected` refuses protected routes.
-pub fn refuse_protected(state: &AppState, path: &str) -> Result<(), ApiError> {
+pub fn refuse_protected(state: &AppState, path: &str) -> Result<(), Denial> {
     if state.settings.nip_fi.mode == Mode::DenyProtected && is_protected(path) {
-        return Err(authorization_denied());
+        return Err(Denial::AuthorizationDenied);
     }
     Ok(())
 }
@@ -124,17 +98,13 @@ pub async fn admit_http(
     host: &str,
     headers: &HeaderMap,
     actor: &mut Actor,
-) -> Result<(), ApiError> {
+) -> Result<(), Denial> {
     if state.settings.nip_fi.mode == Mode::Off {
         return Ok(());
     }
-    let community = state.hosts.lookup(host).await.map_err(|_| authorization_unavailable())?;
+    let community = state.hosts.lookup(host).await.map_err(|_| Denial::AuthorizationUnavailable)?;
     let Some(community) = community else {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "unknown_host",
-            "no community is configured for this host",
-        ));
+        return Err(Denial::UnknownHost);
     };
     let required = state.settings.nip_fi.mode.effective_required(community.requires_nip_fi);
     match verified(state, &community, host, headers)? {
@@ -142,26 +112,8 @@ pub async fn admit_http(
             actor.fi_admitted = true;
             Ok(())
         }
-        Some(_) => Err(evidence_rejected()),
-        None if required => Err(auth_required()),
+        Some(_) => Err(Denial::EvidenceRejected),
+        None if required => Err(Denial::AuthRequired),
         None => Ok(()),
     }
-}
-
-/// `GET /info`: the community of this host and its effective requirement, nothing about receipts.
-pub fn router(state: Arc<AppState>) -> Router {
-    Router::new().route("/info", get(info)).with_state(state)
-}
-
-async fn info(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Result<Response, ApiError> {
-    let (host, community) = community_for(&state, &headers).await?;
-    let mode = state.settings.nip_fi.mode;
-    // `off` answers false without consulting the stored flag.
-    let required = mode != Mode::Off && mode.effective_required(community.requires_nip_fi);
-    let body = serde_json::json!({
-        "community_id": community.community_id,
-        "host": host,
-        "requires_nip_fi": required,
-    });
-    Ok((StatusCode::OK, Json(body)).into_response())
 }

@@ -30,7 +30,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .with_state(state.clone())
         .merge(crate::chat_api::router(state.clone()))
         .merge(crate::query_api::router(state.clone()))
-        .merge(crate::fi::router(state))
+        .merge(crate::fi_info::router(state))
         .merge(buzz_telemetry::admin_router(move || {
             let nats = ready_nats.clone();
             async move { nats.connection_state() == async_nats::connection::State::Connected }

@@ -4,6 +4,8 @@
 
 pub mod chat_api;
 pub mod fi;
+pub mod fi_denial;
+pub mod fi_info;
 pub mod fi_sockets;
 pub mod hosts;
 pub mod http;

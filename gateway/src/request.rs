@@ -49,6 +49,13 @@ impl From<buzz_http_auth::HttpAuthError> for ApiError {
     }
 }
 
+impl From<crate::fi_denial::Denial> for ApiError {
+    fn from(d: crate::fi_denial::Denial) -> Self {
+        let (status, code, message) = d.parts();
+        Self::new(status, code, message)
+    }
+}
+
 /// The community of this request's Host; unknown or empty hosts fail closed with 404.
 pub async fn community_for(
     state: &AppState,
