@@ -305,6 +305,9 @@ pub struct CommunityLease {
     pub owner_pubkey: String,
     pub requires_nip_fi: bool,
     pub policy_generation: i64,
+    /// NIP-FI issuers bound to the community (`community_fi_bindings`): evidence must name one.
+    #[serde(default)]
+    pub fi_issuers: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

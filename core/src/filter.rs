@@ -54,6 +54,10 @@ impl Filter {
     /// A `limit` above `u32::MAX` saturates (it is clamped to `max_limit` anyway).
     pub fn from_value(value: &serde_json::Value) -> Result<Self, FilterError> {
         let obj = value.as_object().ok_or_else(|| invalid("filter is not an object"))?;
+        // A snapshot action carries keys of its own: name the transport before any key is refused.
+        if obj.get("artifact").and_then(serde_json::Value::as_str) == Some("snapshot") {
+            return Err(FilterError::Unsupported("snapshot uses signed POST /query".into()));
+        }
         let mut filter = Filter::default();
         for (key, val) in obj {
             match key.as_str() {
@@ -315,12 +319,12 @@ impl Filter {
 /// Longest tag name accepted after `#` in a filter key.
 const MAX_TAG_NAME_BYTES: usize = 64;
 
-/// The artifact query form `a` names: `snapshot` (a separate transport, not available yet) and
+/// The artifact query form `a` names: `snapshot` (a separate transport: signed `POST /query`) and
 /// any other unknown form are `Unsupported`.
 fn artifact_form(a: &str) -> Result<ArtifactForm, FilterError> {
     match (ArtifactForm::parse(a), a) {
         (Some(form), _) => Ok(form),
-        (None, "snapshot") => Err(FilterError::Unsupported("snapshot transport is not available yet".into())),
+        (None, "snapshot") => Err(FilterError::Unsupported("snapshot uses signed POST /query".into())),
         (None, other) => Err(FilterError::Unsupported(format!(
             "artifact query {} is not supported (current, history)",
             quoted(other)

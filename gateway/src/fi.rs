@@ -1,34 +1,119 @@
-//! NIP-FI admission at the WebSocket upgrade: when the community's effective requirement
-//! (`BUZZ_NIP_FI_MODE` over the leased stored flag) is true, a socket needs FI evidence.
+//! NIP-FI admission: FI evidence (`Nostr-Federated-Identity: Bearer <JWS>`) at the WebSocket
+//! upgrade (its `nostr_pubkey` bound at NIP-42 AUTH, or to the upgrade's bearer token) and on
+//! tenant HTTP (bound to the NIP-98 signer or the token's key) and the contract's denials.
 //!
-//! Verifying evidence (`Nostr-Federated-Identity: Bearer <JWS>`) is not built yet, so every
-//! presented evidence is rejected: a community that requires FI admits no socket (fail closed).
+//! `effective_required` is `BUZZ_NIP_FI_MODE` over the leased stored flag; `off` never looks at
+//! the lease's FI fields. Evidence that is presented is always verified (also where it is not
+//! required), so a forged header is never silently ignored; valid evidence makes the socket
+//! FI-admitted, which keeps it open through revalidation until min(connect + max lifetime, exp).
 
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::Json;
-use buzz_bus::CommunityLease;
-use buzz_fi::FiSettings;
+use std::time::Duration;
+
+use axum::http::HeaderMap;
+use buzz_bus::{Actor, CommunityLease};
+use buzz_fi::evidence::{self, EvidenceError};
+use buzz_fi::Mode;
+use tokio::time::Instant;
+
+use crate::fi_denial::Denial;
+use crate::AppState;
 
 /// The evidence header.
-pub const EVIDENCE_HEADER: &str = "nostr-federated-identity";
+pub const EVIDENCE_HEADER: &str = evidence::HEADER;
 
-/// `None` when the upgrade may proceed; otherwise the contract's denial.
-pub fn deny_upgrade(
-    settings: &FiSettings,
+/// A socket admitted with valid evidence: the key AUTH must prove, and when it must close.
+#[derive(Debug, Clone)]
+pub struct Admission {
+    pub nostr_pubkey: String,
+    pub deadline: Instant,
+}
+
+/// The verified evidence of this request, `None` when there is none (and `off` ignores it).
+fn verified(
+    state: &AppState,
     community: &CommunityLease,
+    host: &str,
     headers: &HeaderMap,
-) -> Option<Response> {
-    if !settings.mode.effective_required(community.requires_nip_fi) {
-        return None;
+) -> Result<Option<evidence::Evidence>, Denial> {
+    if state.settings.nip_fi.mode == Mode::Off {
+        return Ok(None);
     }
-    if headers.get(EVIDENCE_HEADER).is_none() {
-        let body =
-            serde_json::json!({ "error": "auth-required: authentication required", "code": "auth_required" });
-        let mut res = (StatusCode::UNAUTHORIZED, Json(body)).into_response();
-        res.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Nostr"));
-        return Some(res);
+    let Some(raw) = headers.get(EVIDENCE_HEADER) else { return Ok(None) };
+    let jws = raw.to_str().ok().and_then(evidence::bearer_value).ok_or(Denial::EvidenceRejected)?;
+    match evidence::verify(&state.fi_trust, jws, &community.fi_issuers, host, unix_now()) {
+        Ok(ev) => Ok(Some(ev)),
+        Err(EvidenceError::Rejected(why)) => {
+            tracing::info!(community = %community.community_id, why, "fi evidence rejected");
+            Err(Denial::EvidenceRejected)
+        }
+        Err(EvidenceError::Unavailable) => Err(Denial::AuthorizationUnavailable),
     }
-    let body = serde_json::json!({ "error": "restricted: evidence rejected", "code": "evidence_rejected" });
-    Some((StatusCode::FORBIDDEN, Json(body)).into_response())
+}
+
+/// Admission at the WebSocket upgrade. `initial`: the actor of a bearer token on the upgrade,
+/// which must be the evidence's key. `Ok(None)`: a non-FI socket (allowed only while not required).
+pub fn admit_upgrade(
+    state: &AppState,
+    community: &CommunityLease,
+    host: &str,
+    headers: &HeaderMap,
+    initial: Option<&Actor>,
+) -> Result<Option<Admission>, Denial> {
+    let required = state.settings.nip_fi.mode.effective_required(community.requires_nip_fi);
+    let Some(ev) = verified(state, community, host, headers)? else {
+        return if required { Err(Denial::AuthRequired) } else { Ok(None) };
+    };
+    if initial.is_some_and(|a| a.pubkey != ev.nostr_pubkey) {
+        return Err(Denial::EvidenceRejected);
+    }
+    let now = unix_now();
+    let until_exp = Duration::from_secs(ev.exp.saturating_sub(now));
+    let lifetime = state.settings.nip_fi.max_connection_lifetime.min(until_exp);
+    Ok(Some(Admission { nostr_pubkey: ev.nostr_pubkey, deadline: Instant::now() + lifetime }))
+}
+
+fn unix_now() -> u64 {
+    u64::try_from(buzz_core::unix_now()).unwrap_or(0)
+}
+
+/// Whether `path` is a protected HTTP route (`deny_protected` refuses these outright).
+#[must_use]
+pub fn is_protected(path: &str) -> bool {
+    let path = path.split('?').next().unwrap_or(path);
+    path == "/query" || path.starts_with("/query/") || path.starts_with("/api/")
+}
+
+/// Before authenticating a tenant HTTP request: `deny_protected` refuses protected routes.
+pub fn refuse_protected(state: &AppState, path: &str) -> Result<(), Denial> {
+    if state.settings.nip_fi.mode == Mode::DenyProtected && is_protected(path) {
+        return Err(Denial::AuthorizationDenied);
+    }
+    Ok(())
+}
+
+/// After authenticating a tenant HTTP request as `actor`: the evidence must be valid and name
+/// the actor's key when the community requires FI (and whenever it is presented).
+pub async fn admit_http(
+    state: &AppState,
+    host: &str,
+    headers: &HeaderMap,
+    actor: &mut Actor,
+) -> Result<(), Denial> {
+    if state.settings.nip_fi.mode == Mode::Off {
+        return Ok(());
+    }
+    let community = state.hosts.lookup(host).await.map_err(|_| Denial::AuthorizationUnavailable)?;
+    let Some(community) = community else {
+        return Err(Denial::UnknownHost);
+    };
+    let required = state.settings.nip_fi.mode.effective_required(community.requires_nip_fi);
+    match verified(state, &community, host, headers)? {
+        Some(ev) if ev.nostr_pubkey == actor.pubkey => {
+            actor.fi_admitted = true;
+            Ok(())
+        }
+        Some(_) => Err(Denial::EvidenceRejected),
+        None if required => Err(Denial::AuthRequired),
+        None => Ok(()),
+    }
 }

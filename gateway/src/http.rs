@@ -29,7 +29,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/tokens", post(crate::tokens::issue))
         .with_state(state.clone())
         .merge(crate::chat_api::router(state.clone()))
-        .merge(crate::query_api::router(state))
+        .merge(crate::query_api::router(state.clone()))
+        .merge(crate::fi_info::router(state))
         .merge(buzz_telemetry::probe_router(move || {
             let nats = ready_nats.clone();
             async move { nats.connection_state() == async_nats::connection::State::Connected }
@@ -60,9 +61,8 @@ async fn root(
         None => None,
     };
     if let Ok(ws) = upgrade {
-        if let Some(denied) = crate::fi::deny_upgrade(&state.settings.nip_fi, &community, &headers) {
-            return Ok(denied);
-        }
+        let fi = crate::fi::admit_upgrade(&state, &community, &host, &headers, initial.as_ref())?;
+        let initial = initial.map(|a| buzz_bus::Actor { fi_admitted: fi.is_some(), ..a });
         let max = state.settings.limits.max_message_length;
         // Frames up to 4x the limit still arrive, so an oversized message gets a NOTICE and the
         // socket survives; beyond that the connection is dropped.
@@ -70,7 +70,7 @@ async fn root(
         return Ok(ws
             .max_message_size(hard_cap)
             .max_frame_size(hard_cap)
-            .on_upgrade(move |socket| crate::ws::run(socket, state, community, host, initial)));
+            .on_upgrade(move |socket| crate::ws::run(socket, state, community, host, initial, fi)));
     }
     let wants_nip11 = headers
         .get(header::ACCEPT)

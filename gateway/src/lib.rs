@@ -8,6 +8,9 @@
 pub mod chat_api;
 pub mod extract;
 pub mod fi;
+pub mod fi_denial;
+pub mod fi_info;
+pub mod fi_sockets;
 pub mod hosts;
 pub mod http;
 pub mod listener;
@@ -38,6 +41,9 @@ pub struct AppState {
     /// The per-pubkey write limit shared by every gateway (Redis).
     pub rate: ratelimit::PubkeyLimiter,
     pub registry: Arc<live::Registry>,
+    /// NIP-FI: the issuer trust registry (`BUZZ_NIP_FI_ISSUERS`) and sockets for revalidation.
+    pub fi_trust: Arc<buzz_fi::Registry>,
+    pub fi_sockets: Arc<fi_sockets::FiSockets>,
     pub shutdown: CancellationToken,
 }
 
@@ -70,6 +76,12 @@ impl Application {
             guard: buzz_http_auth::ReplayGuard::new(redis, &settings.redis_prefix)
                 .with_timeout(settings.redis_timeout),
             registry: Arc::new(live::Registry::default()),
+            fi_trust: Arc::new(buzz_fi::Registry::new(
+                &settings.nip_fi.issuers,
+                settings.nip_fi.jwks_max_age,
+                settings.nip_fi.jwks_timeout,
+            )),
+            fi_sockets: Arc::default(),
             nats,
             subjects,
             settings,
@@ -100,6 +112,14 @@ impl Application {
             state.registry.clone(),
             shutdown.clone(),
         ));
+        state.fi_trust.spawn_refresh(state.settings.nip_fi.jwks_refresh, shutdown.clone());
+        let fi = tokio::spawn(fi_sockets::run(
+            state.nats.clone(),
+            state.subjects.fi_revalidate(),
+            state.settings.nip_fi.mode,
+            state.fi_sockets.clone(),
+            shutdown.clone(),
+        ));
         // The admin port outlives the drain: a draining gateway is still scraped and probed.
         let admin_stop = CancellationToken::new();
         let admin = tokio::spawn(buzz_telemetry::serve_admin(
@@ -115,6 +135,7 @@ impl Application {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
         live.abort();
+        fi.abort();
         state.nats.flush().await.ok();
         admin_stop.cancel();
         admin.await??;

@@ -48,13 +48,15 @@ pub async fn http_actor(
     path_and_query: &str,
     body: &[u8],
 ) -> Result<Actor, ApiError> {
-    if let Some(token) = bearer(headers) {
-        return resolve_for_host(state, host, token).await;
-    }
-    let signer =
-        buzz_http_auth::authenticate(headers, method, &signed_urls(host, path_and_query), body, &state.guard)
-            .await?;
-    Ok(Actor::session(signer))
+    crate::fi::refuse_protected(state, path_and_query)?;
+    let mut actor = if let Some(token) = bearer(headers) {
+        resolve_for_host(state, host, token).await?
+    } else {
+        let urls = signed_urls(host, path_and_query);
+        Actor::session(buzz_http_auth::authenticate(headers, method, &urls, body, &state.guard).await?)
+    };
+    crate::fi::admit_http(state, host, headers, &mut actor).await?;
+    Ok(actor)
 }
 
 /// Prefix of every token this relay issues.

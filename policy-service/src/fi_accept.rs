@@ -113,6 +113,7 @@ pub async fn accept(pool: &PgPool, req: &PolicyRequest, operator: &str) -> Resul
             fi_store::lock_host_lease(&mut tx, &cur.host).await?;
             if required && !cur.requires_nip_fi {
                 // Optional leases issued before the exclusion lapse within 1 s.
+                metrics::counter!("buzz_policy_drains_total").increment(1);
                 tokio::time::sleep(DRAIN).await;
             }
             fi_store::set_policy(&mut tx, req.community_id, required).await?

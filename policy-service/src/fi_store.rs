@@ -207,23 +207,31 @@ pub async fn insert_receipt(
     .await
 }
 
-/// The active community bound to `host`, read after taking the host lease shared: while an
-/// optional→required transition drains, this waits and then answers the committed state.
-pub async fn lease(pool: &PgPool, host: &str) -> Result<Option<Current>, sqlx::Error> {
+/// The active community bound to `host` and its bound FI issuers, read after taking the host
+/// lease shared: while an optional→required transition drains, this waits and then answers the
+/// committed state.
+pub async fn lease(pool: &PgPool, host: &str) -> Result<Option<(Current, Vec<String>)>, sqlx::Error> {
     let mut tx = pool.begin().await?;
     sqlx::query("SELECT pg_advisory_xact_lock_shared($1, hashtext($2))")
         .bind(LOCK_HOST_LEASE)
         .bind(host)
         .execute(&mut *tx)
         .await?;
-    let row = sqlx::query_as(&format!(
+    let row: Option<Current> = sqlx::query_as(&format!(
         "SELECT {CURRENT_COLUMNS} FROM communities WHERE host = $1 AND lifecycle = 'active'"
     ))
     .bind(host)
     .fetch_optional(&mut *tx)
     .await?;
+    let Some(row) = row else { return Ok(None) };
+    let issuers: Vec<String> = sqlx::query_scalar(
+        "SELECT issuer FROM community_fi_bindings WHERE community_id = $1 ORDER BY issuer",
+    )
+    .bind(row.community_id)
+    .fetch_all(&mut *tx)
+    .await?;
     tx.commit().await?;
-    Ok(row)
+    Ok(Some((row, issuers)))
 }
 
 /// Communities whose stored policy requires FI, read without row locks (the revalidator).

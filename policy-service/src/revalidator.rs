@@ -35,8 +35,14 @@ pub async fn run(
             _ = tick.tick() => {}
         }
         match sweep(&pool, &nats, &subject).await {
-            Ok(n) => tracing::debug!(required = n, "nip-fi revalidation sweep"),
-            Err(e) => tracing::warn!(error = %e, "nip-fi revalidation sweep failed"),
+            Ok(n) => {
+                metrics::counter!("buzz_policy_revalidation_sweeps_total", "outcome" => "ok").increment(1);
+                tracing::debug!(required = n, "nip-fi revalidation sweep");
+            }
+            Err(e) => {
+                metrics::counter!("buzz_policy_revalidation_sweeps_total", "outcome" => "error").increment(1);
+                tracing::warn!(error = %e, "nip-fi revalidation sweep failed");
+            }
         }
     }
 }

@@ -108,5 +108,6 @@ pub async fn lease(pool: &PgPool, host: &str) -> Result<Option<CommunityLease>, 
         owner_pubkey: c.owner_pubkey,
         requires_nip_fi: c.requires_nip_fi,
         policy_generation: c.policy_generation,
+        fi_issuers: Vec::new(),
     }))
 }

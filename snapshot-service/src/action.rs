@@ -36,6 +36,19 @@ pub enum Action {
     },
 }
 
+impl Action {
+    /// The action's name as the request spells it (a metric label).
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Start { .. } => "start",
+            Self::Page { .. } => "page",
+            Self::Bodies { .. } => "bodies",
+            Self::Complete { .. } => "complete",
+        }
+    }
+}
+
 const INVALID: SnapshotCode = SnapshotCode::SnapshotInvalid;
 
 fn only(obj: &Map<String, Value>, allowed: &[&str]) -> Result<(), SnapshotCode> {

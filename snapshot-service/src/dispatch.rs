@@ -1,7 +1,7 @@
 //! One request end to end: parse, scope check, the per-process operation limit and the elapsed
 //! limit, then the action (`start` in [`crate::service`], the rest in [`crate::reads`]).
 
-use buzz_bus::snapshot::{SnapshotCode, SnapshotRequest};
+use buzz_bus::snapshot::{SnapshotCode, SnapshotFailure, SnapshotRequest};
 use buzz_bus::{BusError, Scope};
 
 use crate::action::{self, Action};
@@ -19,11 +19,13 @@ impl Service {
             return Err(SnapshotCode::SnapshotUnavailable.into());
         };
         let started = std::time::Instant::now();
+        let name = action.name();
         let outcome = match tokio::time::timeout(self.operation_timeout, self.run(&req, action)).await {
             Ok(outcome) => outcome,
             Err(_) => Err(SnapshotCode::SnapshotUnavailable.into()),
         };
         metrics::histogram!("buzz_snapshot_seconds").record(started.elapsed().as_secs_f64());
+        count(name, &outcome);
         outcome
     }
 
@@ -34,6 +36,24 @@ impl Service {
             Action::Bodies { token, revisions } => self.bodies(req, token, &revisions).await,
             Action::Complete { token } => self.complete(req, token).await,
         }
+    }
+}
+
+/// `buzz_snapshot_requests_total{action, outcome}` for every answered action, and the two events a
+/// team alerts on: `buzz_snapshot_captures_total` (a start that published a manifest) and
+/// `buzz_snapshot_resets_total` (a 409 `snapshot_reset`: the client must capture again).
+fn count(action: &'static str, outcome: &Outcome) {
+    let code = match outcome {
+        Ok(_) => "ok",
+        Err(SnapshotFailure::Snapshot { code }) => code.as_str(),
+        Err(SnapshotFailure::Normal { error }) => error.code.as_str(),
+    };
+    metrics::counter!("buzz_snapshot_requests_total", "action" => action, "outcome" => code).increment(1);
+    if action == "start" && code == "ok" {
+        metrics::counter!("buzz_snapshot_captures_total").increment(1);
+    }
+    if code == SnapshotCode::SnapshotReset.as_str() {
+        metrics::counter!("buzz_snapshot_resets_total").increment(1);
     }
 }
 
@@ -58,6 +78,8 @@ mod tests {
             statement_timeout_ms: 2000,
             operation_timeout: Duration::from_secs(8),
             ops: Arc::new(Semaphore::new(LIMITS.operations_per_process)),
+            max_manifest_bytes: LIMITS.max_manifest_bytes,
+            lease_ms: 8000,
         };
         let held: Vec<_> = (0..4).map(|_| service.ops.clone().try_acquire_owned().unwrap()).collect();
         let req = SnapshotRequest {

@@ -53,13 +53,19 @@ impl Application {
             redis.clone(),
             &settings.redis_prefix,
             Duration::from_millis(settings.redis_timeout_ms),
-        );
+        )
+        .with_quotas(state::Quotas {
+            active_captures: settings.max_captures,
+            charged_bytes: settings.max_charged_bytes,
+        });
         let service = Arc::new(Service {
             pool,
             state,
             statement_timeout_ms: settings.statement_timeout_ms,
             operation_timeout: Duration::from_millis(settings.operation_timeout_ms),
             ops: Arc::new(tokio::sync::Semaphore::new(LIMITS.operations_per_process)),
+            max_manifest_bytes: settings.max_manifest_bytes,
+            lease_ms: settings.lease_ms.min(settings.operation_timeout_ms),
         });
         Ok(Self { service, nats, redis, subjects, admin, admin_addr })
     }

@@ -50,6 +50,10 @@ pub struct Service {
     pub operation_timeout: Duration,
     /// At most `operationsPerProcess` operations at once in this process.
     pub ops: Arc<Semaphore>,
+    /// Bytes of one internal manifest (the spec's 16 MiB at most).
+    pub max_manifest_bytes: usize,
+    /// The serving write lease of a capture being registered.
+    pub lease_ms: u64,
 }
 
 /// A request's answer: the reply body, or its failure.
@@ -88,8 +92,7 @@ impl Service {
 
     pub(crate) async fn start(&self, req: &SnapshotRequest, query: &Filter) -> Outcome {
         let community = req.community_id.to_string();
-        let generation =
-            self.state.reserve(&community, &req.reader.pubkey, lease_ms(self.operation_timeout)).await?;
+        let generation = self.state.reserve(&community, &req.reader.pubkey, self.lease_ms).await?;
         match self.capture(req, query, generation).await {
             Ok(body) => Ok(body),
             Err(e) => {
@@ -145,7 +148,7 @@ impl Service {
                 .map(|e| (state::body_field(generation, &e.revision), Bytes::from(e.body_record()))),
         );
         let bytes: usize = fields.iter().map(|(f, v)| f.len() + v.len()).sum();
-        if bytes > LIMITS.max_manifest_bytes {
+        if bytes > self.max_manifest_bytes {
             return Err(SnapshotCode::SnapshotLimit.into());
         }
         let expires_ms = self.state.publish(generation, bytes, pages.len(), fields).await?;
@@ -183,8 +186,4 @@ pub fn page_body(
 /// A failure answered with an ordinary bus error.
 pub fn normal(error: BusError) -> SnapshotFailure {
     SnapshotFailure::Normal { error }
-}
-
-fn lease_ms(operation: Duration) -> u64 {
-    u64::try_from(operation.as_millis()).unwrap_or(u64::MAX)
 }

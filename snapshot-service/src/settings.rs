@@ -28,6 +28,15 @@ pub struct Settings {
     pub operation_timeout_ms: u64,
     /// Limit of every Redis command; past it the request is `snapshot_unavailable`.
     pub redis_timeout_ms: u64,
+    /// Shared quotas and the manifest limit: the spec's values at most (a smaller Redis may
+    /// tighten them).
+    pub max_captures: usize,
+    /// Charged snapshot bytes across replicas (`BUZZ_SNAPSHOT_MAX_CHARGED_BYTES`).
+    pub max_charged_bytes: usize,
+    /// Bytes of one internal manifest (`BUZZ_SNAPSHOT_MAX_MANIFEST_BYTES`).
+    pub max_manifest_bytes: usize,
+    /// The serving write lease of a capture being registered (used up to the operation limit).
+    pub lease_ms: u64,
 }
 
 /// The snapshot-service's flags and environment variables.
@@ -62,6 +71,19 @@ pub struct Args {
     /// Limit of each Redis script in milliseconds
     #[arg(long, env = "BUZZ_SNAPSHOT_REDIS_TIMEOUT_MS", default_value_t = 2000, value_parser = positive::<u64>)]
     redis_timeout_ms: u64,
+    /// Active captures shared by every replica, 1 to the spec's 32
+    #[arg(long, env = "BUZZ_SNAPSHOT_MAX_CAPTURES", default_value_t = LIMITS.max_active_captures, value_parser = max_captures)]
+    max_captures: usize,
+    /// Charged snapshot bytes shared by every replica, 1 to the spec's 64 MiB
+    #[arg(long, env = "BUZZ_SNAPSHOT_MAX_CHARGED_BYTES", default_value_t = LIMITS.max_charged_bytes, value_parser = max_charged_bytes)]
+    max_charged_bytes: usize,
+    /// Bytes of one internal manifest, 1 to the spec's 16 MiB
+    #[arg(long, env = "BUZZ_SNAPSHOT_MAX_MANIFEST_BYTES", default_value_t = LIMITS.max_manifest_bytes, value_parser = max_manifest_bytes)]
+    max_manifest_bytes: usize,
+    /// The serving write lease of a capture being registered, in milliseconds (capped at the
+    /// operation limit)
+    #[arg(long, env = "BUZZ_SNAPSHOT_LEASE_MS", default_value_t = LIMITS.operation_timeout_ms, value_parser = operation_timeout)]
+    lease_ms: u64,
 }
 
 /// Value parser: positive and at most `max` (the spec's limits are upper bounds).
@@ -79,6 +101,23 @@ fn statement_timeout(raw: &str) -> Result<u64, String> {
 
 fn operation_timeout(raw: &str) -> Result<u64, String> {
     at_most(raw, LIMITS.operation_timeout_ms)
+}
+
+/// Value parser of a quota: positive and at most the spec's `max`.
+fn at_most_usize(raw: &str, max: usize) -> Result<usize, String> {
+    at_most(raw, max as u64).map(|v| usize::try_from(v).unwrap_or(max))
+}
+
+fn max_captures(raw: &str) -> Result<usize, String> {
+    at_most_usize(raw, LIMITS.max_active_captures)
+}
+
+fn max_charged_bytes(raw: &str) -> Result<usize, String> {
+    at_most_usize(raw, LIMITS.max_charged_bytes)
+}
+
+fn max_manifest_bytes(raw: &str) -> Result<usize, String> {
+    at_most_usize(raw, LIMITS.max_manifest_bytes)
 }
 
 impl Settings {
@@ -114,6 +153,10 @@ impl Settings {
             statement_timeout_ms: LIMITS.statement_timeout_ms,
             operation_timeout_ms: LIMITS.operation_timeout_ms,
             redis_timeout_ms: 2000,
+            max_captures: LIMITS.max_active_captures,
+            max_charged_bytes: LIMITS.max_charged_bytes,
+            max_manifest_bytes: LIMITS.max_manifest_bytes,
+            lease_ms: LIMITS.operation_timeout_ms,
         }
     }
 
@@ -129,8 +172,26 @@ impl Settings {
         if self.redis_timeout_ms == 0 {
             anyhow::bail!("BUZZ_SNAPSHOT_REDIS_TIMEOUT_MS must be positive");
         }
+        self.check_quotas()?;
         if self.max_db_connections == 0 {
             anyhow::bail!("BUZZ_SNAPSHOT_DB_CONNECTIONS must be positive");
+        }
+        Ok(())
+    }
+
+    fn check_quotas(&self) -> anyhow::Result<()> {
+        let within = |v: usize, max: usize| (1..=max).contains(&v);
+        if !within(self.max_captures, LIMITS.max_active_captures) {
+            anyhow::bail!("BUZZ_SNAPSHOT_MAX_CAPTURES must be 1 to {}", LIMITS.max_active_captures);
+        }
+        if !within(self.max_charged_bytes, LIMITS.max_charged_bytes) {
+            anyhow::bail!("BUZZ_SNAPSHOT_MAX_CHARGED_BYTES must be 1 to {}", LIMITS.max_charged_bytes);
+        }
+        if !within(self.max_manifest_bytes, LIMITS.max_manifest_bytes) {
+            anyhow::bail!("BUZZ_SNAPSHOT_MAX_MANIFEST_BYTES must be 1 to {}", LIMITS.max_manifest_bytes);
+        }
+        if self.lease_ms == 0 || self.lease_ms > LIMITS.operation_timeout_ms {
+            anyhow::bail!("BUZZ_SNAPSHOT_LEASE_MS must be 1 to {}", LIMITS.operation_timeout_ms);
         }
         Ok(())
     }
@@ -151,6 +212,10 @@ impl TryFrom<Args> for Settings {
             statement_timeout_ms: a.statement_timeout_ms,
             operation_timeout_ms: a.operation_timeout_ms,
             redis_timeout_ms: a.redis_timeout_ms,
+            max_captures: a.max_captures,
+            max_charged_bytes: a.max_charged_bytes,
+            max_manifest_bytes: a.max_manifest_bytes,
+            lease_ms: a.lease_ms,
         })
     }
 }

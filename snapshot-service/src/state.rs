@@ -152,12 +152,28 @@ pub struct Read {
     pub values: Vec<Option<Bytes>>,
 }
 
+/// The shared quotas (the spec's values, or tighter ones from settings).
+#[derive(Debug, Clone, Copy)]
+pub struct Quotas {
+    /// Captures registered at once across every replica (the spec's 32 at most).
+    pub active_captures: usize,
+    /// Charged snapshot bytes across every replica (the spec's 64 MiB at most).
+    pub charged_bytes: usize,
+}
+
+impl Default for Quotas {
+    fn default() -> Self {
+        Self { active_captures: LIMITS.max_active_captures, charged_bytes: LIMITS.max_charged_bytes }
+    }
+}
+
 /// The captures of every replica, in the one Redis hash `<prefix>snapshot`.
 #[derive(Clone)]
 pub struct SharedState {
     redis: Pool,
     key: String,
     timeout: Duration,
+    quotas: Quotas,
 }
 
 fn unavailable(e: &fred::error::Error) -> SnapshotCode {
@@ -169,7 +185,20 @@ impl SharedState {
     /// The hash `<prefix>snapshot` on `redis`; each command waits at most `timeout`.
     #[must_use]
     pub fn new(redis: Pool, prefix: &str, timeout: Duration) -> Self {
-        Self { redis, key: format!("{prefix}snapshot"), timeout }
+        Self { redis, key: format!("{prefix}snapshot"), timeout, quotas: Quotas::default() }
+    }
+
+    /// The same store under other (tighter) quotas.
+    #[must_use]
+    pub fn with_quotas(mut self, quotas: Quotas) -> Self {
+        self.quotas = quotas;
+        self
+    }
+
+    /// The Redis key of the one snapshot hash.
+    #[must_use]
+    pub fn key(&self) -> &str {
+        &self.key
     }
 
     async fn eval(&self, body: &str, args: Vec<Value>) -> Result<Vec<Value>, SnapshotCode> {
@@ -192,7 +221,7 @@ impl SharedState {
         let args = vec![
             Value::from(community),
             Value::from(reader),
-            Value::from(LIMITS.max_active_captures as i64),
+            Value::from(self.quotas.active_captures as i64),
             Value::from(LIMITS.captures_per_reader as i64),
             Value::from(i64::try_from(lease_ms).unwrap_or(i64::MAX)),
             Value::from(lifetime_ms()),
@@ -218,7 +247,7 @@ impl SharedState {
         let mut args = vec![
             Value::from(generation.to_string()),
             Value::from(i64::try_from(bytes).unwrap_or(i64::MAX)),
-            Value::from(LIMITS.max_charged_bytes as i64),
+            Value::from(self.quotas.charged_bytes as i64),
             Value::from(lifetime_ms()),
             Value::from(pages as i64),
         ];

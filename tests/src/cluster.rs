@@ -233,6 +233,10 @@ impl Cluster {
                 relay.public_hex(),
             );
             settings.shutdown_grace = Duration::from_secs(2);
+            // Gateways read the same `BUZZ_NIP_FI_*` settings as the policy-service.
+            if let Some(tweak) = opts.nip_fi {
+                tweak(&mut settings.nip_fi);
+            }
             if let Some(tweak) = opts.gateway_settings {
                 tweak(&mut settings);
             }

@@ -1,11 +1,15 @@
 //! Helpers for the NIP-FI policy-plane tests: settings, signed operator calls to any
 //! policy-service replica, request bodies.
 
+use std::net::SocketAddr;
+use std::sync::OnceLock;
+
 use buzz_core::Keys;
+pub use buzz_fi::testing::{Alg, TestIssuer};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::{Cluster, Community};
+use crate::{Cluster, Community, WsClient};
 
 /// The issuer the tests' JWKS and evidence name.
 pub const ISSUER: &str = "https://issuer.test";
@@ -16,13 +20,78 @@ pub const BINDINGS: &str = "/operator/communities/nip-fi-bindings";
 /// The legacy upgrade route.
 pub const LEGACY: &str = "/operator/communities/nip-fi-upgrade";
 
-/// An inline Ed25519 JWKS for [`ISSUER`].
+/// [`ISSUER`]'s keys (ES256 and EdDSA), made once per test process at run time.
+pub fn test_issuer() -> &'static TestIssuer {
+    static ISSUER_KEYS: OnceLock<TestIssuer> = OnceLock::new();
+    ISSUER_KEYS.get_or_init(|| TestIssuer::new(ISSUER))
+}
+
+/// [`ISSUER`] with [`test_issuer`]'s public keys inline.
 #[must_use]
 pub fn inline_issuer() -> buzz_fi::IssuerConfig {
-    let raw = format!(
-        r#"[{{"issuer":"{ISSUER}","jwks":{{"keys":[{{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}}]}}}}]"#
-    );
-    buzz_fi::registry::parse_issuers(&raw).expect("issuer config").remove(0)
+    let jwks = buzz_fi::Jwks::parse(&test_issuer().jwks()).expect("test jwks");
+    buzz_fi::IssuerConfig { issuer: ISSUER.to_owned(), source: buzz_fi::registry::KeySource::Inline(jwks) }
+}
+
+/// Evidence of [`ISSUER`] for `keys` at the community's host, valid for `secs` seconds.
+#[must_use]
+pub fn evidence(alg: Alg, community: &Community, keys: &Keys, secs: u64) -> String {
+    let exp = u64::try_from(buzz_core::unix_now()).unwrap_or(0) + secs;
+    format!("Bearer {}", test_issuer().evidence(alg, &community.host, &keys.public_hex(), exp))
+}
+
+/// A WebSocket with `evidence` on the upgrade.
+pub async fn fi_socket(addr: SocketAddr, community: &Community, evidence: &str) -> anyhow::Result<WsClient> {
+    WsClient::connect_with_headers(addr, &community.host, &[("nostr-federated-identity", evidence)]).await
+}
+
+/// A NIP-98 tenant request signed by `signer` through gateway `g`, with optional evidence.
+pub async fn fi_tenant_request(
+    cluster: &Cluster,
+    g: usize,
+    community: &Community,
+    (method, path): (reqwest::Method, &str),
+    body: Option<&Value>,
+    signer: &Keys,
+    evidence: Option<&str>,
+) -> (u16, Value) {
+    let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
+    let signed_url = format!("https://{}{path}", community.host);
+    let auth = buzz_core::nip98::authorization_header(signer, method.as_str(), &signed_url, &bytes);
+    let mut req = reqwest::Client::new()
+        .request(method, format!("http://{}{path}", cluster.gateways[g]))
+        .header("host", &community.host)
+        .header("authorization", auth);
+    if let Some(e) = evidence {
+        req = req.header("nostr-federated-identity", e);
+    }
+    if !bytes.is_empty() {
+        req = req.header("content-type", "application/json").body(bytes);
+    }
+    let res = req.send().await.expect("gateway reachable");
+    let status = res.status().as_u16();
+    let text = res.text().await.unwrap_or_default();
+    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+/// `GET /info` of the community's host through gateway `g`.
+pub async fn info(cluster: &Cluster, g: usize, community: &Community) -> Value {
+    let res = reqwest::Client::new()
+        .get(format!("http://{}/info", cluster.gateways[g]))
+        .header("host", &community.host)
+        .send()
+        .await
+        .expect("gateway reachable");
+    assert_eq!(res.status(), 200);
+    res.json().await.expect("info json")
+}
+
+/// Binds [`ISSUER`] and enables FI for a community at generation 0 (add members first: HTTP
+/// then needs evidence).
+pub async fn bind_and_enable(cluster: &Cluster, team: &Community) {
+    bind(cluster, team).await;
+    let (s, v) = post(cluster, POLICY, &request(team, 0, false, Some(ISSUER))).await;
+    assert_eq!(s, 201, "enable: {v}");
 }
 
 /// Mutations open, [`ISSUER`] trusted inline and selected as the provision binding.

@@ -1,6 +1,7 @@
 //! The metrics a team alerts on, scraped from the admin ports after real traffic: connections,
 //! subscriptions, messages by type, OK outcomes by NIP-01 prefix, bus latency, CAS conflicts,
-//! query time and policy leases. `/metrics` is not served on the public ports.
+//! query time, policy leases, snapshot captures and resets. `/metrics` is not served on the public
+//! ports.
 //! (This test binary is its own process: the metrics recorder holds this test's traffic only.)
 
 #![allow(clippy::unwrap_used)]
@@ -10,6 +11,7 @@ use std::time::Duration;
 
 use buzz_tests::client::{create_channel, message, WsClient};
 use buzz_tests::cluster::eventually;
+use buzz_tests::snapshot;
 use buzz_tests::Cluster;
 use serde_json::json;
 use uuid::Uuid;
@@ -125,6 +127,26 @@ async fn the_alerting_metrics_are_on_the_admin_ports_with_sensible_values() {
     assert!(value("buzz_write_seconds_bucket", &[("le", "+Inf")]) >= 5.0);
     assert!(value("buzz_writes_total", &[("outcome", "ok")]) >= 4.0);
     assert!(value("buzz_writes_total", &[("outcome", "conflict")]) >= 1.0);
+
+    // Snapshot captures and resets (the snapshot-service runs in this process: its metrics are in
+    // the same recorder). A token used by another reader is a reset.
+    let team = cluster.community("snap.test").await;
+    let (alice, bob) = (cluster.member(&team).await, cluster.member(&team).await);
+    let query = json!({"artifact": "current", "#type": ["buzz.task"]});
+    let (status, started) = snapshot::snap(&cluster, 0, &team, &alice, snapshot::start(query)).await;
+    assert_eq!(status, 200, "{started}");
+    let foreign = snapshot::complete(&started["token"]);
+    let (status, reset) = snapshot::snap(&cluster, 1, &team, &bob, foreign).await;
+    assert_eq!((status, reset["code"].as_str()), (409, Some("snapshot_reset")), "{reset}");
+    let text = scrape(admin).await;
+    assert_eq!(sample(&text, "buzz_snapshot_captures_total", &[]), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "buzz_snapshot_resets_total", &[]), Some(1.0));
+    assert_eq!(
+        sample(&text, "buzz_snapshot_requests_total", &[("action", "start"), ("outcome", "ok")]),
+        Some(1.0)
+    );
+    let resets = [("action", "complete"), ("outcome", "snapshot_reset")];
+    assert_eq!(sample(&text, "buzz_snapshot_requests_total", &resets), Some(1.0));
 
     let policy = scrape(cluster.policy_admin).await;
     assert!(sample(&policy, "buzz_policy_leases_total", &[("outcome", "bound")]).unwrap() >= 1.0, "{policy}");

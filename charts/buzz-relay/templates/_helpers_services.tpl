@@ -11,7 +11,7 @@
 {{- get (dict "gateway" "BUZZ_GATEWAY_ADMIN_ADDR" "write" "BUZZ_WRITE_ADMIN_ADDR" "query" "BUZZ_QUERY_ADMIN_ADDR" "snapshot" "BUZZ_SNAPSHOT_ADMIN_ADDR" "policy" "BUZZ_POLICY_ADMIN_ADDR") . -}}
 {{- end -}}
 {{- define "buzz.usesDatabase" -}}
-{{- if has . (list "write" "query" "policy") }}true{{ end -}}
+{{- if has . (list "write" "query" "snapshot" "policy") }}true{{ end -}}
 {{- end -}}
 {{- define "buzz.usesRedis" -}}
 {{- if has . (list "gateway" "snapshot" "policy") }}true{{ end -}}

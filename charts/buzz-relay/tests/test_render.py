@@ -125,6 +125,17 @@ def test_the_connection_budget_is_enforced():
     assert write["BUZZ_WRITE_DB_CONNECTIONS"]["value"] == "8"
 
 
+def test_the_snapshot_service_gets_the_database_and_counts_in_the_budget():
+    deps = by_kind(render(), "Deployment")
+    snap = env_of(deps["buzz-snapshot"]["spec"]["template"]["spec"]["containers"][0])
+    assert "DATABASE_URL" in snap and snap["BUZZ_SNAPSHOT_DB_CONNECTIONS"]["value"] == "3"
+    # At full scale write 32 + query 32 + policy 20 + snapshot 2 x 3 = 90, the whole budget:
+    # a third snapshot replica (or a bigger pool) no longer fits.
+    err = render_error(merged(VALUES, {"services": {"snapshot": {"replicas": 3}}}))
+    assert "database connection budget exceeded" in err and "snapshot 9" in err, err
+    render(merged(VALUES, {"database": {"maxConnections": 103}, "services": {"snapshot": {"replicas": 3}}}))
+
+
 def test_disruption_budgets_only_where_two_replicas_are_guaranteed():
     assert set(by_kind(render(), "PodDisruptionBudget")) == {f"buzz-{s}" for s in SERVICES}
     one = merged(VALUES, {"services": {"snapshot": {"replicas": 1}, "gateway": {"autoscaling": {"minReplicas": 1}}}})
@@ -172,7 +183,8 @@ def test_every_secret_comes_by_reference_and_tls_files_are_mounted():
         assert env["NATS_URL"]["value"].startswith("tls://"), name
         assert "NATS_CREDS_FILE" in env and "NATS_CA_FILE" in env, name
         service = name.removeprefix("buzz-")
-        assert ("PGSSLMODE" in env) == (service in ("write", "query", "policy")), name
+        assert ("PGSSLMODE" in env) == (service in ("write", "query", "snapshot", "policy")), name
+        assert ("DATABASE_URL" in env) == (service in ("write", "query", "snapshot", "policy")), name
         assert ("REDIS_CA_FILE" in env) == (service in ("gateway", "snapshot", "policy")), name
     job = by_kind(render(PRODUCTION), "Job")["buzz-migrate"]["spec"]["template"]["spec"]
     env = env_of(job["containers"][0])

@@ -156,7 +156,8 @@ fn matching() {
 #[test]
 fn artifact_queries_are_checked_against_the_artifact_limits() {
     let limits = Limits::default();
-    // An unknown form is refused when the filter is parsed, every other refusal by `validate`.
+    // A snapshot filter and an unknown form are refused while parsing, every other refusal by
+    // `validate`.
     let ok = |v: serde_json::Value| parse(v).and_then(|f| f.validate(&limits));
     assert_eq!(
         ok(json!({"artifact": "current", "#project": ["a", "b"], "limit": 500, "offset": 10})),
@@ -176,6 +177,16 @@ fn artifact_queries_are_checked_against_the_artifact_limits() {
     ] {
         let err = ok(v.clone()).expect_err("refused");
         assert_eq!(matches!(err, FilterError::Unsupported(_)), unsupported, "{v}: {err}");
+    }
+}
+
+#[test]
+fn a_snapshot_filter_names_the_signed_post_query_transport() {
+    for v in
+        [json!({"artifact": "snapshot", "action": "start", "query": {}}), json!({"artifact": "snapshot"})]
+    {
+        let err = parse(v).expect_err("refused");
+        assert_eq!(err.to_string(), "unsupported: snapshot uses signed POST /query");
     }
 }
 

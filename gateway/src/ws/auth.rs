@@ -20,8 +20,13 @@ impl Session {
         {
             return self.send(reply(false, format!("invalid: {reason}"))).await;
         }
+        // An FI-admitted socket binds its evidence here: AUTH must prove the evidence's key.
+        if self.fi.as_ref().is_some_and(|fi| fi.nostr_pubkey != event.pubkey) {
+            return self.send(reply(false, "restricted: evidence rejected".into())).await;
+        }
         // A NIP-OA agent authenticates with its owner's grant in the AUTH event.
         let mut actor = Actor::session(event.pubkey.clone());
+        actor.fi_admitted = self.fi.is_some();
         let mut admitted = self.is_member(&event.pubkey).await;
         if let (Ok(false), Some(owner)) = (&admitted, owner) {
             admitted = self.is_member(&owner).await;

@@ -44,6 +44,9 @@ pub(super) struct Session {
     /// When an unauthenticated socket is closed; `None` while authenticated. Set at connect
     /// and again whenever the socket loses its authentication.
     unauthenticated_until: Option<Instant>,
+    /// NIP-FI: set when the socket was admitted with valid evidence (AUTH must prove its key;
+    /// the socket closes at its deadline).
+    pub(super) fi: Option<crate::fi::Admission>,
 }
 
 /// How a socket's loop ended early.
@@ -59,6 +62,7 @@ pub async fn run(
     community: CommunityLease,
     host: String,
     actor: Option<Actor>,
+    fi: Option<crate::fi::Admission>,
 ) {
     metrics::gauge!("buzz_gateway_sockets").increment(1);
     let (sink, stream) = socket.split();
@@ -67,6 +71,7 @@ pub async fn run(
     let (push_tx, push_rx) = mpsc::channel(LIVE_QUEUE);
     let lagged = CancellationToken::new();
     let registration = state.registry.register(community.community_id, push_tx, lagged.clone());
+    let fi_registration = state.fi_sockets.register(community.community_id, fi.is_some());
     let (q_tx, q_rx) = mpsc::channel(64);
     let unauthenticated_until = actor.is_none().then(|| Instant::now() + state.settings.auth_timeout);
     let mut s = Session {
@@ -86,13 +91,16 @@ pub async fn run(
         out,
         queries: q_tx,
         unauthenticated_until,
+        fi,
     };
     s.send(RelayMessage::Auth(s.challenge.clone())).await;
-    if let End::TooSlow = s.serve(stream, push_rx, q_rx, lagged).await {
+    let ended = s.serve(stream, push_rx, q_rx, lagged, fi_registration.revoked.clone()).await;
+    if let End::TooSlow = ended {
         let community = s.community.community_id;
         tracing::warn!(%community, queued = s.out.queued(), "closing socket: {}", outbound::TOO_SLOW);
     }
     drop(registration);
+    drop(fi_registration);
     drop(s);
     // A peer that stopped reading cannot hold the writer (and its memory) past the grace period.
     if tokio::time::timeout(state.settings.shutdown_grace, &mut writer).await.is_err() {
@@ -109,11 +117,13 @@ impl Session {
         mut push_rx: mpsc::Receiver<Push>,
         mut q_rx: mpsc::Receiver<QueryUpdate>,
         lagged: CancellationToken,
+        fi_revoked: CancellationToken,
     ) -> End {
         let state = self.state.clone();
         let mut ping = tokio::time::interval(state.settings.ping_interval);
         ping.tick().await;
         let mut last_seen = Instant::now();
+        let fi_deadline = self.fi.as_ref().map(|a| a.deadline);
         loop {
             let paced = self.out.has_room();
             tokio::select! {
@@ -126,6 +136,16 @@ impl Session {
                 () = lagged.cancelled() => {
                     self.send(RelayMessage::Notice("error: too slow to follow live events; reconnect and replay".into())).await;
                     self.close(1008, "too slow").await;
+                    return End::Closed;
+                }
+                () = fi_revoked.cancelled() => {
+                    self.send(RelayMessage::Notice("restricted: this community now requires federated identity; reconnect with evidence".into())).await;
+                    self.close(1008, "federated identity required").await;
+                    return End::Closed;
+                }
+                () = until(fi_deadline) => {
+                    self.send(RelayMessage::Notice("restricted: federated identity lifetime ended; reconnect".into())).await;
+                    self.close(1008, "federated identity lifetime ended").await;
                     return End::Closed;
                 }
                 () = until(self.unauthenticated_until) => {

@@ -1,0 +1,86 @@
+//! A throwaway issuer that mints FI evidence, for tests: fresh ES256 and EdDSA keys, their JWKS,
+//! and compact JWS over arbitrary claims. Not used by any service.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use p256::ecdsa::signature::Signer as _;
+
+/// Which algorithm a minted JWS uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Alg {
+    /// ECDSA P-256 with SHA-256.
+    Es256,
+    /// Ed25519.
+    EdDsa,
+}
+
+/// An issuer with one ES256 and one EdDSA key, minting evidence for tests.
+pub struct TestIssuer {
+    /// The `iss` this issuer signs as.
+    pub issuer: String,
+    es256: p256::ecdsa::SigningKey,
+    eddsa: ed25519_dalek::SigningKey,
+}
+
+impl TestIssuer {
+    /// New random keys for `issuer`.
+    #[must_use]
+    pub fn new(issuer: &str) -> Self {
+        let es256 = p256::ecdsa::SigningKey::random(&mut p256::elliptic_curve::rand_core::OsRng);
+        let mut seed = [0u8; 32];
+        p256::elliptic_curve::rand_core::RngCore::fill_bytes(
+            &mut p256::elliptic_curve::rand_core::OsRng,
+            &mut seed,
+        );
+        let eddsa = ed25519_dalek::SigningKey::from_bytes(&seed);
+        Self { issuer: issuer.to_owned(), es256, eddsa }
+    }
+
+    /// The public JWKS (one P-256 key `kid` "es", one Ed25519 key `kid` "ed").
+    #[must_use]
+    pub fn jwks(&self) -> serde_json::Value {
+        let point = self.es256.verifying_key().to_encoded_point(false);
+        let (x, y) = (point.x().map(|x| x.to_vec()), point.y().map(|y| y.to_vec()));
+        serde_json::json!({ "keys": [
+            { "kty": "EC", "crv": "P-256", "kid": "es",
+              "x": URL_SAFE_NO_PAD.encode(x.unwrap_or_default()),
+              "y": URL_SAFE_NO_PAD.encode(y.unwrap_or_default()) },
+            { "kty": "OKP", "crv": "Ed25519", "kid": "ed",
+              "x": URL_SAFE_NO_PAD.encode(self.eddsa.verifying_key().as_bytes()) },
+        ]})
+    }
+
+    /// Evidence for `nostr_pubkey` at `host`, expiring at `exp` (unix seconds).
+    #[must_use]
+    pub fn evidence(&self, alg: Alg, host: &str, nostr_pubkey: &str, exp: u64) -> String {
+        let claims = serde_json::json!({
+            "iss": self.issuer, "sub": format!("user-{}", &nostr_pubkey[..8.min(nostr_pubkey.len())]),
+            "aud": format!("https://{host}"), "nostr_pubkey": nostr_pubkey, "exp": exp,
+        });
+        self.sign(alg, &claims)
+    }
+
+    /// A compact JWS over any claims.
+    #[must_use]
+    pub fn sign(&self, alg: Alg, claims: &serde_json::Value) -> String {
+        let header = match alg {
+            Alg::Es256 => serde_json::json!({ "alg": "ES256", "kid": "es", "typ": "JWT" }),
+            Alg::EdDsa => serde_json::json!({ "alg": "EdDSA", "kid": "ed", "typ": "JWT" }),
+        };
+        let signing_input = format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(header.to_string()),
+            URL_SAFE_NO_PAD.encode(claims.to_string())
+        );
+        let sig = match alg {
+            Alg::Es256 => {
+                let s: p256::ecdsa::Signature = self.es256.sign(signing_input.as_bytes());
+                s.to_bytes().to_vec()
+            }
+            Alg::EdDsa => {
+                ed25519_dalek::Signer::sign(&self.eddsa, signing_input.as_bytes()).to_bytes().to_vec()
+            }
+        };
+        format!("{signing_input}.{}", URL_SAFE_NO_PAD.encode(sig))
+    }
+}
