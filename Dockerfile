@@ -39,5 +39,5 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/ /usr/local/bin/
 USER 65532:65532
-EXPOSE 7777 7070 7081 7082 7083
+EXPOSE 7777 7070 7081 7082 7083 7084 7085
 CMD ["/usr/local/bin/buzz-gateway"]

@@ -16,6 +16,13 @@ import helm_python
 import kubernetes_validate
 import yaml
 
+# The Dockerfile's checks run in the same pass (they need cargo, not a Docker engine).
+from test_dockerfile import (  # noqa: F401 - collected by main()
+    test_dependencies_are_cooked_in_their_own_layer_and_binaries_stripped,
+    test_every_workspace_binary_is_built_and_copied_into_the_image,
+    test_the_runtime_stage_is_slim_and_runs_as_a_non_root_user,
+)
+
 CHART = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 ROOT = os.path.abspath(os.path.join(CHART, "..", ".."))
 # Oldest and newest supported Kubernetes versions (Chart.yaml kubeVersion: >=1.27).
