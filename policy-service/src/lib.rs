@@ -10,6 +10,8 @@ pub mod fi_request;
 pub mod fi_routes;
 pub mod fi_store;
 pub mod fi_view;
+pub mod lifecycle;
+pub mod lifecycle_store;
 pub mod operator;
 pub mod revalidator;
 pub mod settings;
@@ -54,6 +56,14 @@ impl Application {
             operator_pubkeys: settings.operator_pubkeys.clone(),
             origin: settings.operator_origin.clone(),
         });
+        let lifecycle_state = Arc::new(lifecycle::LifecycleState {
+            op: state.clone(),
+            snapshots: buzz_snapshot::state::SharedState::new(
+                redis.clone(),
+                &settings.redis_prefix,
+                std::time::Duration::from_secs(2),
+            ),
+        });
         let fi = &settings.nip_fi;
         let registry = Arc::new(buzz_fi::Registry::new(&fi.issuers, fi.jwks_max_age, fi.jwks_timeout));
         let fi_state = Arc::new(fi_routes::FiState {
@@ -73,6 +83,7 @@ impl Application {
         let admin_router = buzz_telemetry::admin_router(ready.clone());
         let router = operator::router(state)
             .merge(fi_routes::router(fi_state))
+            .merge(lifecycle::router(lifecycle_state))
             .merge(buzz_telemetry::probe_router(ready))
             .fallback(|| async { operator::not_found("no such route") })
             .layer(axum::extract::DefaultBodyLimit::max(operator::MAX_BODY_BYTES))

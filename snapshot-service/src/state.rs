@@ -271,7 +271,14 @@ impl SharedState {
 
     /// Removes every capture and charge of `community` (deleted or being deleted).
     pub async fn purge_community(&self, community: &str) {
-        let _ = self.eval(PURGE_COMMUNITY, vec![Value::from(community), Value::from(lifetime_ms())]).await;
+        let _ = self.try_purge_community(community).await;
+    }
+
+    /// [`Self::purge_community`] that reports whether Redis did it: the policy-service's
+    /// community deletion calls this and answers 503 (retry finishes) when it did not.
+    pub async fn try_purge_community(&self, community: &str) -> Result<(), SnapshotCode> {
+        let args = vec![Value::from(community), Value::from(lifetime_ms())];
+        self.eval(PURGE_COMMUNITY, args).await.map(|_| ())
     }
 
     /// Reads a live capture's meta and `fields`, optionally setting `mark` in the same step.

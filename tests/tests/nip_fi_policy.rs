@@ -340,7 +340,9 @@ async fn receipts_survive_target_deletion_with_null_current_fields() {
     bind(&cluster, &team).await;
     let enable = request(&team, 0, false, Some(ISSUER));
     assert_eq!(post(&cluster, POLICY, &enable).await.0, 201);
-    sqlx::query("DELETE FROM communities WHERE id = $1").bind(team.id).execute(&cluster.pool).await.unwrap();
+    let gone = format!("/operator/communities/{}", team.id);
+    let (s, v, _) = call(&cluster, 0, Method::DELETE, &gone, None, &cluster.operator).await;
+    assert_eq!(s, 200, "{v}");
     let (s, v) =
         get(&cluster, &format!("{POLICY}?operation_id={}", enable["operation_id"].as_str().unwrap())).await;
     assert_eq!(s, 200, "{v}");

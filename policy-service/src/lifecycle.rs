@@ -1,0 +1,125 @@
+//! The community lifecycle routes: `PATCH /operator/communities/{id}` changes host and owner,
+//! `DELETE /operator/communities/{id}` deletes the community (intent first, then its data, its
+//! snapshot captures and charges in Redis, then its row; a retry finishes an interrupted one).
+//! Operator NIP-98 and `Cache-Control: no-store` like every operator route.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{OriginalUri, Path, State};
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::patch;
+use axum::{Json, Router};
+use buzz_core::http_json::JsonObject;
+use buzz_snapshot::state::SharedState;
+use uuid::Uuid;
+
+use crate::lifecycle_store::{self as lstore, Change, ChangeError};
+use crate::operator::{authorize, no_store, not_found, unavailable, ApiError, OperatorState};
+
+pub struct LifecycleState {
+    pub op: Arc<OperatorState>,
+    /// The snapshot-service's shared Redis hash, for removing a deleted community's captures.
+    pub snapshots: SharedState,
+}
+
+pub fn router(state: Arc<LifecycleState>) -> Router {
+    Router::new()
+        .route("/operator/communities/{id}", patch(change_community).delete(delete_community))
+        .with_state(state)
+        .layer(axum::middleware::map_response(no_store))
+}
+
+fn community_id(raw: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(raw)
+        .ok()
+        .filter(|u| !u.is_nil())
+        .ok_or_else(|| ApiError::invalid_request("the community id in the path must be a non-nil UUID"))
+}
+
+fn conflict(code: &'static str, message: &str) -> ApiError {
+    ApiError::new(StatusCode::CONFLICT, code, message)
+}
+
+/// `{host?, owner_pubkey?}`, at least one; validated like provisioning.
+fn parse_change(body: &[u8]) -> Result<(Option<String>, Option<String>), ApiError> {
+    let req = JsonObject::parse(body, &["host", "owner_pubkey"]).map_err(ApiError::invalid_body)?;
+    let text = |name: &str| -> Result<Option<String>, ApiError> {
+        match req.get(name) {
+            None => Ok(None),
+            Some(v) => v
+                .as_str()
+                .map(|s| Some(s.to_owned()))
+                .ok_or_else(|| ApiError::invalid_body(format!("{name} must be a string"))),
+        }
+    };
+    let host = text("host")?
+        .map(|h| buzz_core::host::community_host(&h).map_err(|e| ApiError::invalid_request(e.to_string())))
+        .transpose()?;
+    let owner = text("owner_pubkey")?;
+    if owner.as_deref().is_some_and(|o| !buzz_core::is_lower_hex(o, 64)) {
+        return Err(ApiError::invalid_request("owner_pubkey must be 64 lowercase hex"));
+    }
+    if host.is_none() && owner.is_none() {
+        return Err(ApiError::invalid_body("the body must name host, owner_pubkey or both".into()));
+    }
+    Ok((host, owner))
+}
+
+async fn change_community(
+    State(state): State<Arc<LifecycleState>>,
+    Path(raw): Path<String>,
+    method: Method,
+    uri: OriginalUri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let operator = authorize(&state.op, &method, &uri, &headers, &body).await?;
+    let id = community_id(&raw)?;
+    let (host, owner) = parse_change(&body)?;
+    let change = Change { host: host.as_deref(), owner: owner.as_deref() };
+    match lstore::change(&state.op.pool, id, &change).await {
+        Ok(c) => {
+            tracing::info!(%operator, community_id = %id, host = %c.host, owner = %c.owner_pubkey, "community changed");
+            Ok(Json(c).into_response())
+        }
+        Err(ChangeError::NotFound) => Err(not_found("community not found")),
+        Err(ChangeError::Lifecycle) => Err(conflict("lifecycle_conflict", "the community is being deleted")),
+        Err(ChangeError::HostConflict) => {
+            Err(conflict("host_conflict", "host is bound to another community"))
+        }
+        Err(ChangeError::Sql(e)) => Err(unavailable(e)),
+    }
+}
+
+async fn delete_community(
+    State(state): State<Arc<LifecycleState>>,
+    Path(raw): Path<String>,
+    method: Method,
+    uri: OriginalUri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let operator = authorize(&state.op, &method, &uri, &headers, &body).await?;
+    let id = community_id(&raw)?;
+    if !body.is_empty() {
+        return Err(ApiError::invalid_body("DELETE takes no body".into()));
+    }
+    let pool = &state.op.pool;
+    let host = lstore::mark_deleting(pool, id).await.map_err(unavailable)?;
+    let Some(host) = host else { return Err(not_found("community not found")) };
+    tracing::info!(%operator, community_id = %id, %host, "community deletion recorded");
+    lstore::remove_data(pool, id).await.map_err(unavailable)?;
+    state.snapshots.try_purge_community(&id.to_string()).await.map_err(|code| {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "authorization_unavailable",
+            "snapshot store unavailable",
+        )
+        .with_cause(std::io::Error::other(format!("{code:?}")))
+    })?;
+    lstore::remove_row(pool, id).await.map_err(unavailable)?;
+    tracing::info!(%operator, community_id = %id, %host, "community deleted");
+    Ok(Json(serde_json::json!({"community_id": id, "host": host, "deleted": true})).into_response())
+}
