@@ -15,6 +15,9 @@ pub enum SnapshotError {
     /// The live subscription was lost or refused.
     #[error("live subscription: {0}")]
     Live(String),
+    /// The live subscription was refused (AUTH or REQ): not retried.
+    #[error("live subscription refused: {0}")]
+    Refused(String),
     /// An answer that breaks the protocol (shape, missing or extra bodies).
     #[error("protocol: {0}")]
     Protocol(String),

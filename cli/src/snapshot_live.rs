@@ -98,10 +98,10 @@ async fn handshake(target: &Target, keys: &Keys, query: &Value) -> Result<Socket
         let msg = next_json(&mut ws).await?;
         match msg[0].as_str() {
             Some("OK") if msg[1] == auth.id.as_str() && msg[2] != true => {
-                return Err(live(&format!("auth refused: {}", msg[3].as_str().unwrap_or_default())));
+                return Err(SnapshotError::Refused(format!("auth: {}", msg[3].as_str().unwrap_or_default())));
             }
             Some("CLOSED") if msg[1] == SUB => {
-                return Err(live(&format!("req closed: {}", msg[2].as_str().unwrap_or_default())));
+                return Err(SnapshotError::Refused(format!("req: {}", msg[2].as_str().unwrap_or_default())));
             }
             Some("EOSE") if msg[1] == SUB => return Ok(ws),
             // Stored current events before EOSE are covered by the capture.

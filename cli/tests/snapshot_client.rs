@@ -178,5 +178,12 @@ async fn persistent_resets_give_up_after_the_bounded_attempts_and_other_errors_f
     let err =
         snapshot(&opts, &mut |s| attempts += u32::from(matches!(s, Step::Attempt(_)))).await.unwrap_err();
     assert_eq!((err.to_string(), attempts), ("relay answered 400 snapshot_invalid".to_owned(), 1));
+    // A key that is not a member is refused on the live subscription, once.
+    let opts = options(&cluster, &team, &Keys::generate(), json!({"artifact": "current"}));
+    let mut attempts = 0;
+    let err =
+        snapshot(&opts, &mut |s| attempts += u32::from(matches!(s, Step::Attempt(_)))).await.unwrap_err();
+    assert!(err.to_string().starts_with("live subscription refused: "), "{err}");
+    assert_eq!(attempts, 1);
     cluster.stop().await;
 }
