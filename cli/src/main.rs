@@ -7,6 +7,7 @@ mod dev_community;
 mod http;
 mod nip19;
 mod nip_fi;
+mod snapshot_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -34,6 +35,8 @@ enum Command {
     /// Community member management (NIP-98 signed by the owner or an admin).
     #[command(subcommand)]
     Members(http::MembersCommand),
+    /// Every current artifact of a query through the NIP-AR snapshot transport (reference client).
+    Snapshot(snapshot_cmd::SnapshotArgs),
 }
 
 /// Exit codes: 0 success, 1 usage or local error, 5 request, transport or response error;
@@ -52,6 +55,7 @@ async fn main() {
         }
         Command::Operator(cmd) => http::operator(cmd).await,
         Command::Members(cmd) => http::members(cmd).await,
+        Command::Snapshot(args) => snapshot_cmd::run(args).await,
     };
     std::process::exit(code);
 }

@@ -1,0 +1,189 @@
+//! The NIP-AR snapshot reference client (`buzz_cli::snapshot_client`) against a real in-process
+//! cluster: a multi-page capture with every body verified, live events after the capture in the
+//! result, local records kept, and a forced reset retried with backoff.
+
+#![allow(clippy::unwrap_used)]
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use buzz_cli::snapshot_client::{snapshot, Options, Step, Target};
+use buzz_core::{Event, Keys};
+use buzz_tests::client::WsClient;
+use buzz_tests::snapshot::{channel, create, ok, rev, tag, TASK};
+use buzz_tests::{Cluster, Community};
+use serde_json::json;
+use uuid::Uuid;
+
+fn options(cluster: &Cluster, team: &Community, keys: &Keys, query: serde_json::Value) -> Options {
+    let target = Target::parse(&format!("ws://{}", cluster.gateways[0]), Some(&team.host)).unwrap();
+    let mut opts = Options::new(target, keys.clone(), query);
+    opts.backoff_start = Duration::from_millis(50);
+    opts
+}
+
+/// Runs async test work from inside the (synchronous) progress hook.
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(f))
+}
+
+/// `n` signed buzz.task artifacts in `h`, stored by SQL as the write path stores them (events,
+/// artifact, type tag, current-tag index) so that a capture spans more than one page quickly.
+async fn seed_signed(cluster: &Cluster, team: &Community, author: &Keys, h: Uuid, n: usize) {
+    let evs: Vec<Event> =
+        (0..n).map(|_| rev(author, "create", Uuid::new_v4(), h, None, TASK, &[tag("n", "seeded")])).collect();
+    let ids: Vec<String> = evs.iter().map(|e| e.id.clone()).collect();
+    let raws: Vec<String> = evs.iter().map(Event::to_json).collect();
+    let ds: Vec<Uuid> = evs.iter().map(|e| e.tag_value("d").unwrap().parse().unwrap()).collect();
+    let ats: Vec<i64> = evs.iter().map(|e| e.created_at).collect();
+    let statements = [
+        "INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw) \
+         SELECT $1, id, $2, 45010, at, $3, raw FROM unnest($4::text[], $5::text[], $6::uuid[], $7::bigint[]) AS x(id, raw, d, at)",
+        "INSERT INTO artifacts (community_id, d, type, current_revision, home_channel, updated_at) \
+         SELECT $1, d, 'buzz.task', id, $3, now() FROM unnest($4::text[], $5::text[], $6::uuid[], $7::bigint[]) AS x(id, raw, d, at) WHERE $2 <> ''",
+        "INSERT INTO event_tags (community_id, event_id, name, value_hash, created_at) \
+         SELECT $1, id, 'type', sha256('buzz.task'::bytea), at FROM unnest($4::text[], $5::text[], $6::uuid[], $7::bigint[]) AS x(id, raw, d, at) WHERE $2 <> '' AND $3 IS NOT NULL",
+    ];
+    for sql in statements {
+        sqlx::query(sql)
+            .bind(team.id)
+            .bind(author.public_hex())
+            .bind(h)
+            .bind(&ids)
+            .bind(&raws)
+            .bind(&ds)
+            .bind(&ats)
+            .execute(&cluster.pool)
+            .await
+            .unwrap();
+    }
+    cluster.index_seeded_artifacts(team.id).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_page_capture_verifies_every_body_and_includes_live_events_and_local_records() {
+    let cluster = Cluster::start().await;
+    let team = cluster.community("team.test").await;
+    let reader = cluster.member(&team).await;
+    let mut owner = WsClient::authed(cluster.gateways[1], &team.host, &team.owner).await;
+    let h = channel(&mut owner, &team.owner, "open", &[]).await;
+    seed_signed(&cluster, &team, &team.owner, h, 1100).await;
+    let (d1, v1) = create(&mut owner, &team.owner, h, TASK, &[]).await;
+    create(&mut owner, &team.owner, h, "buzz.note", &[]).await;
+    // A local write the relay has not seen yet: absent from the capture, never dropped.
+    let local = rev(&reader, "create", Uuid::new_v4(), h, None, TASK, &[]);
+
+    let mut opts = options(&cluster, &team, &reader, json!({"artifact": "current", "#type": [TASK]}));
+    opts.local = vec![local.clone()];
+    let counter = opts.live_counter.clone();
+    let v2 = rev(&team.owner, "update", d1, h, Some(&v1), TASK, &[]);
+    let fresh = rev(&team.owner, "create", Uuid::new_v4(), h, None, TASK, &[]);
+    let mut steps = Vec::new();
+    let mut hook = |step: Step| {
+        // After the first page (the capture holds v1): an update and a new task, received live.
+        if matches!(step, Step::Page { index: 0, .. }) {
+            block_on(async {
+                ok(&mut owner, &v2).await;
+                ok(&mut owner, &fresh).await;
+                buzz_tests::cluster::eventually(Duration::from_secs(10), || {
+                    let c = counter.clone();
+                    async move { c.load(Ordering::SeqCst) >= 2 }
+                })
+                .await;
+            });
+        }
+        steps.push(step);
+    };
+    let out = snapshot(&opts, &mut hook).await.unwrap();
+
+    assert_eq!((out.attempts, out.pages, out.captured, out.live_events), (1, 2, 1101, 2));
+    let bodies = steps.iter().filter(|s| matches!(s, Step::Bodies { .. })).count();
+    assert_eq!(bodies, 12, "1101 bodies in batches of 100: {steps:?}");
+    assert_eq!(out.artifacts.len(), 1103, "1101 captured + the live new task + the local write");
+    let by_d = |d: &str| out.artifacts.iter().find(|e| e.tag_value("d") == Some(d)).cloned();
+    assert_eq!(by_d(&d1.to_string()).unwrap().id, v2.id, "the live update wins over the captured v1");
+    assert_eq!(by_d(fresh.tag_value("d").unwrap()).unwrap().id, fresh.id);
+    assert_eq!(by_d(local.tag_value("d").unwrap()).unwrap().id, local.id);
+    assert!(out.artifacts.iter().all(|e| e.tag_value("type") == Some(TASK) && e.verify().is_ok()));
+    cluster.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deletion_between_pages_resets_the_capture_and_the_client_starts_over_and_succeeds() {
+    let cluster = Cluster::start().await;
+    let team = cluster.community("team.test").await;
+    let reader = cluster.member(&team).await;
+    let mut owner = WsClient::authed(cluster.gateways[1], &team.host, &team.owner).await;
+    let h = channel(&mut owner, &team.owner, "open", &[]).await;
+    seed_signed(&cluster, &team, &team.owner, h, 1000).await;
+    let (gone, v1) = create(&mut owner, &team.owner, h, TASK, &[]).await;
+
+    let opts = options(&cluster, &team, &reader, json!({"artifact": "current", "#type": [TASK]}));
+    let del = rev(&team.owner, "delete", gone, h, Some(&v1), TASK, &[]);
+    let mut steps = Vec::new();
+    let mut hook = |step: Step| {
+        // Delete a captured artifact after page 0 of the first attempt only: page 1 is a reset.
+        if matches!(step, Step::Page { index: 0, .. }) && steps.len() == 1 {
+            block_on(ok(&mut owner, &del));
+        }
+        steps.push(step);
+    };
+    let out = snapshot(&opts, &mut hook).await.unwrap();
+
+    let retries: Vec<&Step> = steps.iter().filter(|s| matches!(s, Step::Retry { .. })).collect();
+    assert_eq!(retries.len(), 1, "{steps:?}");
+    let Step::Retry { attempt: 1, delay, reason } = retries[0] else { panic!("{retries:?}") };
+    assert_eq!((*delay, reason.as_str()), (Duration::from_millis(50), "relay answered 409 snapshot_reset"));
+    assert_eq!((out.attempts, out.pages, out.captured), (2, 1, 1000));
+    assert_eq!(out.artifacts.len(), 1000);
+    assert!(out.artifacts.iter().all(|e| e.tag_value("d") != Some(gone.to_string().as_str())));
+    cluster.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn persistent_resets_give_up_after_the_bounded_attempts_and_other_errors_fail_at_once() {
+    let cluster = Cluster::start().await;
+    let team = cluster.community("team.test").await;
+    let reader = cluster.member(&team).await;
+    let mut owner = WsClient::authed(cluster.gateways[1], &team.host, &team.owner).await;
+    let h = channel(&mut owner, &team.owner, "open", &[]).await;
+    let mut captured = Vec::new();
+    for _ in 0..3 {
+        captured.push(create(&mut owner, &team.owner, h, TASK, &[]).await);
+    }
+
+    // Every attempt: one captured artifact is deleted before completion.
+    let mut opts = options(&cluster, &team, &reader, json!({"artifact": "current", "#type": [TASK]}));
+    opts.max_attempts = 3;
+    let mut retries = Vec::new();
+    let mut hook = |step: Step| match step {
+        Step::Page { .. } => {
+            let (d, last) = captured.pop().unwrap();
+            block_on(ok(&mut owner, &rev(&team.owner, "delete", d, h, Some(&last), TASK, &[])));
+        }
+        Step::Retry { delay, reason, .. } => retries.push((delay, reason)),
+        _ => {}
+    };
+    let err = snapshot(&opts, &mut hook).await.unwrap_err().to_string();
+    // Two reset captures still hold the reader's two capture slots until they expire, so the
+    // third start is 503 (retried the same way) and the client gives up after its 3 attempts.
+    assert_eq!(err, "gave up after 3 attempts, last: relay answered 503 snapshot_unavailable");
+    let reset = "relay answered 409 snapshot_reset".to_owned();
+    assert_eq!(retries, [(Duration::from_millis(50), reset.clone()), (Duration::from_millis(100), reset)]);
+    assert_eq!(captured.len(), 1, "the third attempt never got a manifest page");
+
+    // A query the relay refuses (400) is not retried.
+    let opts = options(&cluster, &team, &reader, json!({"artifact": "current", "limit": 5}));
+    let mut attempts = 0;
+    let err =
+        snapshot(&opts, &mut |s| attempts += u32::from(matches!(s, Step::Attempt(_)))).await.unwrap_err();
+    assert_eq!((err.to_string(), attempts), ("relay answered 400 snapshot_invalid".to_owned(), 1));
+    // A key that is not a member is refused on the live subscription, once.
+    let opts = options(&cluster, &team, &Keys::generate(), json!({"artifact": "current"}));
+    let mut attempts = 0;
+    let err =
+        snapshot(&opts, &mut |s| attempts += u32::from(matches!(s, Step::Attempt(_)))).await.unwrap_err();
+    assert!(err.to_string().starts_with("live subscription refused: "), "{err}");
+    assert_eq!(attempts, 1);
+    cluster.stop().await;
+}
