@@ -20,15 +20,20 @@ pub use crate::snapshot_step::Step;
 
 /// What to capture and how persistently.
 pub struct Options {
+    /// The relay (WebSocket URL and host).
     pub target: Target,
+    /// The reader's key: NIP-42 on the live socket, NIP-98 on every snapshot request.
     pub keys: Keys,
     /// The `artifact: current` query (`{"artifact":"current","#type":[...],...}`).
     pub query: Value,
     /// Records the caller already holds (its own writes): never dropped for being absent, and
     /// their bodies are reused when the capture names them.
     pub local: Vec<Event>,
+    /// Whole captures tried before giving up on 409/503/lost live socket.
     pub max_attempts: u32,
+    /// First backoff between attempts; it doubles each time.
     pub backoff_start: Duration,
+    /// Largest backoff between attempts.
     pub backoff_max: Duration,
     /// Live events received so far, over every attempt (a progress display may show it).
     pub live_counter: Arc<AtomicUsize>,
@@ -58,7 +63,9 @@ pub struct Outcome {
     pub artifacts: Vec<Event>,
     /// Entries in the completed capture.
     pub captured: usize,
+    /// Manifest pages fetched in the completed capture.
     pub pages: usize,
+    /// Attempts used (1 when the first capture completed).
     pub attempts: u32,
     /// Live events received between the subscription and the completion.
     pub live_events: usize,

@@ -123,6 +123,6 @@ fn progress(tty: bool, step: &Step) {
 }
 
 fn bar(done: usize, total: usize) -> String {
-    let filled = if total == 0 { 30 } else { done * 30 / total };
+    let filled = (done * 30).checked_div(total).unwrap_or(30);
     format!("{}{}", "#".repeat(filled), " ".repeat(30 - filled.min(30)))
 }

@@ -8,7 +8,12 @@ pub enum SnapshotError {
     Usage(String),
     /// A non-2xx answer: its status and `code`.
     #[error("relay answered {status} {code}")]
-    Relay { status: u16, code: String },
+    Relay {
+        /// HTTP status.
+        status: u16,
+        /// The body's `code` (e.g. `snapshot_reset`).
+        code: String,
+    },
     /// The request could not be sent or its answer not read.
     #[error("{0}")]
     Transport(String),
@@ -26,7 +31,12 @@ pub enum SnapshotError {
     Verification(String),
     /// Every attempt ended in a retryable failure.
     #[error("gave up after {attempts} attempts, last: {last}")]
-    GaveUp { attempts: u32, last: Box<SnapshotError> },
+    GaveUp {
+        /// Attempts made.
+        attempts: u32,
+        /// The last attempt's failure.
+        last: Box<SnapshotError>,
+    },
 }
 
 impl SnapshotError {

@@ -16,9 +16,13 @@ use crate::snapshot_step::Step;
 /// `bodyBytes` (413) is halved; a single body over it fails.
 pub const BODY_ROWS: usize = 100;
 
+/// A whole manifest: every page of one capture.
 pub struct Manifest {
+    /// The capture's token (constant for the capture).
     pub token: Value,
+    /// Every entry, in page order.
     pub entries: Vec<Entry>,
+    /// Pages fetched.
     pub pages: usize,
 }
 

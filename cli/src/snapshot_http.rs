@@ -53,12 +53,15 @@ impl Target {
 
 /// Signed snapshot actions against one relay as one reader.
 pub struct Relay {
+    /// The relay (WebSocket URL and host; `POST /query` goes to the same host).
     pub target: Target,
+    /// The reader's key, signing NIP-98.
     pub keys: Keys,
     http: reqwest::Client,
 }
 
 impl Relay {
+    /// A client for `target` signing as `keys`.
     #[must_use]
     pub fn new(target: Target, keys: Keys) -> Self {
         Self { target, keys, http: reqwest::Client::new() }

@@ -13,8 +13,11 @@ use crate::snapshot_error::SnapshotError;
 /// One manifest entry: the captured revision of an artifact in its home channel.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
+    /// `artifactId`: the artifact's `d`.
     pub artifact: String,
+    /// `revisionId`: the captured revision's event id.
     pub revision: String,
+    /// `channelId`: the home channel (`h`) of that revision.
     pub channel: String,
 }
 
@@ -45,6 +48,7 @@ pub fn verify_body(body: &Event, entry: &Entry) -> Result<(), SnapshotError> {
 pub struct Predicates(Vec<(String, Vec<String>)>);
 
 impl Predicates {
+    /// The `#name` predicates of an `artifact: current` query.
     #[must_use]
     pub fn of(query: &Value) -> Self {
         let mut preds = Vec::new();
@@ -75,6 +79,7 @@ pub struct Reconciler {
 }
 
 impl Reconciler {
+    /// An empty reconciliation for a query's predicates.
     #[must_use]
     pub fn new(preds: Predicates) -> Self {
         Self { preds, ..Self::default() }
