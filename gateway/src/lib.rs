@@ -2,9 +2,6 @@
 //! speaks NIP-01/11/42/98, checks ids and signatures off the async runtime, forwards writes and
 //! reads over NATS and fans live events out to the matching subscriptions of its sockets.
 
-// Not every public item is documented yet (issue 9: payloads, errors, handlers); remove once they are.
-#![allow(missing_docs)]
-
 pub mod chat_api;
 pub mod extract;
 pub mod fi;

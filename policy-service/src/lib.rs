@@ -1,9 +1,6 @@
 //! Policy-service of buzz-relay: the operator HTTP API (communities) and the host → community
 //! answers gateways lease over the bus.
 
-// Not every public item is documented yet (issue 9: payloads, errors, handlers); remove once they are.
-#![allow(missing_docs)]
-
 pub mod fi_accept;
 pub mod fi_bindings;
 pub mod fi_request;
