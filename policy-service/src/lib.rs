@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use settings::Settings;
 
+/// A built policy-service: connected, listeners bound, ready to run.
 pub struct Application {
     addr: SocketAddr,
     listener: tokio::net::TcpListener,
@@ -95,6 +96,7 @@ impl Application {
         })
     }
 
+    /// The bound operator API address.
     #[must_use]
     pub fn addr(&self) -> SocketAddr {
         self.addr
