@@ -11,9 +11,23 @@ use crate::payload::Actor;
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ChatRequest {
     /// `GET /api/channels/{id}/summary`.
-    Summary { community_id: Uuid, reader: Actor, channel_id: Uuid },
+    Summary {
+        /// The community the channel belongs to.
+        community_id: Uuid,
+        /// Who asks; the summary counts only what they can read, and their own marker.
+        reader: Actor,
+        /// The channel to summarise.
+        channel_id: Uuid,
+    },
     /// `GET /api/mentions`.
-    Mentions { community_id: Uuid, reader: Actor, limit: u32 },
+    Mentions {
+        /// The community to search.
+        community_id: Uuid,
+        /// Who asks; mentions of their key in channels they can read.
+        reader: Actor,
+        /// Most mentions to return.
+        limit: u32,
+    },
 }
 
 /// The answer to a [`ChatRequest`], as the plain object of its request's reply type (untagged: the
@@ -33,6 +47,7 @@ pub type ChatReply = Result<ChatAnswer, BusError>;
 /// `GET /api/channels/{id}/summary` (docs in `query-service/src/chat.rs`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChannelSummary {
+    /// The summarised channel.
     pub channel_id: Uuid,
     /// Visible messages, replies included.
     pub message_count: u64,
@@ -56,7 +71,9 @@ pub struct MentionsPage {
 /// One mention of the caller.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mention {
+    /// Id (hex) of the mentioning event.
     pub event_id: String,
+    /// The channel the mentioning event is in.
     pub channel_id: Uuid,
     /// At or before the caller's marker of the channel.
     pub read: bool,

@@ -2,19 +2,31 @@
 
 use serde::{Deserialize, Serialize};
 
+/// What went wrong, as the caller may learn it; the one mapping to NIP-01 prefixes and HTTP status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
+    /// The request or event is malformed or breaks a rule (bad field, bad tag, bad value): 400.
     Invalid,
+    /// The write is refused outright by a rule of its target (e.g. an archived channel): 403.
     Blocked,
+    /// The actor is authenticated but lacks the right (scope, role, channel access): 403.
     Restricted,
+    /// The request needs authentication (NIP-42, NIP-98 or a token) it did not carry: 401.
     AuthRequired,
+    /// The caller exceeded a rate or quota limit: 429.
     RateLimited,
+    /// The write collides with current state (already exists, stale precondition): 409.
     Conflict,
+    /// The addressed object does not exist or is not visible to the caller: 404 (`invalid` in NIP-01).
     NotFound,
+    /// The request asks for something this relay does not do: 400.
     Unsupported,
+    /// A bus request or a streamed query did not complete in time: 504.
     Timeout,
+    /// A dependency (NATS, a service, the database) cannot answer now; retrying may help: 503.
     Unavailable,
+    /// A bug or unexpected failure; the message says nothing more: 500.
     Internal,
 }
 
@@ -33,6 +45,7 @@ impl ErrorCode {
             Self::Timeout | Self::Unavailable | Self::Internal => "error",
         }
     }
+    /// The HTTP status this code answers with.
     #[must_use]
     pub fn http_status(self) -> u16 {
         match self {
@@ -70,26 +83,34 @@ impl ErrorCode {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error("{}: {message}", code.nip01_prefix())]
 pub struct BusError {
+    /// What kind of failure it is.
     pub code: ErrorCode,
+    /// Human-readable detail, safe to show the caller.
     pub message: String,
 }
 
 impl BusError {
+    /// An error with `code` and `message`.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Self { code, message: message.into() }
     }
+    /// An [`ErrorCode::Invalid`] error.
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::Invalid, message)
     }
+    /// An [`ErrorCode::Restricted`] error.
     pub fn restricted(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::Restricted, message)
     }
+    /// An [`ErrorCode::Blocked`] error.
     pub fn blocked(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::Blocked, message)
     }
+    /// An [`ErrorCode::Internal`] error with the fixed message `internal error` (details go to logs).
     pub fn internal() -> Self {
         Self::new(ErrorCode::Internal, "internal error")
     }
+    /// An [`ErrorCode::Unavailable`] error.
     pub fn unavailable(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::Unavailable, message)
     }

@@ -1,9 +1,6 @@
 //! The bus of buzz-relay: NATS subjects, versioned payloads, the error code enum and trace context
 //! carried in NATS headers.
 
-// Not every public item is documented yet (issue 9: payloads, errors, handlers); remove once they are.
-#![allow(missing_docs)]
-
 pub mod chat;
 pub mod error;
 pub mod latency;

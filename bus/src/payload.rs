@@ -10,17 +10,22 @@ use crate::error::BusError;
 /// Token scopes (contract "Authentication").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Scope {
+    /// `messages:read`: read events and the chat read model.
     #[serde(rename = "messages:read")]
     MessagesRead,
+    /// `messages:write`: publish events and move read markers.
     #[serde(rename = "messages:write")]
     MessagesWrite,
+    /// `channels:write`: create and change channels.
     #[serde(rename = "channels:write")]
     ChannelsWrite,
+    /// `members:write`: add and remove community members.
     #[serde(rename = "members:write")]
     MembersWrite,
 }
 
 impl Scope {
+    /// Every scope, in wire order; what a NIP-42/NIP-98 session carries.
     pub const ALL: [Scope; 4] =
         [Self::MessagesRead, Self::MessagesWrite, Self::ChannelsWrite, Self::MembersWrite];
 }
@@ -28,6 +33,7 @@ impl Scope {
 /// Who is acting: the authenticated pubkey and what its credential allows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Actor {
+    /// The authenticated public key (hex).
     pub pubkey: String,
     /// Scopes of the credential; NIP-42/NIP-98 sessions carry all of them.
     pub scopes: Vec<Scope>,
@@ -69,21 +75,27 @@ impl Actor {
     pub fn expired(&self, now: i64) -> bool {
         self.expires_at.is_some_and(|t| now >= t)
     }
+    /// Whether the credential carries `scope`.
     #[must_use]
     pub fn has_scope(&self, scope: Scope) -> bool {
         self.scopes.contains(&scope)
     }
 }
 
+/// A member's role in a community, ordered by power (`Member < Admin < Owner`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
+    /// `member`: an ordinary member.
     Member,
+    /// `admin`: may manage members and channels.
     Admin,
+    /// `owner`: the community's owner.
     Owner,
 }
 
 impl Role {
+    /// The lowercase wire and database name.
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
@@ -92,6 +104,7 @@ impl Role {
             Self::Owner => "owner",
         }
     }
+    /// The role named by its lowercase name; `None` for anything else.
     #[must_use]
     pub fn parse(s: &str) -> Option<Self> {
         match s {
@@ -108,25 +121,64 @@ impl Role {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum WriteRequest {
     /// A verified event (id and signature already checked by the gateway).
-    Event { community_id: Uuid, actor: Actor, event: Event },
+    Event {
+        /// The community the event is written to.
+        community_id: Uuid,
+        /// Who sent it.
+        actor: Actor,
+        /// The event.
+        event: Event,
+    },
     /// `POST /api/members`.
-    PutMember { community_id: Uuid, actor: Actor, pubkey: String, role: Role },
+    PutMember {
+        /// The community.
+        community_id: Uuid,
+        /// Who asks (must be allowed to manage members).
+        actor: Actor,
+        /// The member's key (hex).
+        pubkey: String,
+        /// The role to give them.
+        role: Role,
+    },
     /// `DELETE /api/members/{pubkey}`.
-    RemoveMember { community_id: Uuid, actor: Actor, pubkey: String },
+    RemoveMember {
+        /// The community.
+        community_id: Uuid,
+        /// Who asks (must be allowed to manage members).
+        actor: Actor,
+        /// The member to remove (hex).
+        pubkey: String,
+    },
     /// `POST /api/tokens`: the gateway generated `token_hash` = sha256(token); the token itself
     /// never crosses the bus or reaches storage.
     IssueToken {
+        /// The community the token is valid in.
         community_id: Uuid,
+        /// Who asks; the token acts as this key.
         actor: Actor,
+        /// Lowercase hex sha256 of the token.
         token_hash: String,
+        /// The scopes the token grants.
         scopes: Vec<Scope>,
+        /// The channels the token is restricted to; `None` is unrestricted.
         channel_ids: Option<Vec<Uuid>>,
+        /// Lifetime in seconds (1 s to 1 year); `None` is the maximum, one year.
         expires_in: Option<u64>,
     },
     /// `POST /api/channels/{id}/read`.
-    MarkRead { community_id: Uuid, actor: Actor, channel_id: Uuid, up_to: String },
+    MarkRead {
+        /// The community.
+        community_id: Uuid,
+        /// Whose marker moves.
+        actor: Actor,
+        /// The channel.
+        channel_id: Uuid,
+        /// Event id (hex) of the message read up to; the marker never moves back.
+        up_to: String,
+    },
 }
 
+/// A successful answer on `buzz.v1.write`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WriteOk {
     /// The event was already stored; nothing was applied again.
@@ -172,19 +224,24 @@ pub struct ReadMarker {
 }
 
 impl WriteOk {
+    /// A plain success: applied, not a duplicate, no message, no data.
     #[must_use]
     pub fn applied() -> Self {
         Self { duplicate: false, message: String::new(), data: None }
     }
 }
 
+/// What crosses `buzz.v1.write` back.
 pub type WriteReply = Result<WriteOk, BusError>;
 
 /// `buzz.v1.query`: results stream to the reply inbox as numbered frames.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct QueryRequest {
+    /// The community to read.
     pub community_id: Uuid,
+    /// Who reads; only what they may see matches.
     pub reader: Actor,
+    /// NIP-01 filters, OR-ed.
     pub filters: Vec<Filter>,
     /// COUNT or REQ. On the wire still `"count": true|false` (absent is a page), so that this
     /// typing changed no byte of `buzz.v1.query`.
@@ -222,25 +279,34 @@ mod query_kind_wire {
 /// treats a gap as an error (NATS core is at-most-once), never as a short result.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct QueryFrame {
+    /// Position of this frame in the answer, from 0.
     pub seq: u32,
+    /// What the frame carries.
     pub body: QueryFrameBody,
 }
 
+/// The content of a [`QueryFrame`], tagged by `type` on the wire.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum QueryFrameBody {
     /// Stored event JSON, in result order.
     Events {
+        /// Each event's stored JSON, as is.
         events: Vec<String>,
     },
     /// The end: `total` events were sent in the frames before this one.
     Done {
+        /// How many events the `Events` frames carried in all.
         total: u64,
     },
+    /// The whole answer to a COUNT query.
     Count {
+        /// How many events match.
         count: u64,
     },
+    /// The query failed; the last frame of the answer.
     Error {
+        /// Why.
         error: BusError,
     },
 }
@@ -250,11 +316,28 @@ pub enum QueryFrameBody {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AccessRequest {
     /// May this pubkey authenticate to the community, and with which role?
-    Member { community_id: Uuid, pubkey: String },
+    Member {
+        /// The community.
+        community_id: Uuid,
+        /// The key that wants to authenticate (hex).
+        pubkey: String,
+    },
     /// May this reader read the channel now?
-    CanRead { community_id: Uuid, reader: Actor, channel_id: Uuid },
+    CanRead {
+        /// The community.
+        community_id: Uuid,
+        /// Who wants to read.
+        reader: Actor,
+        /// The channel.
+        channel_id: Uuid,
+    },
     /// Which grant does this bearer token (by its sha256 hex) carry, if it is valid now?
-    Token { community_id: Uuid, token_hash: String },
+    Token {
+        /// The community the token was presented to.
+        community_id: Uuid,
+        /// Lowercase hex sha256 of the presented token.
+        token_hash: String,
+    },
 }
 
 /// The answer to [`AccessRequest::Member`].
@@ -295,24 +378,34 @@ pub enum AccessReply {
 /// `buzz.v1.policy.lease`: the host → community answer gateways cache for at most `lease_ms`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LeaseRequest {
+    /// The `Host` the request came in on (the policy-service normalises it).
     pub host: String,
 }
 
+/// The community a host serves, as the policy-service stores it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CommunityLease {
+    /// The community's id.
     pub community_id: Uuid,
+    /// The host it is bound to.
     pub host: String,
+    /// The owner's key (hex).
     pub owner_pubkey: String,
+    /// The stored policy requires NIP-FI evidence to authenticate.
     pub requires_nip_fi: bool,
+    /// The community's policy version, bumped on each policy change (NIP-FI CAS uses it).
     pub policy_generation: i64,
     /// NIP-FI issuers bound to the community (`community_fi_bindings`): evidence must name one.
     #[serde(default)]
     pub fi_issuers: Vec<String>,
 }
 
+/// The answer to a [`LeaseRequest`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LeaseReply {
+    /// The community bound to the host; `None` for an unknown host.
     pub community: Option<CommunityLease>,
+    /// How long the gateway may cache this answer, in milliseconds.
     pub lease_ms: u64,
 }
 
@@ -330,9 +423,13 @@ pub enum Audience {
 /// `buzz.v1.live.<community>`: an accepted event, published after commit.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LiveEvent {
+    /// The community the event was written to.
     pub community_id: Uuid,
+    /// The channel it belongs to; `None` for an event outside any channel.
     pub channel_id: Option<Uuid>,
+    /// Who may receive it.
     pub audience: Audience,
+    /// The stored event.
     pub event: Event,
     /// The community's access version this write saw (see `AccessChanged`): a gateway whose
     /// cached access answers are older re-checks before delivering.
@@ -356,7 +453,13 @@ pub struct LiveEvent {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AccessChanged {
     /// Channel membership, visibility or archive state changed.
-    Channel { channel_id: Uuid },
+    Channel {
+        /// The channel whose access changed.
+        channel_id: Uuid,
+    },
     /// A community member was removed: their sockets lose authentication.
-    MemberRemoved { pubkey: String },
+    MemberRemoved {
+        /// The removed member's key (hex).
+        pubkey: String,
+    },
 }

@@ -13,7 +13,9 @@ use crate::payload::Actor;
 /// One snapshot action as the client sent it (parsed and validated by the snapshot-service).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SnapshotRequest {
+    /// The community the `POST /query` was bound to by its host.
     pub community_id: Uuid,
+    /// The authenticated (NIP-98) reader.
     pub reader: Actor,
     /// The filter object, e.g. `{"artifact":"snapshot","action":"start","query":{...}}`.
     pub filter: serde_json::Value,
@@ -24,14 +26,20 @@ pub struct SnapshotRequest {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SnapshotCode {
+    /// `snapshot_reset` (409): the capture is gone or no longer valid; start a new one.
     SnapshotReset,
+    /// `snapshot_limit` (413): a spec limit (rows, bytes, captures, inspected rows) was hit.
     SnapshotLimit,
+    /// `snapshot_unsupported_scope` (422): the matches include what a snapshot cannot pin (expiring events).
     SnapshotUnsupportedScope,
+    /// `snapshot_invalid` (400): the filter object is malformed.
     SnapshotInvalid,
+    /// `snapshot_unavailable` (503): the snapshot-service cannot answer now.
     SnapshotUnavailable,
 }
 
 impl SnapshotCode {
+    /// The code string of the HTTP body.
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
@@ -42,6 +50,7 @@ impl SnapshotCode {
             Self::SnapshotUnavailable => "snapshot_unavailable",
         }
     }
+    /// The HTTP status the gateway answers with.
     #[must_use]
     pub fn http_status(self) -> u16 {
         match self {
@@ -59,8 +68,16 @@ impl SnapshotCode {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum SnapshotFailure {
-    Snapshot { code: SnapshotCode },
-    Normal { error: BusError },
+    /// One of the spec's snapshot codes.
+    Snapshot {
+        /// Which.
+        code: SnapshotCode,
+    },
+    /// An ordinary bus error (admission, membership, internal).
+    Normal {
+        /// The error.
+        error: BusError,
+    },
 }
 
 impl From<SnapshotCode> for SnapshotFailure {
@@ -72,22 +89,29 @@ impl From<SnapshotCode> for SnapshotFailure {
 /// One frame of an answer; `seq` starts at 0 and increases by one (a gap is an error).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SnapshotFrame {
+    /// Position of this frame in the answer, from 0.
     pub seq: u32,
+    /// What the frame carries.
     pub body: SnapshotFrameBody,
 }
 
+/// The content of a [`SnapshotFrame`], tagged by `type` on the wire.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum SnapshotFrameBody {
     /// A piece of the JSON response body, in order.
     Chunk {
+        /// At most [`CHUNK_BYTES`] of the body.
         data: String,
     },
     /// The end: `bytes` bytes of body were sent in the chunks before this frame.
     Done {
+        /// Length of the whole body.
         bytes: u64,
     },
+    /// The request failed; the last frame of the answer.
     Failure {
+        /// Why.
         failure: SnapshotFailure,
     },
 }
@@ -99,23 +123,37 @@ pub const CHUNK_BYTES: usize = 512 * 1024;
 /// enforced by the snapshot-service.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SnapshotLimits {
+    /// Most rows a capture's manifest holds.
     pub max_rows: usize,
+    /// Most rows in one manifest page.
     pub page_rows: usize,
+    /// Most bytes of one manifest page.
     pub page_bytes: usize,
+    /// Most events in one `bodies` answer.
     pub body_rows: usize,
+    /// Most bytes of one `bodies` answer.
     pub body_bytes: usize,
+    /// How long a capture lives after `start`, in seconds.
     pub lifetime_seconds: u64,
     /// Active memberships, readable channels and current candidates inspected per operation.
     pub max_inspected: usize,
+    /// Most bytes of one capture's internal (stored) manifest.
     pub max_manifest_bytes: usize,
+    /// Most captures alive at once across replicas (shared quota).
     pub max_active_captures: usize,
+    /// Most snapshot bytes charged across replicas at once (shared quota).
     pub max_charged_bytes: usize,
+    /// Most live captures of one reader in one community (shared quota).
     pub captures_per_reader: usize,
+    /// Most snapshot operations one snapshot-service process runs at once.
     pub operations_per_process: usize,
+    /// Per-statement database limit, in milliseconds.
     pub statement_timeout_ms: u64,
+    /// Elapsed limit of one operation, access checks included, in milliseconds.
     pub operation_timeout_ms: u64,
 }
 
+/// The limits this relay implements.
 pub const LIMITS: SnapshotLimits = SnapshotLimits {
     max_rows: 50_000,
     page_rows: 1000,

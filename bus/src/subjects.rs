@@ -2,12 +2,16 @@
 
 use uuid::Uuid;
 
-/// Queue groups: any replica answers any request.
+/// Queue groups: any replica answers any request. The write-service's group on `write`.
 pub const WRITE_GROUP: &str = "write";
+/// The query-service's queue group on `query`, `access` and `chat`.
 pub const QUERY_GROUP: &str = "query";
+/// The snapshot-service's queue group on `snapshot`.
 pub const SNAPSHOT_GROUP: &str = "snapshot";
+/// The policy-service's queue group on `policy.lease`.
 pub const POLICY_GROUP: &str = "policy";
 
+/// Builds every subject name under one prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Subjects {
     prefix: String,
@@ -26,14 +30,19 @@ impl Subjects {
             Err(format!("invalid NATS subject prefix {prefix:?}: use dot-separated [A-Za-z0-9_-] tokens"))
         }
     }
+    /// The prefix, e.g. `buzz`.
     #[must_use]
     pub fn prefix(&self) -> &str {
         &self.prefix
     }
+    /// `<p>.v1.write`: [`WriteRequest`](crate::payload::WriteRequest)s, sent by the gateway (WebSocket and
+    /// HTTP writes), answered by the write-service (queue group `write`).
     #[must_use]
     pub fn write(&self) -> String {
         format!("{}.v1.write", self.prefix)
     }
+    /// `<p>.v1.query`: [`QueryRequest`](crate::payload::QueryRequest)s, sent by the gateway (REQ, COUNT,
+    /// `POST /query`), answered in frames by the query-service (queue group `query`).
     #[must_use]
     pub fn query(&self) -> String {
         format!("{}.v1.query", self.prefix)
@@ -49,26 +58,37 @@ impl Subjects {
     pub fn chat(&self) -> String {
         format!("{}.v1.chat", self.prefix)
     }
+    /// `<p>.v1.snapshot`: snapshot requests, sent by the gateway's `POST /query`, answered in frames by
+    /// the snapshot-service (queue group `snapshot`).
     #[must_use]
     pub fn snapshot(&self) -> String {
         format!("{}.v1.snapshot", self.prefix)
     }
+    /// `<p>.v1.policy.lease`: host → community leases, asked by the gateway's host cache, answered by
+    /// the policy-service (queue group `policy`).
     #[must_use]
     pub fn policy_lease(&self) -> String {
         format!("{}.v1.policy.lease", self.prefix)
     }
+    /// `<p>.v1.live.<community>`: [`LiveEvent`](crate::payload::LiveEvent)s, published by the write-service
+    /// after commit.
     #[must_use]
     pub fn live(&self, community: Uuid) -> String {
         format!("{}.v1.live.{community}", self.prefix)
     }
+    /// `<p>.v1.live.*`: every community's live events, subscribed by each gateway.
     #[must_use]
     pub fn live_all(&self) -> String {
         format!("{}.v1.live.*", self.prefix)
     }
+    /// `<p>.v1.access.<community>`: [`AccessChanged`](crate::payload::AccessChanged) notices, published by
+    /// the write-service when membership or channel access changes.
     #[must_use]
     pub fn access_changed(&self, community: Uuid) -> String {
         format!("{}.v1.access.{community}", self.prefix)
     }
+    /// `<p>.v1.access.*`: every community's access notices, subscribed by each gateway to drop cached
+    /// answers.
     #[must_use]
     pub fn access_changed_all(&self) -> String {
         format!("{}.v1.access.*", self.prefix)
@@ -79,6 +99,7 @@ impl Subjects {
     pub fn fi_revalidate(&self) -> String {
         format!("{}.v1.fi.revalidate", self.prefix)
     }
+    /// `<p>.v1.close.<community>`: reserved; nothing in the workspace publishes or subscribes it yet.
     #[must_use]
     pub fn close(&self, community: Uuid) -> String {
         format!("{}.v1.close.{community}", self.prefix)

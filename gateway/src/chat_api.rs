@@ -25,6 +25,7 @@ use crate::AppState;
 const DEFAULT_MENTIONS: u32 = 50;
 const MAX_MENTIONS: u32 = 100;
 
+/// The chat read-model routes: channel summary, mark read, mentions.
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/api/channels/{id}/summary", get(summary))

@@ -24,7 +24,9 @@ pub const EVIDENCE_HEADER: &str = evidence::HEADER;
 /// A socket admitted with valid evidence: the key AUTH must prove, and when it must close.
 #[derive(Debug, Clone)]
 pub struct Admission {
+    /// The Nostr key the evidence names; NIP-42 AUTH must be by this key.
     pub nostr_pubkey: String,
+    /// When the socket closes: the evidence's expiry or the maximum connection lifetime, whichever is first.
     pub deadline: Instant,
 }
 

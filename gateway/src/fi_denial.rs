@@ -3,6 +3,7 @@
 
 use axum::http::StatusCode;
 
+/// Why NIP-FI refuses a request or socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Denial {
     /// No evidence where it is required: 401 `auth-required: authentication required`.

@@ -14,6 +14,7 @@ use crate::request::community_for;
 use crate::AppState;
 use buzz_http_auth::ApiError;
 
+/// The `GET /info` route.
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new().route("/info", get(info)).with_state(state)
 }

@@ -17,6 +17,7 @@ use uuid::Uuid;
 /// One socket: whether FI-admitted, and the token that closes it.
 type Entry = (bool, CancellationToken);
 
+/// This gateway's sockets by community, each with whether it is FI-admitted.
 #[derive(Default)]
 pub struct FiSockets {
     sockets: Mutex<HashMap<Uuid, HashMap<u64, Entry>>>,
@@ -46,6 +47,7 @@ impl Drop for FiRegistration {
 }
 
 impl FiSockets {
+    /// Registers a socket of `community`; it stays registered while the returned guard lives.
     pub fn register(self: &Arc<Self>, community: Uuid, fi_admitted: bool) -> FiRegistration {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let revoked = CancellationToken::new();

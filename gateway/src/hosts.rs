@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use buzz_bus::retry::Retry;
 use buzz_bus::{BusError, CommunityLease, LeaseReply, LeaseRequest, Subjects};
 
+/// Host → community leases from the policy-service, each cached until its lease ends.
 pub struct HostCache {
     nats: async_nats::Client,
     subjects: Subjects,
@@ -18,6 +19,7 @@ pub struct HostCache {
 const MAX_ENTRIES: usize = 10_000;
 
 impl HostCache {
+    /// An empty cache that asks over `nats` on `subjects.policy_lease()`, retrying per `retry`.
     #[must_use]
     pub fn new(nats: async_nats::Client, subjects: Subjects, retry: Retry) -> Self {
         Self { nats, subjects, retry, entries: Mutex::new(HashMap::new()) }

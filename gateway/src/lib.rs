@@ -2,9 +2,6 @@
 //! speaks NIP-01/11/42/98, checks ids and signatures off the async runtime, forwards writes and
 //! reads over NATS and fans live events out to the matching subscriptions of its sockets.
 
-// Not every public item is documented yet (issue 9: payloads, errors, handlers); remove once they are.
-#![allow(missing_docs)]
-
 pub mod chat_api;
 pub mod extract;
 pub mod fi;
@@ -33,20 +30,29 @@ pub use settings::Settings;
 
 /// Shared by every request and socket of this gateway.
 pub struct AppState {
+    /// The gateway's configuration.
     pub settings: Settings,
+    /// The NATS connection every bus request and subscription uses.
     pub nats: async_nats::Client,
+    /// Subject names under the configured prefix.
     pub subjects: Subjects,
+    /// Host → community leases.
     pub hosts: hosts::HostCache,
+    /// NIP-98 replay protection shared by every gateway (Redis).
     pub guard: buzz_http_auth::ReplayGuard,
     /// The per-pubkey write limit shared by every gateway (Redis).
     pub rate: ratelimit::PubkeyLimiter,
+    /// Live sockets by community, for fan-out of live events and access notices.
     pub registry: Arc<live::Registry>,
     /// NIP-FI: the issuer trust registry (`BUZZ_NIP_FI_ISSUERS`) and sockets for revalidation.
     pub fi_trust: Arc<buzz_fi::Registry>,
+    /// Sockets by community and FI admission, for NIP-FI revalidation.
     pub fi_sockets: Arc<fi_sockets::FiSockets>,
+    /// Cancelled when the gateway shuts down.
     pub shutdown: CancellationToken,
 }
 
+/// A built gateway: connected, listeners bound, ready to run.
 pub struct Application {
     state: Arc<AppState>,
     listener: tokio::net::TcpListener,
@@ -57,6 +63,7 @@ pub struct Application {
 }
 
 impl Application {
+    /// Connects to NATS and Redis, binds the public and admin listeners and builds the shared state.
     pub async fn build(settings: Settings, shutdown: CancellationToken) -> anyhow::Result<Self> {
         let nats = buzz_bus::serve::connect(&settings.nats, "buzz-gateway").await?;
         let redis = buzz_http_auth::connect_redis(&settings.redis, 2).await?;
@@ -90,6 +97,7 @@ impl Application {
         Ok(Self { state, listener, addr, admin, admin_addr })
     }
 
+    /// The bound public address (WebSockets and tenant HTTP).
     #[must_use]
     pub fn addr(&self) -> SocketAddr {
         self.addr

@@ -29,7 +29,9 @@ use buzz_http_auth::ApiError;
 /// Why a connection is not admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
+    /// The client address has its maximum of open connections: 429 `too_many_connections`.
     PerAddress,
+    /// The gateway has its maximum of open connections: 503 `over_capacity`.
     Total,
 }
 

@@ -14,7 +14,9 @@ use uuid::Uuid;
 /// What the bus tells a socket.
 #[derive(Debug, Clone)]
 pub enum Push {
+    /// A live event, with its event JSON serialised once for every socket.
     Event(Arc<LiveEvent>, Arc<str>),
+    /// Cached access answers of the community are stale.
     Access(Arc<AccessChanged>),
 }
 
@@ -82,6 +84,7 @@ impl Registry {
         delivered
     }
 
+    /// How many sockets are registered, over all communities.
     #[must_use]
     pub fn socket_count(&self) -> usize {
         self.sockets.read().map(|m| m.values().map(HashMap::len).sum()).unwrap_or(0)

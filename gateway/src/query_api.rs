@@ -21,6 +21,7 @@ use crate::extract::Signed;
 use crate::ws::query::{self, Answered, QueryUpdate, Ticket};
 use crate::AppState;
 
+/// The `POST /query` route.
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new().route("/query", post(handle)).with_state(state)
 }

@@ -24,6 +24,7 @@ pub struct TokenBucket {
 }
 
 impl TokenBucket {
+    /// A full bucket of `burst` (at least 1) refilling at `per_sec`.
     #[must_use]
     pub fn new(per_sec: f64, burst: u32) -> Self {
         Self::new_at(per_sec, burst, Instant::now())
@@ -69,10 +70,13 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 ";
 
+/// Why the shared rate limit could not be checked.
 #[derive(Debug, thiserror::Error)]
 pub enum LimiterUnavailable {
+    /// Redis answered with an error.
     #[error("rate limit store unavailable: {0}")]
     Redis(#[from] fred::error::Error),
+    /// Redis did not answer within the limiter's timeout.
     #[error("rate limit store did not answer within {0:?}")]
     Timeout(Duration),
 }
@@ -88,6 +92,7 @@ pub struct PubkeyLimiter {
 }
 
 impl PubkeyLimiter {
+    /// `per_min` writes per pubkey and community a minute, counted in Redis under `<redis_prefix>rate:pk:`.
     #[must_use]
     pub fn new(redis: Pool, redis_prefix: &str, per_min: u32) -> Self {
         let timeout = crate::settings::REDIS_TIMEOUT;

@@ -6,13 +6,18 @@ use sqlx::PgPool;
 use crate::fi_request::PolicyRequest;
 use crate::fi_store::{self, Current, Receipt, DRAIN};
 
+/// Why an enable or disable was not accepted.
 #[derive(Debug)]
 pub enum AcceptError {
+    /// The community does not exist: 404.
     NotFound,
     /// 409 with a `*_conflict` code.
     Conflict(&'static str, String),
+    /// The policy generation is at `i64::MAX` and cannot advance: 409 `policy_generation_exhausted`.
     Exhausted,
+    /// The `operation_id` was already used for a different request: 409 `idempotency_conflict`.
     Idempotency,
+    /// The database failed: 503.
     Sql(sqlx::Error),
 }
 
@@ -22,6 +27,7 @@ impl From<sqlx::Error> for AcceptError {
     }
 }
 
+/// An accepted request and its receipt.
 #[derive(Debug)]
 pub enum Accepted {
     /// Newly accepted in this call.

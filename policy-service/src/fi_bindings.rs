@@ -6,13 +6,18 @@ use uuid::Uuid;
 
 use crate::fi_store;
 
+/// Why a bind or unbind failed.
 #[derive(Debug)]
 pub enum BindingError {
+    /// The community does not exist.
     CommunityNotFound,
+    /// Unbind of an issuer that is not bound.
     BindingNotFound,
+    /// Bind to a community whose lifecycle is not `active`.
     Lifecycle,
     /// The community's current required policy was accepted with this issuer.
     Held,
+    /// The database failed.
     Sql(sqlx::Error),
 }
 
@@ -83,6 +88,7 @@ pub async fn unbind(pool: &PgPool, community_id: Uuid, issuer: &str) -> Result<(
     Ok(())
 }
 
+/// Whether `issuer` is bound to the community.
 pub async fn exists(pool: &PgPool, community_id: Uuid, issuer: &str) -> Result<bool, sqlx::Error> {
     let found: Option<i32> =
         sqlx::query_scalar("SELECT 1 FROM community_fi_bindings WHERE community_id = $1 AND issuer = $2")

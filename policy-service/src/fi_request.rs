@@ -7,20 +7,28 @@ use uuid::Uuid;
 /// An enable or disable request, general (CAS) or legacy (`/nip-fi-upgrade`, enable-only).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyRequest {
+    /// The client's idempotency key: a replay under it answers the stored receipt.
     pub operation_id: Uuid,
+    /// The target community.
     pub community_id: Uuid,
+    /// The host the operator expects the community to have (canonical form).
     pub expected_host: String,
+    /// The actor the mediating client claims to act for; recorded in the receipt.
     pub actor_pubkey: String,
+    /// The owner the operator expects the community to have.
     pub expected_owner_pubkey: String,
     /// The desired `requires_nip_fi` (true = enable).
     pub desired: bool,
     /// Both `Some` for the general form, both `None` for the legacy form.
     pub expected_generation: Option<i64>,
+    /// The `requires_nip_fi` the operator expects is stored now (general form only).
     pub expected_required: Option<bool>,
+    /// The issuer an enable requires (bound and trusted); `None` for a disable.
     pub expected_issuer: Option<String>,
 }
 
 impl PolicyRequest {
+    /// Whether this came through the legacy `/nip-fi-upgrade` form (no CAS preconditions).
     #[must_use]
     pub fn is_legacy(&self) -> bool {
         self.expected_generation.is_none()
@@ -155,7 +163,14 @@ pub fn parse_legacy(body: &[u8]) -> Result<PolicyRequest, String> {
 /// The two read forms of `GET /operator/communities/nip-fi-policy`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReadForm {
-    Current { community_id: Uuid, expected_host: String },
+    /// The community's current policy.
+    Current {
+        /// The community.
+        community_id: Uuid,
+        /// The host the caller expects it to have.
+        expected_host: String,
+    },
+    /// The receipt of one operation, by its `operation_id`.
     Operation(Uuid),
 }
 

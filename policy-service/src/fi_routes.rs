@@ -18,12 +18,17 @@ use crate::fi_store::{self, Receipt};
 use crate::fi_view;
 use crate::operator::{authorize, not_found, unavailable as store_unavailable, ApiError, OperatorState};
 
+/// What the NIP-FI operator routes share.
 pub struct FiState {
+    /// The operator API's pool, replay guard and allowlist.
     pub op: Arc<OperatorState>,
+    /// The policy-service's NIP-FI settings.
     pub settings: FiSettings,
+    /// The issuer trust registry.
     pub registry: Arc<Registry>,
 }
 
+/// The NIP-FI operator routes: policy, bindings and the legacy upgrade.
 pub fn router(state: Arc<FiState>) -> Router {
     Router::new()
         .route("/operator/communities/nip-fi-policy", post(post_policy).get(get_policy))

@@ -22,19 +22,32 @@ const LOCK_HOST_LEASE: i32 = 0x4649_0003;
 /// optional leases issued before it (at most 1 s each) to lapse.
 pub const DRAIN: Duration = Duration::from_millis(1100);
 
+/// An accepted enable or disable (`community_auth_upgrades` row).
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Receipt {
+    /// The request's idempotency key.
     pub operation_id: Uuid,
+    /// The target community.
     pub community_id: Uuid,
+    /// The host the request expected.
     pub expected_host: String,
+    /// The actor the mediating client claimed.
     pub actor_pubkey: String,
+    /// The owner the request expected.
     pub expected_owner_pubkey: String,
+    /// The issuer an enable required; `None` for a disable.
     pub expected_issuer: Option<String>,
+    /// The operator key that signed the request.
     pub operator_pubkey: String,
+    /// The policy generation the acceptance produced.
     pub accepted_policy_generation: i64,
+    /// The requested `requires_nip_fi` (true = enable).
     pub desired_requires_nip_fi: bool,
+    /// The generation precondition; `None` for the legacy form.
     pub expected_policy_generation: Option<i64>,
+    /// The `requires_nip_fi` precondition; `None` for the legacy form.
     pub expected_requires_nip_fi: Option<bool>,
+    /// When it was accepted (unix seconds).
     pub accepted_at: i64,
 }
 
@@ -54,6 +67,7 @@ impl Receipt {
             && self.operator_pubkey == operator
     }
 
+    /// Whether it was accepted through the legacy form (no CAS preconditions).
     #[must_use]
     pub fn is_legacy(&self) -> bool {
         self.expected_policy_generation.is_none()
@@ -68,17 +82,24 @@ const RECEIPT_COLUMNS: &str = "operation_id, community_id, expected_host, actor_
 /// The current stored policy of a community, as the writer sees it.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Current {
+    /// The community.
     pub community_id: Uuid,
+    /// Its bound host.
     pub host: String,
+    /// Its owner's key (hex).
     pub owner_pubkey: String,
+    /// `active`, `archived` or `deleting`.
     pub lifecycle: String,
+    /// The stored policy requires NIP-FI.
     pub requires_nip_fi: bool,
+    /// The policy version, bumped on each accepted change.
     pub policy_generation: i64,
 }
 
 const CURRENT_COLUMNS: &str =
     "id AS community_id, host, owner_pubkey, lifecycle, requires_nip_fi, policy_generation";
 
+/// The receipt stored under `operation_id`, if any.
 pub async fn receipt<'c, E>(db: E, operation_id: Uuid) -> Result<Option<Receipt>, sqlx::Error>
 where
     E: sqlx::PgExecutor<'c>,
@@ -89,6 +110,7 @@ where
         .await
 }
 
+/// The community's current policy, `None` when it does not exist.
 pub async fn current(pool: &PgPool, community_id: Uuid) -> Result<Option<Current>, sqlx::Error> {
     sqlx::query_as(&format!("SELECT {CURRENT_COLUMNS} FROM communities WHERE id = $1"))
         .bind(community_id)
@@ -96,6 +118,7 @@ pub async fn current(pool: &PgPool, community_id: Uuid) -> Result<Option<Current
         .await
 }
 
+/// The issuers bound to the community, sorted.
 pub async fn bindings(pool: &PgPool, community_id: Uuid) -> Result<Vec<String>, sqlx::Error> {
     sqlx::query_scalar("SELECT issuer FROM community_fi_bindings WHERE community_id = $1 ORDER BY issuer")
         .bind(community_id)
@@ -103,6 +126,7 @@ pub async fn bindings(pool: &PgPool, community_id: Uuid) -> Result<Vec<String>, 
         .await
 }
 
+/// Takes the transaction-scoped advisory lock of `operation_id`, serialising requests under one id.
 pub async fn lock_operation(conn: &mut PgConnection, operation_id: Uuid) -> Result<(), sqlx::Error> {
     sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
         .bind(LOCK_OPERATION)
@@ -180,6 +204,7 @@ pub async fn set_policy(
     .await
 }
 
+/// Stores the receipt of `req` by `operator`, accepted at `accepted_generation`, and returns it.
 pub async fn insert_receipt(
     conn: &mut PgConnection,
     req: &PolicyRequest,

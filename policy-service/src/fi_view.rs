@@ -9,13 +9,18 @@ use crate::fi_store::{Current, Receipt};
 /// A receipt's state: `applied`, `pending`, `superseded` or `unavailable` (never `active`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
+    /// A disable whose policy is still current.
     Applied,
+    /// An enable whose policy is current and whose issuer trust is available.
     Pending,
+    /// The policy has changed since (another generation or flag).
     Superseded,
+    /// The community is gone, not active, on another host, or an enable's trust is unavailable.
     Unavailable,
 }
 
 impl State {
+    /// The wire name.
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {

@@ -1,9 +1,6 @@
 //! Policy-service of buzz-relay: the operator HTTP API (communities) and the host → community
 //! answers gateways lease over the bus.
 
-// Not every public item is documented yet (issue 9: payloads, errors, handlers); remove once they are.
-#![allow(missing_docs)]
-
 pub mod fi_accept;
 pub mod fi_bindings;
 pub mod fi_request;
@@ -26,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use settings::Settings;
 
+/// A built policy-service: connected, listeners bound, ready to run.
 pub struct Application {
     addr: SocketAddr,
     listener: tokio::net::TcpListener,
@@ -109,6 +107,7 @@ impl Application {
         })
     }
 
+    /// The bound operator API address.
     #[must_use]
     pub fn addr(&self) -> SocketAddr {
         self.addr

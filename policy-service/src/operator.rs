@@ -20,13 +20,19 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 /// Longest revision-history retention in days (100 years); `null` keeps history forever.
 pub const MAX_RETENTION_DAYS: u64 = 36_500;
 
+/// What the operator routes share.
 pub struct OperatorState {
+    /// The database.
     pub pool: sqlx::PgPool,
+    /// NIP-98 replay protection (Redis).
     pub guard: ReplayGuard,
+    /// The operator keys allowed to sign requests (hex).
     pub operator_pubkeys: Vec<String>,
+    /// The configured origin a NIP-98 `u` tag must name.
     pub origin: String,
 }
 
+/// The operator community routes (create, read, update).
 pub fn router(state: Arc<OperatorState>) -> Router {
     Router::new()
         .route("/operator/communities", post(create_community).get(get_community).patch(update_community))

@@ -5,23 +5,35 @@ use serde::Serialize;
 use sqlx::PgPool;
 use uuid::Uuid;
 
+/// A community row, as the operator API answers it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
 pub struct Community {
+    /// The community's id.
     pub community_id: Uuid,
+    /// The host it is bound to.
     pub host: String,
+    /// Its owner's key (hex).
     pub owner_pubkey: String,
+    /// `active`, `archived` or `deleting`.
     pub lifecycle: String,
+    /// The stored policy requires NIP-FI.
     pub requires_nip_fi: bool,
+    /// The policy version, bumped on each accepted NIP-FI change.
     pub policy_generation: i64,
+    /// Days revision history is kept; `None` keeps it forever.
     pub retention_days: Option<i32>,
 }
 
+/// Why a community could not be created.
 #[derive(Debug, thiserror::Error)]
 pub enum CreateError {
+    /// The id exists with another host, owner or retention.
     #[error("the community id is in use with other settings")]
     CommunityConflict,
+    /// The host is already bound to another community.
     #[error("the host is bound to another community")]
     HostConflict,
+    /// The database failed.
     #[error(transparent)]
     Sql(#[from] sqlx::Error),
 }
@@ -29,6 +41,7 @@ pub enum CreateError {
 const COLUMNS: &str = "id AS community_id, host, owner_pubkey, lifecycle, requires_nip_fi, \
                        policy_generation, retention_days";
 
+/// The community `id`, `None` when it does not exist.
 pub async fn get(pool: &PgPool, id: Uuid) -> Result<Option<Community>, sqlx::Error> {
     sqlx::query_as(&format!("SELECT {COLUMNS} FROM communities WHERE id = $1"))
         .bind(id)
@@ -39,9 +52,13 @@ pub async fn get(pool: &PgPool, id: Uuid) -> Result<Option<Community>, sqlx::Err
 /// What the operator provisions: `retention_days` is `None` when the request did not name it
 /// (a new community then keeps revision history forever, and an existing one is not compared).
 pub struct NewCommunity<'a> {
+    /// The community's id.
     pub id: Uuid,
+    /// The host to bind it to.
     pub host: &'a str,
+    /// The owner's key (hex); also made its first member.
     pub owner: &'a str,
+    /// `Some(None)`: keep history forever; `Some(Some(d))`: `d` days; `None`: not named.
     pub retention_days: Option<Option<i32>>,
 }
 

@@ -9,14 +9,19 @@ use buzz_core::Filter;
 /// Live events that arrive while stored events are still being sent are held back until `EOSE`
 /// and then sent unless they were already part of the stored answer.
 pub struct Pending {
+    /// Live events held back, in arrival order, with their event JSON.
     pub buffer: Vec<(Arc<LiveEvent>, Arc<str>)>,
+    /// Ids of the stored events already sent, so a held event is not sent twice.
     pub sent: HashSet<String>,
 }
 
+/// One open REQ subscription of a socket.
 pub struct Sub {
+    /// The REQ's filters; a live event is sent if any matches.
     pub filters: Vec<Filter>,
     /// Distinguishes this REQ from an earlier one with the same id.
     pub generation: u64,
+    /// Live events held until `EOSE`; `None` once the stored events were sent.
     pub pending: Option<Pending>,
     /// Counts this subscription in `buzz_gateway_subscriptions` while it lives.
     _gauge: super::meter::SubscriptionGauge,
@@ -26,8 +31,10 @@ pub struct Sub {
 /// closed (the client re-subscribes and replays).
 pub const MAX_PENDING: usize = 10_000;
 
+/// The subscriptions of one socket.
 #[derive(Default)]
 pub struct Subs {
+    /// Open subscriptions by subscription id.
     pub map: HashMap<String, Sub>,
     next_generation: u64,
 }
