@@ -77,6 +77,6 @@ pub struct Mention {
     pub channel_id: Uuid,
     /// At or before the caller's marker of the channel.
     pub read: bool,
-    /// The mentioning event, its stored JSON as is (parsed, never re-encoded from an [`Event`]).
+    /// The mentioning event, its stored JSON as is (parsed, never re-encoded from an event type).
     pub event: serde_json::Value,
 }

@@ -99,11 +99,6 @@ impl Subjects {
     pub fn fi_revalidate(&self) -> String {
         format!("{}.v1.fi.revalidate", self.prefix)
     }
-    /// `<p>.v1.close.<community>`: reserved; nothing in the workspace publishes or subscribes it yet.
-    #[must_use]
-    pub fn close(&self, community: Uuid) -> String {
-        format!("{}.v1.close.{community}", self.prefix)
-    }
 }
 
 #[cfg(test)]

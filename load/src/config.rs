@@ -99,7 +99,7 @@ pub struct Args {
     pub owner_secret: Option<String>,
 
     /// buzz mode: operator API base URL (e.g. http://127.0.0.1:9000); when given, a new community
-    /// for the Host is provisioned first with POST <operator-url>/operator/communities.
+    /// for the Host is provisioned first with `POST <operator-url>/operator/communities`.
     #[arg(long, value_name = "URL")]
     pub operator_url: Option<String>,
 

@@ -18,12 +18,15 @@ use uuid::Uuid;
 use crate::lifecycle_store::{self as lstore, Change, ChangeError};
 use crate::operator::{authorize, no_store, not_found, unavailable, ApiError, OperatorState};
 
+/// What the lifecycle routes need: the operator surface and the shared snapshot store.
 pub struct LifecycleState {
+    /// Operator authentication and the database pool.
     pub op: Arc<OperatorState>,
     /// The snapshot-service's shared Redis hash, for removing a deleted community's captures.
     pub snapshots: SharedState,
 }
 
+/// `PATCH` and `DELETE /operator/communities/{id}`.
 pub fn router(state: Arc<LifecycleState>) -> Router {
     Router::new()
         .route("/operator/communities/{id}", patch(change_community).delete(delete_community))

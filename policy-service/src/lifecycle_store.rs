@@ -11,21 +11,28 @@ use uuid::Uuid;
 use crate::fi_store;
 use crate::store::{self, Community};
 
+/// Why a lifecycle change was not applied.
 #[derive(Debug, thiserror::Error)]
 pub enum ChangeError {
+    /// No community has that id (404).
     #[error("no such community")]
     NotFound,
+    /// The community is being deleted (409 `lifecycle_conflict`).
     #[error("the community is being deleted")]
     Lifecycle,
+    /// The new host is bound to another community (409 `host_conflict`).
     #[error("the host is bound to another community")]
     HostConflict,
+    /// The store failed (503).
     #[error(transparent)]
     Sql(#[from] sqlx::Error),
 }
 
 /// What `PATCH /operator/communities/{id}` changes; `None` keeps the current value.
 pub struct Change<'a> {
+    /// The new host (normalised and validated like create).
     pub host: Option<&'a str>,
+    /// The new owner's public key (64 lowercase hex).
     pub owner: Option<&'a str>,
 }
 

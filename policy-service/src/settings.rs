@@ -58,7 +58,7 @@ pub struct Args {
     /// Comma-separated operator public keys (64 lowercase hex characters each)
     #[arg(long, env = "RELAY_OPERATOR_PUBKEYS", value_parser = trimmed::<String>)]
     operator_pubkeys: String,
-    /// The origin operator NIP-98 `u` tags must name, e.g. https://ops.example.com
+    /// The origin operator NIP-98 `u` tags must name, e.g. `https://ops.example.com`
     #[arg(long, env = "RELAY_OPERATOR_API_ORIGIN", value_parser = parse_origin)]
     operator_api_origin: String,
     /// How long gateways may cache a host answer, in milliseconds

@@ -42,7 +42,7 @@ async fn begin_as_manager(
     Ok((tx, actor_role(role)?))
 }
 
-/// `POST /api/members`: grants `role` to `pubkey` when the actor's role may (see [`may_grant`]).
+/// `POST /api/members`: grants `role` to `pubkey` when the actor's role may (see `may_grant`).
 #[tracing::instrument(
     name = "db.transaction",
     skip_all,

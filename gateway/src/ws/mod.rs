@@ -1,4 +1,4 @@
-//! One task per socket, [`session::run`]: it owns the [`session::Session`] and its `select!` over
+//! One task per socket, [`session::run`]: it owns the socket's `Session` and its `select!` over
 //! the socket, query results, live pushes, the idle/auth deadlines and shutdown. A separate
 //! writer task (`outbound`) drains a byte-bounded queue into the socket, so the loop never waits
 //! on the network. The loop dispatches each client message to its handler module: `auth` (NIP-42
