@@ -1,0 +1,114 @@
+//! NIP-FI fail-closed rules end to end: an accepted enable whose issuer binding is lost reads
+//! `unavailable` (never `active`), and a gateway whose policy lease lookup fails answers an
+//! error (503) at the WebSocket upgrade and on `/api`, never an admission.
+
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use buzz_tests::cluster::eventually;
+use buzz_tests::nip_fi::{self, bind, evidence, get, post, request, Alg, ISSUER, POLICY};
+use buzz_tests::{Cluster, ClusterOptions};
+
+fn small() -> ClusterOptions {
+    ClusterOptions {
+        gateways: 1,
+        writers: 1,
+        queriers: 1,
+        nip_fi: Some(nip_fi::open_gate),
+        ..ClusterOptions::default()
+    }
+}
+
+#[tokio::test]
+async fn losing_the_issuer_binding_makes_the_receipt_unavailable() {
+    let cluster = Cluster::start_with(small()).await;
+    let team = cluster.community("fi-binding-loss.test").await;
+    bind(&cluster, &team).await;
+    let enable = request(&team, 0, false, Some(ISSUER));
+    let (s, v) = post(&cluster, POLICY, &enable).await;
+    assert_eq!(s, 201, "{v}");
+    let receipt = format!("{POLICY}?operation_id={}", enable["operation_id"].as_str().unwrap());
+    let (s, v) = get(&cluster, &receipt).await;
+    assert_eq!(s, 200, "{v}");
+    let before = v["receipt"]["state"].clone();
+    assert!(before == "pending" || before == "applied", "{v}");
+    // The unbind route refuses while the enable holds the binding (by design), so simulate an
+    // operator's out-of-band loss: delete the binding row directly through the test's pool.
+    let deleted = sqlx::query("DELETE FROM community_fi_bindings WHERE community_id = $1 AND issuer = $2")
+        .bind(team.id)
+        .bind(ISSUER)
+        .execute(&cluster.pool)
+        .await
+        .unwrap()
+        .rows_affected();
+    assert_eq!(deleted, 1);
+    let (c, r) = (&cluster, receipt.clone());
+    eventually(Duration::from_secs(5), || {
+        let r = r.clone();
+        async move {
+            let (s, v) = get(c, &r).await;
+            assert_eq!(s, 200, "{v}");
+            assert_ne!(v["receipt"]["state"], "active", "{v}");
+            v["receipt"]["state"] == "unavailable"
+        }
+    })
+    .await;
+    // It stays unavailable (and never reads `active`) on later reads.
+    for _ in 0..3 {
+        let (s, v) = get(&cluster, &receipt).await;
+        assert_eq!((s, v["receipt"]["state"].as_str()), (200, Some("unavailable")), "{v}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    cluster.stop().await;
+}
+
+#[tokio::test]
+async fn a_failing_policy_lease_refuses_upgrades_and_api_calls() {
+    let cluster = Cluster::start_with(small()).await;
+    let team = cluster.community("fi-lease-failure.test").await;
+    nip_fi::bind_and_enable(&cluster, &team).await;
+    let ev = evidence(Alg::Es256, &team, &team.owner, 600);
+    let member = buzz_core::Keys::generate();
+    let body = serde_json::json!({ "pubkey": member.public_hex() });
+    let api = (reqwest::Method::POST, "/api/members");
+    // While the lease is served, evidence admits the socket and the HTTP call.
+    let (g, t, e) = (cluster.gateways[0], &team, &ev);
+    eventually(Duration::from_secs(5), || async move {
+        match nip_fi::fi_socket(g, t, e).await {
+            Ok(mut ws) => ws.auth(&t.owner).await == (true, String::new()),
+            Err(_) => false,
+        }
+    })
+    .await;
+    let (s, v) =
+        nip_fi::fi_tenant_request(&cluster, 0, &team, api.clone(), Some(&body), &team.owner, Some(&ev)).await;
+    assert!((200..300).contains(&s), "{s} {v}");
+    // Break the policy-service's lease query in the database: its answer becomes an error.
+    sqlx::query("ALTER TABLE community_fi_bindings RENAME TO community_fi_bindings_broken")
+        .execute(&cluster.pool)
+        .await
+        .unwrap();
+    // Optional or required, a cached lease lasts at most 1 s: wait past it.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let refused = nip_fi::fi_socket(g, t, e).await.err().expect("upgrade refused while the lease fails");
+    assert!(refused.to_string().contains("503"), "{refused}");
+    let other = buzz_core::Keys::generate();
+    let body = serde_json::json!({ "pubkey": other.public_hex() });
+    let (s, v) =
+        nip_fi::fi_tenant_request(&cluster, 0, &team, api.clone(), Some(&body), &team.owner, Some(&ev)).await;
+    // The host lookup (before FI's own check) fails first, so the answer is the lease error
+    // itself (docs/design.md: "a lease error is an error answer (never an admission)"), not
+    // FI's `restricted: authorization unavailable`, which is the lease error inside FI's check.
+    assert_eq!((s, v["code"].as_str()), (503, Some("unavailable")), "{v}");
+    assert_eq!(v["error"], "policy store unavailable");
+    let (s, v) = nip_fi::fi_tenant_request(&cluster, 0, &team, api, Some(&body), &team.owner, None).await;
+    assert_eq!((s, v["code"].as_str()), (503, Some("unavailable")), "{v}");
+    let added: i64 = sqlx::query_scalar("SELECT count(*) FROM community_members WHERE pubkey = $1")
+        .bind(other.public_hex())
+        .fetch_one(&cluster.pool)
+        .await
+        .unwrap();
+    assert_eq!(added, 0, "nothing was admitted while the lease failed");
+    cluster.stop().await;
+}
