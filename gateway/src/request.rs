@@ -20,7 +20,16 @@ pub async fn community_for(
         || ApiError::new(StatusCode::NOT_FOUND, "unknown_host", "no community is configured for this host");
     let raw = headers.get(header::HOST).and_then(|v| v.to_str().ok()).ok_or_else(not_found)?;
     let host = buzz_core::host::normalize_host(raw).ok_or_else(not_found)?;
-    match state.hosts.lookup(&host).await? {
+    // A failed policy lookup fails closed. Unless FI is off, it is the contract's FI denial
+    // `restricted: authorization unavailable` (503): the community's FI policy cannot be known.
+    let lease = state.hosts.lookup(&host).await.map_err(|e| {
+        if state.settings.nip_fi.mode == buzz_fi::Mode::Off {
+            ApiError::from(e)
+        } else {
+            ApiError::from(crate::fi_denial::Denial::AuthorizationUnavailable)
+        }
+    })?;
+    match lease {
         Some(c) => Ok((host, c)),
         None => Err(not_found()),
     }

@@ -57,10 +57,7 @@ const LEGACY_FIELDS: [&str; 6] = [
 
 /// A non-nil UUID in its canonical lowercase hyphenated form.
 pub fn uuid_field(name: &str, raw: &str) -> Result<Uuid, String> {
-    Uuid::parse_str(raw)
-        .ok()
-        .filter(|u| !u.is_nil() && u.hyphenated().to_string() == raw)
-        .ok_or_else(|| format!("{name} must be a non-nil lowercase hyphenated UUID"))
+    buzz_core::ids::parse_id(raw).ok_or_else(|| format!("{name} must be a non-nil lowercase hyphenated UUID"))
 }
 
 fn key_field(req: &JsonObject, name: &str) -> Result<String, String> {

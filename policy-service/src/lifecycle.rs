@@ -35,9 +35,7 @@ pub fn router(state: Arc<LifecycleState>) -> Router {
 }
 
 fn community_id(raw: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(raw)
-        .ok()
-        .filter(|u| !u.is_nil())
+    buzz_core::ids::parse_id(raw)
         .ok_or_else(|| ApiError::invalid_request("the community id in the path must be a non-nil UUID"))
 }
 

@@ -111,10 +111,9 @@ fn community_param(uri: &OriginalUri) -> Result<Uuid, ApiError> {
         if id.is_some() {
             return Err(ApiError::invalid_request("community_id given more than once"));
         }
-        let parsed = Uuid::parse_str(value)
-            .ok()
-            .filter(|u| !u.is_nil())
-            .ok_or_else(|| ApiError::invalid_request("community_id must be a non-nil UUID"))?;
+        let parsed = buzz_core::ids::parse_id(value).ok_or_else(|| {
+            ApiError::invalid_request("community_id must be a non-nil lowercase hyphenated UUID")
+        })?;
         id = Some(parsed);
     }
     id.ok_or_else(|| ApiError::invalid_request("the query parameter community_id is required"))
@@ -130,10 +129,10 @@ async fn create_community(
     let operator = authorize(&state, &method, &uri, &headers, &body).await?;
     let fields = ["community_id", "host", "owner_pubkey", "retention_days"];
     let req = JsonObject::parse(&body, &fields).map_err(ApiError::invalid_body)?;
-    let community_id = Uuid::parse_str(req.string("community_id").map_err(ApiError::invalid_body)?)
-        .ok()
-        .filter(|u| !u.is_nil())
-        .ok_or_else(|| ApiError::invalid_request("community_id must be a non-nil UUID"))?;
+    let community_id = buzz_core::ids::parse_id(req.string("community_id").map_err(ApiError::invalid_body)?)
+        .ok_or_else(|| {
+            ApiError::invalid_request("community_id must be a non-nil lowercase hyphenated UUID")
+        })?;
     let host = buzz_core::host::community_host(req.string("host").map_err(ApiError::invalid_body)?)
         .map_err(|e| ApiError::invalid_request(e.to_string()))?;
     let owner = req.string("owner_pubkey").map_err(ApiError::invalid_body)?;

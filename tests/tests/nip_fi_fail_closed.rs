@@ -97,13 +97,12 @@ async fn a_failing_policy_lease_refuses_upgrades_and_api_calls() {
     let body = serde_json::json!({ "pubkey": other.public_hex() });
     let (s, v) =
         nip_fi::fi_tenant_request(&cluster, 0, &team, api.clone(), Some(&body), &team.owner, Some(&ev)).await;
-    // The host lookup (before FI's own check) fails first, so the answer is the lease error
-    // itself (docs/design.md: "a lease error is an error answer (never an admission)"), not
-    // FI's `restricted: authorization unavailable`, which is the lease error inside FI's check.
-    assert_eq!((s, v["code"].as_str()), (503, Some("unavailable")), "{v}");
-    assert_eq!(v["error"], "policy store unavailable");
+    // The host lookup fails closed with the contract's FI denial (mode is not off), with or
+    // without evidence.
+    assert_eq!((s, v["code"].as_str()), (503, Some("authorization_unavailable")), "{v}");
+    assert_eq!(v["error"], "restricted: authorization unavailable");
     let (s, v) = nip_fi::fi_tenant_request(&cluster, 0, &team, api, Some(&body), &team.owner, None).await;
-    assert_eq!((s, v["code"].as_str()), (503, Some("unavailable")), "{v}");
+    assert_eq!((s, v["code"].as_str()), (503, Some("authorization_unavailable")), "{v}");
     let added: i64 = sqlx::query_scalar("SELECT count(*) FROM community_members WHERE pubkey = $1")
         .bind(other.public_hex())
         .fetch_one(&cluster.pool)
