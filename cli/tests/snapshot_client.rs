@@ -1,6 +1,7 @@
 //! The NIP-AR snapshot reference client (`buzz_cli::snapshot_client`) against a real in-process
 //! cluster: a multi-page capture with every body verified, live events after the capture in the
-//! result, local records kept, and a forced reset retried with backoff.
+//! result, local records kept, and a forced reset retried with backoff; a lost live socket starts
+//! the capture over, a 413 body batch is halved, and bodies the caller holds are not fetched.
 
 #![allow(clippy::unwrap_used)]
 
@@ -32,6 +33,11 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
 async fn seed_signed(cluster: &Cluster, team: &Community, author: &Keys, h: Uuid, n: usize) {
     let evs: Vec<Event> =
         (0..n).map(|_| rev(author, "create", Uuid::new_v4(), h, None, TASK, &[tag("n", "seeded")])).collect();
+    seed_events(cluster, team, author, h, &evs).await;
+}
+
+/// Stores `evs` (signed `buzz.task` creates by `author` in `h`) by SQL, as [`seed_signed`] does.
+async fn seed_events(cluster: &Cluster, team: &Community, author: &Keys, h: Uuid, evs: &[Event]) {
     let ids: Vec<String> = evs.iter().map(|e| e.id.clone()).collect();
     let raws: Vec<String> = evs.iter().map(Event::to_json).collect();
     let ds: Vec<Uuid> = evs.iter().map(|e| e.tag_value("d").unwrap().parse().unwrap()).collect();
@@ -185,5 +191,125 @@ async fn persistent_resets_give_up_after_the_bounded_attempts_and_other_errors_f
         snapshot(&opts, &mut |s| attempts += u32::from(matches!(s, Step::Attempt(_)))).await.unwrap_err();
     assert!(err.to_string().starts_with("live subscription refused: "), "{err}");
     assert_eq!(attempts, 1);
+    cluster.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn losing_the_live_socket_prevents_completion_and_the_client_starts_over() {
+    let cluster = Cluster::start().await;
+    let team = cluster.community("team.test").await;
+    let reader = cluster.member(&team).await;
+    let mut owner = WsClient::authed(cluster.gateways[1], &team.host, &team.owner).await;
+    let h = channel(&mut owner, &team.owner, "open", &[]).await;
+    seed_signed(&cluster, &team, &team.owner, h, 150).await;
+    // A second socket of the reader on the client's gateway: when it gets its CLOSED, the
+    // gateway has handled the membership change for the client's live socket too.
+    let mut probe = WsClient::authed(cluster.gateways[0], &team.host, &reader).await;
+    assert_eq!(probe.req("probe", &[json!({"artifact": "current", "limit": 1})]).await.closed, None);
+
+    let opts = options(&cluster, &team, &reader, json!({"artifact": "current", "#type": [TASK]}));
+    let mut steps = Vec::new();
+    let mut hook = |step: Step| {
+        // After page 0 of attempt 1: the reader is removed (the gateway closes its live REQ) and
+        // added back, so only the live socket is lost and the next attempt can succeed.
+        if matches!(step, Step::Page { index: 0, .. }) && steps.len() == 1 {
+            block_on(async {
+                let path = format!("/api/members/{}", reader.public_hex());
+                let res = cluster
+                    .tenant_request(0, &team, reqwest::Method::DELETE, &path, None, &team.owner)
+                    .await;
+                assert!(res.status().is_success(), "remove member: {}", res.status());
+                let closed = probe.wait_for(|v| v[0] == "CLOSED" && v[1] == "probe").await;
+                assert!(closed.is_some(), "the probe socket was not closed");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                cluster.add_member(&team, &reader, "member").await;
+            });
+        }
+        steps.push(step);
+    };
+    let out = snapshot(&opts, &mut hook).await.unwrap();
+
+    let retries: Vec<&Step> = steps.iter().filter(|s| matches!(s, Step::Retry { .. })).collect();
+    assert_eq!(retries.len(), 1, "{steps:?}");
+    let Step::Retry { attempt: 1, reason, .. } = retries[0] else { panic!("{retries:?}") };
+    assert!(reason.starts_with("live subscription: req closed: restricted"), "{reason}");
+    let first_attempt = steps.iter().position(|s| matches!(s, Step::Retry { .. })).unwrap();
+    assert!(
+        !steps[..first_attempt].iter().any(|s| matches!(s, Step::Completed | Step::Bodies { .. })),
+        "the first attempt fetched no body and did not complete: {steps:?}"
+    );
+    assert_eq!((out.attempts, out.pages, out.captured), (2, 1, 150));
+    assert_eq!(out.artifacts.len(), 150);
+    assert!(out.artifacts.iter().all(|e| e.verify().is_ok()));
+    cluster.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_body_batch_is_halved_after_413() {
+    let cluster = Cluster::start().await;
+    let team = cluster.community("team.test").await;
+    let reader = cluster.member(&team).await;
+    let mut owner = WsClient::authed(cluster.gateways[1], &team.host, &team.owner).await;
+    let h = channel(&mut owner, &team.owner, "open", &[]).await;
+    // 100 bodies of ~100 KB (under the 128 KiB message limit each): ~10 MB in one batch of 100,
+    // over the 8 MiB `bodyBytes`; stored by SQL like any seeded artifact.
+    let pad = "x".repeat(100_000);
+    let evs: Vec<Event> = (0..100)
+        .map(|_| {
+            let d = Uuid::new_v4();
+            let tags = vec![tag("ar", "1"), tag("d", d), tag("h", h), tag("type", TASK), tag("op", "create")];
+            team.owner.sign_new(45010, tags, &json!({"version": 1, "pad": pad}).to_string())
+        })
+        .collect();
+    seed_events(&cluster, &team, &team.owner, h, &evs).await;
+
+    let opts = options(&cluster, &team, &reader, json!({"artifact": "current", "#type": [TASK]}));
+    let mut steps = Vec::new();
+    let out = snapshot(&opts, &mut |s| steps.push(s)).await.unwrap();
+
+    let done: Vec<usize> =
+        steps.iter().filter_map(|s| if let Step::Bodies { done, .. } = s { Some(*done) } else { None }).collect();
+    assert_eq!(done, [50, 100], "the batch of 100 was refused (413) and fetched as two of 50: {steps:?}");
+    assert!(!steps.iter().any(|s| matches!(s, Step::Retry { .. })), "a 413 is not a retry: {steps:?}");
+    assert_eq!((out.attempts, out.captured), (1, 100));
+    let mut got: Vec<&str> = out.artifacts.iter().map(|e| e.id.as_str()).collect();
+    let mut want: Vec<&str> = evs.iter().map(|e| e.id.as_str()).collect();
+    got.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(got, want, "every body, verified");
+    cluster.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_the_caller_already_holds_are_reused_not_fetched() {
+    let cluster = Cluster::start().await;
+    let team = cluster.community("team.test").await;
+    let reader = cluster.member(&team).await;
+    let mut owner = WsClient::authed(cluster.gateways[1], &team.host, &team.owner).await;
+    let h = channel(&mut owner, &team.owner, "open", &[]).await;
+    seed_signed(&cluster, &team, &team.owner, h, 200).await;
+    let mut held = Vec::new();
+    for _ in 0..5 {
+        held.push(create(&mut owner, &team.owner, h, TASK, &[]).await.1);
+    }
+
+    // The caller holds exactly the captured revisions of 5 artifacts.
+    let mut opts = options(&cluster, &team, &reader, json!({"artifact": "current", "#type": [TASK]}));
+    opts.local = held.clone();
+    let mut steps = Vec::new();
+    let out = snapshot(&opts, &mut |s| steps.push(s)).await.unwrap();
+
+    let bodies: Vec<(usize, usize)> = steps
+        .iter()
+        .filter_map(|s| if let Step::Bodies { done, total } = s { Some((*done, *total)) } else { None })
+        .collect();
+    // 205 captured, 5 reused: 200 fetched in two full batches (205 fetched would take three).
+    assert_eq!(bodies, [(105, 205), (205, 205)], "{steps:?}");
+    assert_eq!((out.attempts, out.captured), (1, 205));
+    assert_eq!(out.artifacts.len(), 205);
+    for ev in &held {
+        let got = out.artifacts.iter().find(|e| e.tag_value("d") == ev.tag_value("d")).unwrap();
+        assert_eq!(got.id, ev.id);
+    }
     cluster.stop().await;
 }
