@@ -215,9 +215,8 @@ async fn losing_the_live_socket_prevents_completion_and_the_client_starts_over()
         if matches!(step, Step::Page { index: 0, .. }) && steps.len() == 1 {
             block_on(async {
                 let path = format!("/api/members/{}", reader.public_hex());
-                let res = cluster
-                    .tenant_request(0, &team, reqwest::Method::DELETE, &path, None, &team.owner)
-                    .await;
+                let res =
+                    cluster.tenant_request(0, &team, reqwest::Method::DELETE, &path, None, &team.owner).await;
                 assert!(res.status().is_success(), "remove member: {}", res.status());
                 let closed = probe.wait_for(|v| v[0] == "CLOSED" && v[1] == "probe").await;
                 assert!(closed.is_some(), "the probe socket was not closed");
@@ -267,8 +266,10 @@ async fn an_oversized_body_batch_is_halved_after_413() {
     let mut steps = Vec::new();
     let out = snapshot(&opts, &mut |s| steps.push(s)).await.unwrap();
 
-    let done: Vec<usize> =
-        steps.iter().filter_map(|s| if let Step::Bodies { done, .. } = s { Some(*done) } else { None }).collect();
+    let done: Vec<usize> = steps
+        .iter()
+        .filter_map(|s| if let Step::Bodies { done, .. } = s { Some(*done) } else { None })
+        .collect();
     assert_eq!(done, [50, 100], "the batch of 100 was refused (413) and fetched as two of 50: {steps:?}");
     assert!(!steps.iter().any(|s| matches!(s, Step::Retry { .. })), "a 413 is not a retry: {steps:?}");
     assert_eq!((out.attempts, out.captured), (1, 100));
