@@ -1,0 +1,163 @@
+//! NIP-AR snapshot rules not pinned elsewhere: a single body above `bodyBytes` fails explicitly,
+//! one Redis hash holds manifests, body records and charges, and a completed capture stays
+//! replayable and keeps counting against the per-reader limit.
+
+#![allow(clippy::unwrap_used)]
+
+use buzz_core::{Event, Keys};
+use buzz_tests::client::WsClient;
+use buzz_tests::snapshot::*;
+use buzz_tests::{Cluster, Community};
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+fn redis(args: &[&str]) -> String {
+    let out = std::process::Command::new("redis-cli").args(args).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+fn all() -> Value {
+    start(json!({"artifact": "current"}))
+}
+
+/// Stores `evs` (signed `buzz.task` creates by `author` in `h`) by SQL as the write path stores
+/// them (events, artifact, type tag, current-tag index), bypassing the relay's message limit.
+async fn seed_events(cluster: &Cluster, team: &Community, author: &Keys, h: Uuid, evs: &[Event]) {
+    let ids: Vec<String> = evs.iter().map(|e| e.id.clone()).collect();
+    let raws: Vec<String> = evs.iter().map(Event::to_json).collect();
+    let ds: Vec<Uuid> = evs.iter().map(|e| e.tag_value("d").unwrap().parse().unwrap()).collect();
+    let ats: Vec<i64> = evs.iter().map(|e| e.created_at).collect();
+    let statements = [
+        "INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw) \
+         SELECT $1, id, $2, 45010, at, $3, raw FROM unnest($4::text[], $5::text[], $6::uuid[], $7::bigint[]) AS x(id, raw, d, at)",
+        "INSERT INTO artifacts (community_id, d, type, current_revision, home_channel, updated_at) \
+         SELECT $1, d, 'buzz.task', id, $3, now() FROM unnest($4::text[], $5::text[], $6::uuid[], $7::bigint[]) AS x(id, raw, d, at) WHERE $2 <> ''",
+        "INSERT INTO event_tags (community_id, event_id, name, value_hash, created_at) \
+         SELECT $1, id, 'type', sha256('buzz.task'::bytea), at FROM unnest($4::text[], $5::text[], $6::uuid[], $7::bigint[]) AS x(id, raw, d, at) WHERE $2 <> '' AND $3 IS NOT NULL",
+    ];
+    for sql in statements {
+        sqlx::query(sql)
+            .bind(team.id)
+            .bind(author.public_hex())
+            .bind(h)
+            .bind(&ids)
+            .bind(&raws)
+            .bind(&ds)
+            .bind(&ats)
+            .execute(&cluster.pool)
+            .await
+            .unwrap();
+    }
+    cluster.index_seeded_artifacts(team.id).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_body_above_body_bytes_fails_413_explicitly() {
+    let cluster = Cluster::start().await;
+    let team = cluster.community("team.test").await;
+    let reader = cluster.member(&team).await;
+    let mut owner = WsClient::authed(cluster.gateways[1], &team.host, &team.owner).await;
+    let h = channel(&mut owner, &team.owner, "open", &[]).await;
+    // One revision whose stored raw event is above the 8 MiB `bodyBytes` (the relay's message
+    // limit keeps such an event out of the write path, so it is stored by SQL), and a small one.
+    let pad = "x".repeat(8 * 1024 * 1024 + 1);
+    let big = {
+        let d = Uuid::new_v4();
+        let tags = vec![tag("ar", "1"), tag("d", d), tag("h", h), tag("type", TASK), tag("op", "create")];
+        team.owner.sign_new(45010, tags, &json!({"version": 1, "pad": pad}).to_string())
+    };
+    assert!(big.to_json().len() > 8 * 1024 * 1024);
+    let small = rev(&team.owner, "create", Uuid::new_v4(), h, None, TASK, &[]);
+    seed_events(&cluster, &team, &team.owner, h, &[big.clone(), small.clone()]).await;
+
+    let first =
+        snap(&cluster, 0, &team, &reader, start(json!({"artifact": "current", "#type": [TASK]}))).await;
+    assert_eq!(first.0, 200, "{}", first.1);
+    let mut got: Vec<String> = entries(&first.1).into_iter().map(|e| e.1).collect();
+    let mut want = vec![big.id.clone(), small.id.clone()];
+    got.sort();
+    want.sort();
+    assert_eq!(got, want, "the large revision is captured: only its body read is refused");
+    let token = first.1["token"].clone();
+    // The single body alone, on both gateways: explicit 413 `snapshot_limit`, never truncated.
+    for g in 0..2 {
+        assert_snapshot_error(
+            &snap(&cluster, g, &team, &reader, bodies(&token, &[&big.id])).await,
+            413,
+            "snapshot_limit",
+        );
+    }
+    // The capture is not broken by the refusal: the small body is served and the capture completes.
+    let ok_small = snap(&cluster, 0, &team, &reader, bodies(&token, &[&small.id])).await;
+    assert_eq!(ok_small.0, 200, "{}", ok_small.1);
+    assert_eq!(ok_small.1["events"][0]["id"], json!(small.id));
+    assert_eq!(snap(&cluster, 1, &team, &reader, complete(&token)).await.0, 200);
+    cluster.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_hash_holds_the_manifest_the_body_records_and_the_charges() {
+    let cluster = Cluster::start().await;
+    let team = cluster.community("team.test").await;
+    let reader = cluster.member(&team).await;
+    buzz_tests::seed::artifact_corpus(&cluster, team.id, &team.owner.public_hex(), 20, 1).await;
+    let first = snap(&cluster, 0, &team, &reader, all()).await;
+    assert_eq!(first.0, 200, "{}", first.1);
+    let key = format!("{}snapshot", cluster.redis_prefix);
+    // Exactly one snapshot key under the cluster's prefix, and it is a hash.
+    let keys: Vec<String> =
+        redis(&["KEYS", &format!("{key}*")]).lines().map(str::to_owned).filter(|l| !l.is_empty()).collect();
+    assert_eq!(keys, std::slice::from_ref(&key));
+    assert_eq!(redis(&["TYPE", &key]), "hash");
+    // Its fields: the charge index, the capture's meta and expiry, its manifest page and one
+    // body record per captured revision.
+    let out = std::process::Command::new("redis-cli").args(["--no-raw", "HKEYS", &key]).output().unwrap();
+    let fields: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect();
+    let has = |suffix: &str| fields.iter().filter(|f| f.contains(suffix)).count();
+    assert_eq!(has("\"idx\""), 1, "{fields:?}");
+    assert_eq!(has(":m\""), 1, "{fields:?}");
+    assert_eq!(has(":x\""), 1, "{fields:?}");
+    assert_eq!(has(":p:0\""), 1, "{fields:?}");
+    assert_eq!(has(":b:"), entries(&first.1).len(), "{fields:?}");
+    assert_eq!(entries(&first.1).len(), 20, "{}", first.1);
+    let idx: Value = serde_json::from_str(&redis(&["HGET", &key, "idx"])).unwrap();
+    assert_eq!(idx.as_array().unwrap().len(), 1, "{idx}");
+    cluster.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completed_capture_stays_replayable_and_still_counts_against_the_reader_limit() {
+    let cluster = Cluster::start().await;
+    let team = cluster.community("team.test").await;
+    let reader = cluster.member(&team).await;
+    // 1100 readable artifacts: two pages.
+    buzz_tests::seed::artifact_corpus(&cluster, team.id, &team.owner.public_hex(), 1100, 1).await;
+    let mut captures = Vec::new();
+    for g in 0..2 {
+        let first = snap(&cluster, g, &team, &reader, all()).await;
+        assert_eq!(first.0, 200, "{}", first.1);
+        let token = first.1["token"].clone();
+        let cursor = first.1["nextToken"].clone();
+        assert!(cursor.is_string(), "{}", first.1);
+        let second = snap(&cluster, 1 - g, &team, &reader, page(&token, &cursor)).await;
+        assert_eq!(second.0, 200, "{}", second.1);
+        assert_eq!(snap(&cluster, g, &team, &reader, complete(&token)).await.0, 200);
+        captures.push((token, cursor, second.1));
+    }
+    // Both completed captures still hold the reader's two slots: a third start is unavailable.
+    for g in 0..2 {
+        assert_snapshot_error(&snap(&cluster, g, &team, &reader, all()).await, 503, "snapshot_unavailable");
+    }
+    // Another reader is unaffected.
+    let other = cluster.member(&team).await;
+    assert_eq!(snap(&cluster, 0, &team, &other, all()).await.0, 200);
+    // Each completed capture is still replayable: the same cursor answers the same entries.
+    for (token, cursor, answer) in &captures {
+        for g in 0..2 {
+            let again = snap(&cluster, g, &team, &reader, page(token, cursor)).await;
+            assert_eq!(again.0, 200, "{}", again.1);
+            assert_eq!(&again.1, answer);
+        }
+    }
+    cluster.stop().await;
+}
