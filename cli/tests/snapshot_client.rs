@@ -11,7 +11,7 @@ use std::time::Duration;
 use buzz_cli::snapshot_client::{snapshot, Options, Step, Target};
 use buzz_core::{Event, Keys};
 use buzz_tests::client::WsClient;
-use buzz_tests::snapshot::{channel, create, ok, rev, tag, TASK};
+use buzz_tests::snapshot::{channel, create, ok, rev, seed_events, tag, TASK};
 use buzz_tests::{Cluster, Community};
 use serde_json::json;
 use uuid::Uuid;
@@ -34,36 +34,6 @@ async fn seed_signed(cluster: &Cluster, team: &Community, author: &Keys, h: Uuid
     let evs: Vec<Event> =
         (0..n).map(|_| rev(author, "create", Uuid::new_v4(), h, None, TASK, &[tag("n", "seeded")])).collect();
     seed_events(cluster, team, author, h, &evs).await;
-}
-
-/// Stores `evs` (signed `buzz.task` creates by `author` in `h`) by SQL, as [`seed_signed`] does.
-async fn seed_events(cluster: &Cluster, team: &Community, author: &Keys, h: Uuid, evs: &[Event]) {
-    let ids: Vec<String> = evs.iter().map(|e| e.id.clone()).collect();
-    let raws: Vec<String> = evs.iter().map(Event::to_json).collect();
-    let ds: Vec<Uuid> = evs.iter().map(|e| e.tag_value("d").unwrap().parse().unwrap()).collect();
-    let ats: Vec<i64> = evs.iter().map(|e| e.created_at).collect();
-    let statements = [
-        "INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw) \
-         SELECT $1, id, $2, 45010, at, $3, raw FROM unnest($4::text[], $5::text[], $6::uuid[], $7::bigint[]) AS x(id, raw, d, at)",
-        "INSERT INTO artifacts (community_id, d, type, current_revision, home_channel, updated_at) \
-         SELECT $1, d, 'buzz.task', id, $3, now() FROM unnest($4::text[], $5::text[], $6::uuid[], $7::bigint[]) AS x(id, raw, d, at) WHERE $2 <> ''",
-        "INSERT INTO event_tags (community_id, event_id, name, value_hash, created_at) \
-         SELECT $1, id, 'type', sha256('buzz.task'::bytea), at FROM unnest($4::text[], $5::text[], $6::uuid[], $7::bigint[]) AS x(id, raw, d, at) WHERE $2 <> '' AND $3 IS NOT NULL",
-    ];
-    for sql in statements {
-        sqlx::query(sql)
-            .bind(team.id)
-            .bind(author.public_hex())
-            .bind(h)
-            .bind(&ids)
-            .bind(&raws)
-            .bind(&ds)
-            .bind(&ats)
-            .execute(&cluster.pool)
-            .await
-            .unwrap();
-    }
-    cluster.index_seeded_artifacts(team.id).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -131,3 +131,34 @@ pub fn entries(v: &Value) -> Vec<(String, String, String)> {
         })
         .collect()
 }
+
+/// Stores `evs` (signed `buzz.task` creates by `author` in `h`) by SQL as the write path stores
+/// them (events, artifact, type tag, current-tag index), bypassing the relay's message limit.
+pub async fn seed_events(cluster: &Cluster, team: &Community, author: &Keys, h: Uuid, evs: &[Event]) {
+    let ids: Vec<String> = evs.iter().map(|e| e.id.clone()).collect();
+    let raws: Vec<String> = evs.iter().map(Event::to_json).collect();
+    let ds: Vec<Uuid> = evs.iter().map(|e| e.tag_value("d").unwrap().parse().unwrap()).collect();
+    let ats: Vec<i64> = evs.iter().map(|e| e.created_at).collect();
+    let statements = [
+        "INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw) \
+         SELECT $1, id, $2, 45010, at, $3, raw FROM unnest($4::text[], $5::text[], $6::uuid[], $7::bigint[]) AS x(id, raw, d, at)",
+        "INSERT INTO artifacts (community_id, d, type, current_revision, home_channel, updated_at) \
+         SELECT $1, d, 'buzz.task', id, $3, now() FROM unnest($4::text[], $5::text[], $6::uuid[], $7::bigint[]) AS x(id, raw, d, at) WHERE $2 <> ''",
+        "INSERT INTO event_tags (community_id, event_id, name, value_hash, created_at) \
+         SELECT $1, id, 'type', sha256('buzz.task'::bytea), at FROM unnest($4::text[], $5::text[], $6::uuid[], $7::bigint[]) AS x(id, raw, d, at) WHERE $2 <> '' AND $3 IS NOT NULL",
+    ];
+    for sql in statements {
+        sqlx::query(sql)
+            .bind(team.id)
+            .bind(author.public_hex())
+            .bind(h)
+            .bind(&ids)
+            .bind(&raws)
+            .bind(&ds)
+            .bind(&ats)
+            .execute(&cluster.pool)
+            .await
+            .unwrap();
+    }
+    cluster.index_seeded_artifacts(team.id).await;
+}
