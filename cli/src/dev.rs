@@ -74,6 +74,8 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let community = dev_community::ensure(&pool, &local_host(gateway_addr.port()), &keys.owner).await?;
     pool.close().await;
 
+    // Before the banner: Ctrl-C as soon as the banner shows must stop the services cleanly.
+    let stop_signal = buzz_telemetry::runtime::install_shutdown_signal()?;
     let tasks = spawn(services, &shutdown);
     if let Err(e) = wait_ready(gateway_addr, &community.host).await {
         eprintln!("warning: {e:#}");
@@ -86,7 +88,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         gateway_addr,
         metrics_addr,
     });
-    buzz_telemetry::runtime::shutdown_signal().await;
+    stop_signal.await;
     shutdown.cancel();
     for t in tasks {
         match t.await {
