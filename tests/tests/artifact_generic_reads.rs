@@ -16,16 +16,9 @@ use uuid::Uuid;
 
 const TYPE: &str = "buzz.task";
 
+/// A signed `buzz.task` revision (the snapshot tests' builder).
 fn rev(keys: &Keys, op: &str, d: Uuid, h: Uuid, prev: Option<&Event>) -> Event {
-    let mut tags = vec![tag("ar", "1"), tag("d", d), tag("h", h), tag("type", TYPE), tag("op", op)];
-    if op != "delete" {
-        tags.push(tag("title", "Fix the payment timeout"));
-    }
-    if let Some(prev) = prev {
-        tags.push(tag("prev", &prev.id));
-    }
-    let content = if op == "delete" { String::new() } else { format!("{{\"n\":\"{}\"}}", Uuid::new_v4()) };
-    keys.sign_new(45010, tags, &content)
+    buzz_tests::snapshot::rev(keys, op, d, h, prev, TYPE, &[])
 }
 
 /// The ids a REQ returns (it must end with EOSE), sorted: NIP-01 orders by `created_at`, which
