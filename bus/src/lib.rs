@@ -4,6 +4,7 @@
 pub mod chat;
 pub mod error;
 pub mod latency;
+pub mod mux;
 pub mod nats;
 pub mod payload;
 pub mod retry;
@@ -15,6 +16,7 @@ pub mod trace;
 
 pub use chat::*;
 pub use error::{BusError, ErrorCode};
+pub use mux::Bus;
 pub use nats::{NatsArgs, NatsConfig};
 pub use payload::*;
 pub use subjects::Subjects;

@@ -130,7 +130,7 @@ enum Wait {
 }
 
 async fn wait_until(
-    replies: &mut async_nats::Subscriber,
+    replies: &mut crate::mux::Replies,
     until: Instant,
     subject: &str,
 ) -> Result<Wait, BusError> {
@@ -150,7 +150,7 @@ async fn wait_until(
 /// there: `Unavailable` when nobody serves `subject`, `Timeout` when no attempt was answered.
 /// Timed, all attempts together, in `buzz_bus_request_seconds`.
 pub async fn request_retrying<T: Serialize, R: DeserializeOwned>(
-    client: &async_nats::Client,
+    client: &crate::Bus,
     subject: String,
     body: &T,
     retry: Retry,
@@ -162,15 +162,15 @@ pub async fn request_retrying<T: Serialize, R: DeserializeOwned>(
 }
 
 async fn request_hedged<T: Serialize, R: DeserializeOwned>(
-    client: &async_nats::Client,
+    client: &crate::Bus,
     subject: String,
     body: &T,
     retry: Retry,
 ) -> Result<R, BusError> {
     let payload: Bytes = serde_json::to_vec(body).map_err(|_| BusError::internal())?.into();
     let headers = request_headers();
-    let inbox = client.new_inbox();
-    let mut replies = client.subscribe(inbox.clone()).await.map_err(|_| unavailable())?;
+    let mut replies = client.inbox().await.map_err(|_| unavailable())?;
+    let inbox = replies.subject.clone();
     let deadline = Instant::now() + retry.total;
     let mut wait = retry.first;
     let mut tried: Vec<String> = Vec::new();

@@ -61,13 +61,17 @@ where
         tasks.spawn(
             async move {
                 let _permit = permit;
-                if msg.headers.as_ref().is_some_and(|h| h.get(retry::ACK_HEADER).is_some()) {
-                    rpc::ack(&client, msg.reply.as_ref(), &instance).await;
-                }
+                let wants_ack = msg.headers.as_ref().is_some_and(|h| h.get(retry::ACK_HEADER).is_some());
                 match serde_json::from_slice::<Req>(&msg.payload) {
                     Ok(body) => {
                         let reply = msg.reply.clone();
-                        if let Some(rep) = handler(Incoming { body, reply: reply.clone() }).await {
+                        let handled = handler(Incoming { body, reply: reply.clone() });
+                        let answer = if wants_ack {
+                            acknowledged_if_slow(handled, &client, reply.as_ref(), &instance).await
+                        } else {
+                            handled.await
+                        };
+                        if let Some(rep) = answer {
                             rpc::reply_from(&client, reply.as_ref(), &rep, &instance).await;
                         }
                     }
@@ -86,6 +90,28 @@ where
     let _ = direct.unsubscribe().await;
     while tasks.join_next().await.is_some() {}
     Ok(())
+}
+
+/// How long a request that asked for an acknowledgement may run before it gets one. A request
+/// answered sooner needs none (the answer says the same and more), which saves a message per
+/// request; requesters hedge only after `Retry::first` (250 ms by default), well past this.
+pub const ACK_AFTER: std::time::Duration = std::time::Duration::from_millis(40);
+
+/// Runs `handled`; when it is still running after [`ACK_AFTER`], acknowledges the request first.
+async fn acknowledged_if_slow<F: Future>(
+    handled: F,
+    client: &async_nats::Client,
+    reply: Option<&async_nats::Subject>,
+    instance: &str,
+) -> F::Output {
+    tokio::pin!(handled);
+    tokio::select! {
+        out = &mut handled => out,
+        () = tokio::time::sleep(ACK_AFTER) => {
+            rpc::ack(client, reply, instance).await;
+            handled.await
+        }
+    }
 }
 
 /// Connects to NATS (moved to [`crate::nats`], kept here for the services that call it by this path).

@@ -44,6 +44,9 @@ pub struct DevArgs {
     // The `BUZZ_NIP_FI_*` settings, for the policy-service and the gateway alike.
     #[command(flatten)]
     nip_fi: buzz_fi::FiArgs,
+    // Group commit of kind-9 posts (`BUZZ_WRITE_BATCH_MAX`, `BUZZ_WRITE_BATCH_LANES`).
+    #[command(flatten)]
+    batch: buzz_write::settings::BatchArgs,
 }
 
 /// The five services, built (listeners bound) but not yet serving.
@@ -153,6 +156,7 @@ async fn build(
         ttl_sweep_every: std::time::Duration::from_secs(30),
         statement_timeout_ms: 3000,
         lock_timeout_ms: 2000,
+        batch: args.batch.clone().into(),
     })
     .await?;
     let query = buzz_query::Application::build(buzz_query::Settings {

@@ -9,7 +9,7 @@ use buzz_bus::{BusError, CommunityLease, LeaseReply, LeaseRequest, Subjects};
 
 /// Host → community leases from the policy-service, each cached until its lease ends.
 pub struct HostCache {
-    nats: async_nats::Client,
+    nats: buzz_bus::Bus,
     subjects: Subjects,
     retry: Retry,
     entries: Mutex<HashMap<String, (Option<CommunityLease>, Instant)>>,
@@ -21,7 +21,7 @@ const MAX_ENTRIES: usize = 10_000;
 impl HostCache {
     /// An empty cache that asks over `nats` on `subjects.policy_lease()`, retrying per `retry`.
     #[must_use]
-    pub fn new(nats: async_nats::Client, subjects: Subjects, retry: Retry) -> Self {
+    pub fn new(nats: buzz_bus::Bus, subjects: Subjects, retry: Retry) -> Self {
         Self { nats, subjects, retry, entries: Mutex::new(HashMap::new()) }
     }
 

@@ -33,7 +33,7 @@ pub struct AppState {
     /// The gateway's configuration.
     pub settings: Settings,
     /// The NATS connection every bus request and subscription uses.
-    pub nats: async_nats::Client,
+    pub nats: buzz_bus::Bus,
     /// Subject names under the configured prefix.
     pub subjects: Subjects,
     /// Host → community leases.
@@ -65,7 +65,7 @@ pub struct Application {
 impl Application {
     /// Connects to NATS and Redis, binds the public and admin listeners and builds the shared state.
     pub async fn build(settings: Settings, shutdown: CancellationToken) -> anyhow::Result<Self> {
-        let nats = buzz_bus::serve::connect(&settings.nats, "buzz-gateway").await?;
+        let nats = buzz_bus::Bus::new(buzz_bus::serve::connect(&settings.nats, "buzz-gateway").await?);
         let redis = buzz_http_auth::connect_redis(&settings.redis, 2).await?;
         let subjects = Subjects::new(&settings.nats_prefix).map_err(anyhow::Error::msg)?;
         let listener = tokio::net::TcpListener::bind(settings.listen).await?;
@@ -115,14 +115,14 @@ impl Application {
         let state = self.state.clone();
         let shutdown = state.shutdown.clone();
         let live = tokio::spawn(live::run(
-            state.nats.clone(),
+            state.nats.client().clone(),
             state.subjects.clone(),
             state.registry.clone(),
             shutdown.clone(),
         ));
         state.fi_trust.spawn_refresh(state.settings.nip_fi.jwks_refresh, shutdown.clone());
         let fi = tokio::spawn(fi_sockets::run(
-            state.nats.clone(),
+            state.nats.client().clone(),
             state.subjects.fi_revalidate(),
             state.settings.nip_fi.mode,
             state.fi_sockets.clone(),

@@ -114,7 +114,7 @@ async fn handle(
     };
     let (tx, mut rx) = mpsc::channel(16);
     let task = tokio::spawn(query::run(
-        state.nats.clone(),
+        state.nats.client().clone(),
         state.subjects.query(),
         req,
         String::new(),

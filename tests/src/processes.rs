@@ -140,9 +140,13 @@ pub async fn wait_for_replicas(subject: &str, n: usize) {
         }
         // Teach this process's retry memory through the same path the gateways use.
         let retry = buzz_bus::retry::Retry::once(Duration::from_secs(1));
-        let _: Result<serde_json::Value, _> =
-            buzz_bus::retry::request_retrying(&client, subject.to_owned(), &serde_json::json!({}), retry)
-                .await;
+        let _: Result<serde_json::Value, _> = buzz_bus::retry::request_retrying(
+            &buzz_bus::Bus::new(client.clone()),
+            subject.to_owned(),
+            &serde_json::json!({}),
+            retry,
+        )
+        .await;
     }
 }
 

@@ -2,6 +2,7 @@
 //! transaction commits; what was accepted is then published for live fan-out.
 
 pub mod artifacts;
+pub mod batch;
 pub mod channels;
 pub mod create_channel;
 pub mod error;
@@ -32,6 +33,8 @@ pub struct Writer {
     pub subjects: Subjects,
     /// The relay's key, signing 39000/39002 and the 45011 removals of NIP-AR moves.
     pub relay: std::sync::Arc<buzz_core::Keys>,
+    /// Kind-9 posts, written by group commit.
+    pub posts: batch::Batcher,
 }
 
 impl Writer {
@@ -52,8 +55,12 @@ impl Writer {
     async fn apply(&self, req: WriteRequest) -> WriteReply {
         match req {
             WriteRequest::Event { community_id, actor, event } => {
-                let relay = shared::Relay { keys: &self.relay };
-                let accepted = events::write_event(&self.pool, community_id, &actor, event, &relay).await?;
+                let accepted = if event.kind == buzz_core::kinds::MESSAGE {
+                    self.posts.post(community_id, actor, event).await?
+                } else {
+                    let relay = shared::Relay { keys: &self.relay };
+                    events::write_event(&self.pool, community_id, &actor, event, &relay).await?
+                };
                 // Access changes go out before the events that follow them, so a gateway drops
                 // its cached answers first (live events also carry the access version).
                 if let Some(channel_id) = accepted.access_changed {
@@ -111,6 +118,11 @@ impl Writer {
     }
 }
 
+/// How long a group-commit lane keeps a connection, and with it the plans of its statements.
+const BATCH_PLAN_LIFETIME: std::time::Duration = std::time::Duration::from_secs(5);
+/// sqlx's default connection lifetime, for the main write pool.
+const POOL_LIFETIME: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
 /// The write-service: its handler, admin listener and sweeps.
 pub struct Application {
     writer: Writer,
@@ -123,7 +135,7 @@ pub struct Application {
 impl Application {
     /// Connects to PostgreSQL (checking the schema) and NATS and binds the admin listener.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
-        let pool = connect(&settings).await?;
+        let pool = connect(&settings, settings.max_db_connections, &[], Some(POOL_LIFETIME)).await?;
         buzz_store::check_schema(&pool).await?;
         let nats = serve::connect(&settings.nats, "buzz-write").await?;
         let subjects = Subjects::new(&settings.nats_prefix).map_err(anyhow::Error::msg)?;
@@ -131,8 +143,18 @@ impl Application {
             .ok_or_else(|| anyhow::anyhow!("BUZZ_RELAY_SECRET_KEY is not a valid secret key"))?;
         let admin = tokio::net::TcpListener::bind(settings.admin_listen).await?;
         let admin_addr = admin.local_addr()?;
+        let relay = std::sync::Arc::new(relay);
+        // The lanes' own connections plan each batch statement once per connection (a custom plan
+        // per batch cost 0.5 ms of planning for 0.13 ms of execution). A cached plan is as good as
+        // the table sizes it was made with: the connections are replaced every few seconds, so
+        // that plans made on a new, still empty database (a hashed scan of all of `events` for the
+        // duplicate check) do not outlive its growth.
+        let lanes = u32::try_from(settings.batch.lanes).unwrap_or(u32::MAX);
+        let generic = [("plan_cache_mode", "force_generic_plan")];
+        let batch_pool = connect(&settings, lanes, &generic, Some(BATCH_PLAN_LIFETIME)).await?;
+        let posts = batch::Batcher::start(batch_pool, pool.clone(), relay.clone(), settings.batch);
         Ok(Self {
-            writer: Writer { pool, nats, subjects, relay: std::sync::Arc::new(relay) },
+            writer: Writer { pool, nats, subjects, relay, posts },
             admin,
             admin_addr,
             concurrency: settings.concurrency,
@@ -178,15 +200,24 @@ impl Application {
 /// `lock_timeout`) as session defaults, at no cost per write; waiting for a connection is bounded
 /// by the lock timeout too. A write that runs into one is rolled back and answered
 /// `error: database busy, ...` (see `error::WriteError`) well before the gateway's bus timeout.
-async fn connect(settings: &Settings) -> anyhow::Result<sqlx::PgPool> {
+async fn connect(
+    settings: &Settings,
+    size: u32,
+    extra: &[(&str, &str)],
+    max_lifetime: Option<std::time::Duration>,
+) -> anyhow::Result<sqlx::PgPool> {
     let options: sqlx::postgres::PgConnectOptions = settings.database_url.parse()?;
-    let options = options.application_name("buzz-relay").options([
-        ("statement_timeout", format!("{}ms", settings.statement_timeout_ms)),
-        ("lock_timeout", format!("{}ms", settings.lock_timeout_ms)),
-    ]);
+    let options = options
+        .application_name("buzz-relay")
+        .options([
+            ("statement_timeout", format!("{}ms", settings.statement_timeout_ms)),
+            ("lock_timeout", format!("{}ms", settings.lock_timeout_ms)),
+        ])
+        .options(extra.iter().copied());
     let pool = sqlx::postgres::PgPoolOptions::new()
-        .max_connections(settings.max_db_connections)
+        .max_connections(size)
         .acquire_timeout(std::time::Duration::from_millis(settings.lock_timeout_ms))
+        .max_lifetime(max_lifetime)
         .connect_with(options)
         .await?;
     Ok(pool)

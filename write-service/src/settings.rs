@@ -29,6 +29,8 @@ pub struct Settings {
     pub statement_timeout_ms: u64,
     /// Longest a write statement may wait for a lock (`lock_timeout`), and for a pool connection.
     pub lock_timeout_ms: u64,
+    /// Group commit of kind-9 posts: most posts per transaction, transactions at once.
+    pub batch: crate::batch::BatchSettings,
 }
 
 /// The write-service's flags and environment variables.
@@ -64,6 +66,25 @@ pub struct Args {
     /// Longest a write waits for a lock or a pool connection, in milliseconds
     #[arg(long, env = "BUZZ_WRITE_LOCK_TIMEOUT_MS", default_value_t = 2000, value_parser = positive::<u64>)]
     lock_timeout_ms: u64,
+    #[command(flatten)]
+    batch: BatchArgs,
+}
+
+/// Group commit of kind-9 posts (also flattened into `buzz dev`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct BatchArgs {
+    /// Most kind-9 posts written in one transaction (group commit; 1 turns it off)
+    #[arg(long = "write-batch-max", env = "BUZZ_WRITE_BATCH_MAX", default_value_t = 64, value_parser = positive::<usize>)]
+    pub batch_max: usize,
+    /// Group-commit transactions running at once (each has its own connection, besides the pool)
+    #[arg(long = "write-batch-lanes", env = "BUZZ_WRITE_BATCH_LANES", default_value_t = 4, value_parser = positive::<usize>)]
+    pub batch_lanes: usize,
+}
+
+impl From<BatchArgs> for crate::batch::BatchSettings {
+    fn from(a: BatchArgs) -> Self {
+        Self { max: a.batch_max, lanes: a.batch_lanes }
+    }
 }
 
 impl Settings {
@@ -87,6 +108,7 @@ impl TryFrom<Args> for Settings {
         if buzz_core::Keys::from_secret_hex(&a.relay_secret_key).is_none() {
             return Err(invalid::<Args>("BUZZ_RELAY_SECRET_KEY is not a valid 64-char hex secret key"));
         }
+
         Ok(Self {
             database_url: a.database_url,
             nats: a.nats.into(),
@@ -98,6 +120,7 @@ impl TryFrom<Args> for Settings {
             ttl_sweep_every: Duration::from_secs(a.ttl_sweep_secs.max(1)),
             statement_timeout_ms: a.statement_timeout_ms,
             lock_timeout_ms: a.lock_timeout_ms,
+            batch: a.batch.into(),
         })
     }
 }

@@ -155,7 +155,7 @@ pub struct ConnectionLimitArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct StallArgs {
     /// An idempotent bus request unanswered this long is sent again
-    #[arg(long, env = "BUZZ_BUS_RETRY_AFTER_MS", default_value_t = millis(BUS_RETRY_AFTER), value_parser = positive::<u64>)]
+    #[arg(long, env = "BUZZ_BUS_RETRY_AFTER_MS", default_value_t = millis(BUS_RETRY_AFTER), value_parser = retry_after_ms)]
     pub(super) bus_retry_after_ms: u64,
     /// Deadline of every Redis call
     #[arg(long, env = "BUZZ_REDIS_TIMEOUT_MS", default_value_t = millis(REDIS_TIMEOUT), value_parser = positive::<u64>)]
@@ -179,6 +179,16 @@ fn rate_per_sec(raw: &str) -> Result<f64, String> {
     let v: f64 = rate(raw)?;
     if !v.is_finite() {
         return Err("must be finite".to_owned());
+    }
+    Ok(v)
+}
+
+/// Value parser of `BUZZ_BUS_RETRY_AFTER_MS`: at least 100 ms, so that a replica that took a
+/// request has acknowledged it (`buzz_bus::serve::ACK_AFTER`, 40 ms) well before it is hedged.
+fn retry_after_ms(raw: &str) -> Result<u64, String> {
+    let v: u64 = positive(raw)?;
+    if v < 100 {
+        return Err("must be at least 100 (replicas acknowledge slow requests after 40 ms)".to_owned());
     }
     Ok(v)
 }

@@ -39,7 +39,7 @@ impl Session {
         let span = tracing::info_span!("gateway.req", sub_id = %sub_id, count = kind == QueryKind::Count);
         tokio::spawn(
             query::run(
-                self.state.nats.clone(),
+                self.state.nats.client().clone(),
                 self.state.subjects.query(),
                 req,
                 sub_id,

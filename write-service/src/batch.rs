@@ -1,0 +1,583 @@
+//! Group commit of kind-9 posts: concurrent posts share one transaction, a fixed number of
+//! statements whatever their number, and one durable commit.
+//!
+//! - Every post is still acknowledged only after the commit that stored it.
+//! - The decision of each post is the single-post path's, in the same order
+//!   (`events::write_event` then `post_message`): community active, duplicate, membership, `h`,
+//!   the access module's write rule, thread root. A refused post is answered on its own and its
+//!   batch-mates go on.
+//! - When a statement of the batch fails (a lock or statement timeout, a constraint), the batch is
+//!   rolled back and each of its posts is written again on its own, in its own transaction, so a
+//!   failing post never takes its batch-mates down. A failed commit is answered `error:` for all
+//!   (outcome unknown; resubmitting is safe, a duplicate is `OK true`).
+//! - Batches form by themselves: a lane takes whatever is queued when it is free, up to the
+//!   maximum. Under light load a batch is one post; under heavy load the fsync is shared.
+//!
+//! Statements per batch: the admission and channel view of every post (with the channel rows
+//! share-locked in id order), the events with their tag rows, the mentions (only when a post has
+//! `p` tags), the authors' read markers (last, sorted, so concurrent batches lock them in the same
+//! order and hold them only until their commit).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use buzz_bus::{Actor, Audience, BusError};
+use buzz_core::{kinds, Event};
+use buzz_store::access::{self, Channel, Standing};
+use buzz_store::fragments::served_event;
+use buzz_store::{ChannelType, Role, Visibility};
+use sqlx::{PgConnection, PgPool};
+use tokio::sync::{mpsc, oneshot, Mutex};
+use uuid::Uuid;
+
+use crate::error::{WriteError, WriteResult};
+use crate::events::thread_root;
+use crate::shared::{channel_tag, credential, live_event, Accepted, Relay};
+
+/// How posts are grouped: at most `max` per transaction, `lanes` transactions at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchSettings {
+    /// Most posts in one transaction (1: every post alone, as without group commit).
+    pub max: usize,
+    /// Batches in flight at once (each holds one pool connection while it runs).
+    pub lanes: usize,
+}
+
+impl Default for BatchSettings {
+    fn default() -> Self {
+        Self { max: 64, lanes: 4 }
+    }
+}
+
+/// A post waiting for its batch.
+struct Job {
+    community: Uuid,
+    actor: Actor,
+    event: Event,
+    reply: oneshot::Sender<WriteResult<Accepted>>,
+}
+
+/// The queue of kind-9 posts and its lanes. Cheap to clone; the lanes stop when the last clone is
+/// dropped.
+#[derive(Clone)]
+pub struct Batcher {
+    queue: mpsc::Sender<Job>,
+}
+
+impl Batcher {
+    /// Starts `settings.lanes` lanes writing batches on `batch_pool` (one connection each); the
+    /// single-post fallback writes on `pool`. `relay` signs nothing here but is what the fallback
+    /// needs.
+    #[must_use]
+    pub fn start(
+        batch_pool: PgPool,
+        pool: PgPool,
+        relay: Arc<buzz_core::Keys>,
+        settings: BatchSettings,
+    ) -> Self {
+        let max = settings.max.max(1);
+        let (queue, rx) = mpsc::channel(max * settings.lanes.max(1) * 4);
+        let rx = Arc::new(Mutex::new(rx));
+        for _ in 0..settings.lanes.max(1) {
+            let pools = Pools { batch: batch_pool.clone(), single: pool.clone() };
+            tokio::spawn(lane(pools, relay.clone(), rx.clone(), max));
+        }
+        Self { queue }
+    }
+
+    /// Writes one kind-9 post in the next batch and returns its outcome once that batch has
+    /// committed (or the post was refused).
+    #[tracing::instrument(
+        name = "db.transaction",
+        skip_all,
+        fields(db.system = "postgresql", db.operation = "write_event", otel.kind = "client")
+    )]
+    pub async fn post(&self, community: Uuid, actor: Actor, event: Event) -> WriteResult<Accepted> {
+        let (reply, answer) = oneshot::channel();
+        let job = Job { community, actor, event, reply };
+        if self.queue.send(job).await.is_err() {
+            return Err(WriteError::Refused(BusError::unavailable("write-service is stopping")));
+        }
+        answer
+            .await
+            .unwrap_or_else(|_| Err(WriteError::Refused(BusError::unavailable("write-service is stopping"))))
+    }
+}
+
+/// Where a lane writes: its batches, and the posts of a batch that failed, one by one.
+#[derive(Clone)]
+struct Pools {
+    batch: PgPool,
+    single: PgPool,
+}
+
+async fn lane(pools: Pools, relay: Arc<buzz_core::Keys>, queue: Arc<Mutex<mpsc::Receiver<Job>>>, max: usize) {
+    let mut jobs = Vec::with_capacity(max);
+    loop {
+        {
+            let mut rx = queue.lock().await;
+            if rx.recv_many(&mut jobs, max).await == 0 {
+                return;
+            }
+        }
+        metrics::histogram!("buzz_write_batch_size").record(jobs.len() as f64);
+        tracing::debug!(posts = jobs.len(), "group commit");
+        run(&pools, &relay, std::mem::take(&mut jobs)).await;
+    }
+}
+
+/// Writes one batch, then answers every post in it.
+async fn run(pools: &Pools, relay: &buzz_core::Keys, jobs: Vec<Job>) {
+    let (posts, replies): (Vec<_>, Vec<_>) =
+        jobs.into_iter().map(|j| ((j.community, j.actor, j.event), j.reply)).unzip();
+    for (reply, outcome) in
+        replies.into_iter().zip(write_posts_on(&pools.batch, &pools.single, relay, posts).await)
+    {
+        let _ = reply.send(outcome);
+    }
+}
+
+/// Writes `posts` (community, writer, kind-9 event) as one group commit and returns each one's
+/// outcome, in order: what the single-post path would have answered for it. Storage failures of
+/// the batch fall back to writing each post alone.
+pub async fn write_posts(
+    pool: &PgPool,
+    relay: &buzz_core::Keys,
+    posts: Vec<(Uuid, Actor, Event)>,
+) -> Vec<WriteResult<Accepted>> {
+    write_posts_on(pool, pool, relay, posts).await
+}
+
+async fn write_posts_on(
+    batch_pool: &PgPool,
+    pool: &PgPool,
+    relay: &buzz_core::Keys,
+    posts: Vec<(Uuid, Actor, Event)>,
+) -> Vec<WriteResult<Accepted>> {
+    let views: Vec<Post<'_>> = posts.iter().map(|(c, a, e)| Post::new(*c, a, e)).collect();
+    let result = write_batch(batch_pool, &views).await;
+    drop(views);
+    match result {
+        Ok(outcomes) => posts
+            .into_iter()
+            .zip(outcomes)
+            .map(|((community, _, event), outcome)| outcome.map(|o| o.into_accepted(community, event)))
+            .collect(),
+        Err(BatchError::Commit(e)) => {
+            tracing::error!(error = %e, posts = posts.len(), "batch commit failed");
+            posts.iter().map(|_| Err(WriteError::Commit(sqlx::Error::Protocol(e.to_string())))).collect()
+        }
+        Err(BatchError::Statement(e)) => {
+            tracing::warn!(error = %e, posts = posts.len(), "batch rolled back; writing its posts one by one");
+            metrics::counter!("buzz_write_batch_fallbacks_total").increment(1);
+            let relay = Relay { keys: relay };
+            let mut outcomes = Vec::with_capacity(posts.len());
+            for (community, actor, event) in posts {
+                outcomes.push(crate::events::write_event(pool, community, &actor, event, &relay).await);
+            }
+            outcomes
+        }
+    }
+}
+
+/// A post as the batch reads it; what can be parsed without the database is parsed once.
+struct Post<'a> {
+    community: Uuid,
+    actor: &'a Actor,
+    event: &'a Event,
+    channel: Result<Uuid, BusError>,
+    root: Result<Option<&'a str>, BusError>,
+}
+
+impl<'a> Post<'a> {
+    fn new(community: Uuid, actor: &'a Actor, event: &'a Event) -> Self {
+        Self { community, actor, event, channel: channel_tag(event), root: thread_root(event) }
+    }
+}
+
+/// What an accepted post leaves to do once committed.
+enum Outcome {
+    Duplicate,
+    Stored { seq: i64, channel: Channel, banned: Vec<String>, access_version: i64, root: Option<String> },
+}
+
+impl Outcome {
+    fn into_accepted(self, community: Uuid, event: Event) -> Accepted {
+        let Self::Stored { seq, channel, banned, access_version, root: _ } = self else {
+            return Accepted::duplicate();
+        };
+        let mut live = live_event(community, &channel, event);
+        live.access_version = access_version;
+        if live.audience == Audience::Community {
+            live.banned = banned;
+        }
+        Accepted {
+            ok: buzz_bus::WriteOk::applied(),
+            live: Some(live),
+            also: Vec::new(),
+            access_changed: None,
+            seq: Some(seq),
+            bans_resolved: true,
+        }
+    }
+}
+
+enum BatchError {
+    /// A statement failed: rolled back, nothing stored.
+    Statement(sqlx::Error),
+    /// The commit failed: outcome unknown.
+    Commit(sqlx::Error),
+}
+
+impl From<sqlx::Error> for BatchError {
+    fn from(e: sqlx::Error) -> Self {
+        Self::Statement(e)
+    }
+}
+
+/// One row of the batch's first statement: everything the single-post path reads before storing.
+#[derive(sqlx::FromRow)]
+struct View {
+    active: bool,
+    access_version: Option<i64>,
+    duplicate: bool,
+    role: Option<Role>,
+    channel_id: Option<Uuid>,
+    channel_name: Option<String>,
+    visibility: Option<Visibility>,
+    channel_type: Option<ChannelType>,
+    ttl_seconds: Option<i32>,
+    archived: Option<bool>,
+    channel_role: Option<Role>,
+    channel_banned: bool,
+    banned: Vec<String>,
+    anchor: bool,
+}
+
+impl View {
+    fn channel(&self) -> Option<Channel> {
+        Some(Channel {
+            id: self.channel_id?,
+            name: self.channel_name.clone()?,
+            visibility: self.visibility?,
+            channel_type: self.channel_type?,
+            ttl_seconds: self.ttl_seconds,
+            archived: self.archived?,
+        })
+    }
+}
+
+/// The single-post path's decision, in its order, from the batch's view of the post.
+fn decide(post: &Post<'_>, view: &View) -> WriteResult<(Channel, Option<String>)> {
+    if post.event.pubkey != post.actor.pubkey {
+        return Err(WriteError::restricted("event pubkey is not the authenticated pubkey"));
+    }
+    if !view.active {
+        return Err(WriteError::restricted("community is not active"));
+    }
+    let Some(role) = view.role else {
+        return Err(WriteError::restricted("not a member of this community"));
+    };
+    post.channel.clone()?;
+    let channel = view.channel();
+    let standing = Standing {
+        community_member: true,
+        community_admin: role.is_admin(),
+        channel_member: view.channel_role.is_some(),
+        channel_admin: view.channel_role.is_some_and(Role::is_admin),
+        banned: view.channel_banned,
+    };
+    access::can_write(channel.as_ref(), standing, credential(post.actor))?;
+    let channel = channel.ok_or_else(BusError::internal)?;
+    let root = post.root.clone()?;
+    if root.is_some() && !view.anchor {
+        return Err(WriteError::invalid("thread root must be a conversation anchor in this channel"));
+    }
+    Ok((channel, root.map(str::to_owned)))
+}
+
+async fn write_batch(pool: &PgPool, posts: &[Post<'_>]) -> Result<Vec<WriteResult<Outcome>>, BatchError> {
+    let mut tx = pool.begin().await?;
+    let views = load(&mut tx, posts).await?;
+    let mut outcomes: Vec<WriteResult<Outcome>> = Vec::with_capacity(posts.len());
+    // (community, id) of the posts to store, first occurrence only: a post submitted twice in one
+    // batch is stored once and the second answered as a duplicate.
+    let mut seen = std::collections::HashSet::new();
+    let mut store = Vec::new();
+    for (i, (post, view)) in posts.iter().zip(&views).enumerate() {
+        let outcome = if view.duplicate && view.active && post.event.pubkey == post.actor.pubkey {
+            Ok(Outcome::Duplicate)
+        } else {
+            match decide(post, view) {
+                Err(e) => Err(e),
+                Ok(_) if !seen.insert((post.community, post.event.id.as_str())) => Ok(Outcome::Duplicate),
+                Ok((channel, root)) => {
+                    store.push(i);
+                    Ok(Outcome::Stored {
+                        seq: 0,
+                        channel,
+                        banned: view.banned.clone(),
+                        access_version: view.access_version.unwrap_or_default(),
+                        root,
+                    })
+                }
+            }
+        };
+        outcomes.push(outcome);
+    }
+    if !store.is_empty() {
+        let seqs = insert_events(&mut tx, posts, &outcomes, &store).await?;
+        for &i in &store {
+            let key = (posts[i].community, posts[i].event.id.clone());
+            match (seqs.get(&key), &mut outcomes[i]) {
+                (Some(&s), Ok(Outcome::Stored { seq, .. })) => *seq = s,
+                // Stored meanwhile by a concurrent write: a duplicate, as on the single path.
+                (None, outcome) => *outcome = Ok(Outcome::Duplicate),
+                _ => {}
+            }
+        }
+        record_mentions(&mut tx, posts, &outcomes, &store).await?;
+        advance_markers(&mut tx, posts, &outcomes, &store).await?;
+    }
+    tx.commit().await.map_err(BatchError::Commit)?;
+    Ok(outcomes)
+}
+
+/// Admission, channel view and thread-root check of every post in one statement, the channel rows
+/// share-locked (in id order) so that they cannot change under the batch.
+async fn load(tx: &mut PgConnection, posts: &[Post<'_>]) -> Result<Vec<View>, sqlx::Error> {
+    let n = posts.len();
+    let mut ord = Vec::with_capacity(n);
+    let mut community = Vec::with_capacity(n);
+    let mut event_id = Vec::with_capacity(n);
+    let mut member = Vec::with_capacity(n);
+    let mut channel = Vec::with_capacity(n);
+    let mut root = Vec::with_capacity(n);
+    for (i, p) in posts.iter().enumerate() {
+        ord.push(i32::try_from(i).unwrap_or(i32::MAX));
+        community.push(p.community);
+        event_id.push(p.event.id.as_str());
+        member.push(p.actor.member_key());
+        channel.push(p.channel.as_ref().ok().copied());
+        root.push(p.root.as_ref().ok().copied().flatten());
+    }
+    let sql = format!(
+        "WITH i AS ( \
+             SELECT * FROM UNNEST($1::int4[], $2::uuid[], $3::text[], $4::text[], $5::uuid[], $6::text[]) \
+                 AS i(ord, community_id, event_id, member, channel_id, root)), \
+         ch AS MATERIALIZED ( \
+             SELECT c.community_id, c.id, c.name, c.visibility, c.channel_type, c.ttl_seconds, c.archived \
+             FROM channels c \
+             WHERE (c.community_id, c.id) IN (SELECT community_id, channel_id FROM i) AND c.deleted_at IS NULL \
+             ORDER BY c.community_id, c.id \
+             FOR SHARE) \
+         SELECT (co.id IS NOT NULL) AS active, co.access_version, \
+                EXISTS (SELECT 1 FROM events e WHERE e.community_id = i.community_id AND e.id = i.event_id) \
+                OR EXISTS (SELECT 1 FROM artifact_revisions r \
+                           WHERE r.community_id = i.community_id AND r.revision_id = i.event_id) AS duplicate, \
+                m.role, \
+                ch.id AS channel_id, ch.name AS channel_name, ch.visibility, ch.channel_type, ch.ttl_seconds, \
+                ch.archived, \
+                CASE WHEN chm.removed_at IS NULL THEN chm.role END AS channel_role, \
+                coalesce(chm.banned, false) AS channel_banned, \
+                CASE WHEN ch.id IS NULL THEN ARRAY[]::text[] ELSE ARRAY(SELECT b.pubkey FROM channel_members b \
+                      WHERE b.community_id = i.community_id AND b.channel_id = ch.id AND b.banned) END AS banned, \
+                (i.root IS NOT NULL AND ch.id IS NOT NULL AND EXISTS (SELECT 1 FROM events e \
+                     WHERE e.community_id = i.community_id AND e.id = i.root AND e.channel_id = ch.id \
+                       AND e.kind = {message} AND e.thread_root IS NULL AND {served})) AS anchor \
+         FROM i \
+         LEFT JOIN communities co ON co.id = i.community_id AND co.lifecycle = 'active' \
+         LEFT JOIN community_members m ON m.community_id = i.community_id AND m.pubkey = i.member \
+         LEFT JOIN ch ON ch.community_id = i.community_id AND ch.id = i.channel_id \
+         LEFT JOIN channel_members chm ON chm.community_id = i.community_id AND chm.channel_id = ch.id \
+              AND chm.pubkey = i.member \
+         ORDER BY i.ord",
+        message = kinds::MESSAGE,
+        served = served_event("e"),
+    );
+    let views: Vec<View> = sqlx::query_as(&sql)
+        .bind(&ord)
+        .bind(&community)
+        .bind(&event_id)
+        .bind(&member)
+        .bind(&channel)
+        .bind(&root)
+        .fetch_all(&mut *tx)
+        .await?;
+    if views.len() != n {
+        return Err(sqlx::Error::Protocol(format!("batch view returned {} rows for {n} posts", views.len())));
+    }
+    Ok(views)
+}
+
+/// Stores the posts at `store` with their tag index rows in one statement; returns the `seq` of
+/// each one stored (a post stored meanwhile by a concurrent write is absent).
+async fn insert_events(
+    tx: &mut PgConnection,
+    posts: &[Post<'_>],
+    outcomes: &[WriteResult<Outcome>],
+    store: &[usize],
+) -> Result<std::collections::HashMap<(Uuid, String), i64>, sqlx::Error> {
+    let n = store.len();
+    let (mut community, mut id, mut pubkey, mut kind, mut created_at) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let (mut channel, mut raw, mut ttl, mut root) =
+        (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+    let (mut tag_community, mut tag_event, mut tag_name, mut tag_hash) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for &i in store {
+        let (p, Ok(Outcome::Stored { channel: ch, root: r, .. })) = (&posts[i], &outcomes[i]) else {
+            continue;
+        };
+        let e = p.event;
+        community.push(p.community);
+        id.push(e.id.as_str());
+        pubkey.push(e.pubkey.as_str());
+        kind.push(i64::from(e.kind));
+        created_at.push(e.created_at);
+        channel.push(ch.id);
+        raw.push(e.to_json());
+        ttl.push(ch.ttl_seconds);
+        root.push(r.as_deref());
+        for t in &e.tags {
+            if let [name, value, ..] = t.as_slice() {
+                if !name.is_empty() && name.len() <= 64 {
+                    tag_community.push(p.community);
+                    tag_event.push(e.id.as_str());
+                    tag_name.push(name.as_str());
+                    tag_hash.push(buzz_store::tag_value_hash(value));
+                }
+            }
+        }
+    }
+    let rows: Vec<(Uuid, String, i64)> = sqlx::query_as(
+        "WITH e AS ( \
+             INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw, expires_at, thread_root) \
+             SELECT u.community_id, u.id, u.pubkey, u.kind, u.created_at, u.channel_id, u.raw, \
+                    CASE WHEN u.ttl IS NULL THEN NULL ELSE now() + make_interval(secs => u.ttl) END, u.root \
+             FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::int8[], $5::int8[], $6::uuid[], $7::text[], \
+                         $8::int4[], $9::text[]) WITH ORDINALITY \
+                  AS u(community_id, id, pubkey, kind, created_at, channel_id, raw, ttl, root, ord) \
+             ORDER BY u.ord \
+             ON CONFLICT (community_id, id) DO NOTHING \
+             RETURNING community_id, id, seq, created_at), \
+         t AS ( \
+             INSERT INTO event_tags (community_id, event_id, name, value_hash, created_at) \
+             SELECT e.community_id, e.id, u.n, u.h, e.created_at \
+             FROM UNNEST($10::uuid[], $11::text[], $12::text[], $13::bytea[]) AS u(c, eid, n, h) \
+             JOIN e ON e.community_id = u.c AND e.id = u.eid) \
+         SELECT community_id, id, seq FROM e",
+    )
+    .bind(&community)
+    .bind(&id)
+    .bind(&pubkey)
+    .bind(&kind)
+    .bind(&created_at)
+    .bind(&channel)
+    .bind(&raw)
+    .bind(&ttl)
+    .bind(&root)
+    .bind(&tag_community)
+    .bind(&tag_event)
+    .bind(&tag_name)
+    .bind(&tag_hash)
+    .fetch_all(&mut *tx)
+    .await?;
+    Ok(rows.into_iter().map(|(c, id, seq)| ((c, id), seq)).collect())
+}
+
+/// One mention per distinct `p` tag naming a community member other than the author, for every
+/// stored post (`read_model::on_message`, for a batch).
+async fn record_mentions(
+    tx: &mut PgConnection,
+    posts: &[Post<'_>],
+    outcomes: &[WriteResult<Outcome>],
+    store: &[usize],
+) -> Result<(), sqlx::Error> {
+    let (mut community, mut pubkey, mut event, mut channel, mut seq, mut created_at) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for &i in store {
+        let (p, Ok(Outcome::Stored { seq: s, channel: ch, .. })) = (&posts[i], &outcomes[i]) else {
+            continue;
+        };
+        for key in crate::read_model::mentioned(p.event) {
+            community.push(p.community);
+            pubkey.push(key);
+            event.push(p.event.id.as_str());
+            channel.push(ch.id);
+            seq.push(*s);
+            created_at.push(p.event.created_at);
+        }
+    }
+    if community.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "INSERT INTO mentions (community_id, pubkey, event_id, channel_id, seq, created_at) \
+         SELECT u.c, m.pubkey, u.eid, u.ch, u.seq, u.created_at \
+         FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::uuid[], $5::int8[], $6::int8[]) \
+              AS u(c, pk, eid, ch, seq, created_at) \
+         JOIN community_members m ON m.community_id = u.c AND m.pubkey = u.pk \
+         ON CONFLICT (community_id, pubkey, event_id) DO NOTHING",
+    )
+    .bind(&community)
+    .bind(&pubkey)
+    .bind(&event)
+    .bind(&channel)
+    .bind(&seq)
+    .bind(&created_at)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+/// Moves each author's read marker in each channel to their last stored post of the batch (posting
+/// marks the channel read). Keys sorted, one row each, so concurrent batches lock in one order.
+async fn advance_markers(
+    tx: &mut PgConnection,
+    posts: &[Post<'_>],
+    outcomes: &[WriteResult<Outcome>],
+    store: &[usize],
+) -> Result<(), sqlx::Error> {
+    let mut last: BTreeMap<(Uuid, Uuid, &str), (i64, &str)> = BTreeMap::new();
+    for &i in store {
+        let (p, Ok(Outcome::Stored { seq, channel, .. })) = (&posts[i], &outcomes[i]) else { continue };
+        let entry =
+            last.entry((p.community, channel.id, p.event.pubkey.as_str())).or_insert((*seq, &p.event.id));
+        if *seq > entry.0 {
+            *entry = (*seq, &p.event.id);
+        }
+    }
+    let (mut community, mut channel, mut pubkey, mut seq, mut event) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for ((c, ch, pk), (s, id)) in last {
+        community.push(c);
+        channel.push(ch);
+        pubkey.push(pk);
+        seq.push(s);
+        event.push(id);
+    }
+    sqlx::query(
+        "INSERT INTO read_markers (community_id, channel_id, pubkey, seq, event_id) \
+         SELECT u.c, u.ch, u.pk, u.seq, u.eid \
+         FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::int8[], $5::text[]) \
+              WITH ORDINALITY AS u(c, ch, pk, seq, eid, ord) \
+         ORDER BY ord \
+         ON CONFLICT (community_id, channel_id, pubkey) DO UPDATE \
+           SET seq = EXCLUDED.seq, event_id = EXCLUDED.event_id, updated_at = now() \
+           WHERE read_markers.seq < EXCLUDED.seq",
+    )
+    .bind(&community)
+    .bind(&channel)
+    .bind(&pubkey)
+    .bind(&seq)
+    .bind(&event)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
