@@ -6,13 +6,15 @@
 #
 #   scripts/scaling/pg-write-bench.sh            # SECS=15 per run, COMMUNITIES=1000
 #   SECS=10 CLIENTS="1 16" scripts/scaling/pg-write-bench.sh
+# The last two runs put every write into one community (16 clients), the single-busy-community case.
 #
 # Per run it prints: clients, pgbench tps (transactions/s), events/s, average latency, the CPU
 # the benchmark's own PostgreSQL backends spent per event (utime + stime from /proc, sampled from
 # 1 s after the start to 1 s before the end; excludes the WAL writer, checkpointer and other
 # databases) and the 1-minute load average before the run (the machine is shared). Each run is wrapped in `flock /tmp/buzz-bench.lock` and lasts SECS seconds.
 set -euo pipefail
-cd "$(dirname "$0")"
+SELF=$(realpath "$0")
+cd "$(dirname "$SELF")"
 URL=${PGURL:-postgres://postgres@127.0.0.1:5432}/${DB:-buzz_scaling_scratch}
 SECS=${SECS:-15}
 COMMUNITIES=${COMMUNITIES:-1000}
@@ -28,7 +30,7 @@ pg_ticks() { # CPU ticks (utime + stime) of the given PostgreSQL backend pids
   echo "$total"
 }
 
-# One measured run; called as `flock /tmp/buzz-bench.lock "$0" --one ...` so nothing else benchmarks
+# One measured run; called as `flock /tmp/buzz-bench.lock "$SELF" --one ...` so nothing else benchmarks
 # between the counters read before and after pgbench.
 if [[ "${1:-}" == "--one" ]]; then
   shift; script=$1 c=$2
@@ -49,7 +51,7 @@ printf 'BEGIN;\nINSERT INTO fsync_floor (v) VALUES (1);\nCOMMIT;\n' > /tmp/buzz-
 run() { # name script events-per-transaction clients
   local name=$1 script=$2 per=$3 c=$4 la out
   la=$(cut -d' ' -f1 /proc/loadavg)
-  out=$(flock /tmp/buzz-bench.lock "$0" --one "$script" "$c")
+  out=$(flock /tmp/buzz-bench.lock "$SELF" --one "$script" "$c")
   awk -v name="$name" -v c="$c" -v per="$per" -v tck="$TCK" -v la="$la" '
     /^tps/ {tps = $3} /latency average/ {lat = $4} /actually processed/ {n = $NF}
     /^T0/ {t0 = $2} /^T1/ {t1 = $2} /^S / {secs = $2}
@@ -62,3 +64,6 @@ echo "# $(date -u +%FT%TZ) $(nproc) cores, $(psql "$URL" -tAc 'SHOW server_versi
 for c in $CLIENTS; do run floor /tmp/buzz-scaling-floor.sql 1 "$c"; done
 for c in $CLIENTS; do run kind9 kind9.sql 1 "$c"; done
 for c in $CLIENTS; do run kind9-batch32 kind9-batch32.sql 32 "$c"; done
+# One busy community: every write lands in community 0's 4 channels (share locks on the same
+# channel rows, one index neighbourhood), the case partitioning by community cannot spread.
+(export COMMUNITIES=1; run kind9-1-community kind9.sql 1 16; run batch32-1-community kind9-batch32.sql 32 16)
