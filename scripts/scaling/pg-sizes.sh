@@ -35,7 +35,7 @@ q -c "SELECT 'total per kind-9 event with 1 tag', round((pg_total_relation_size(
       / (SELECT count(*) FROM events))"
 
 before=$(sizes)
-flock /tmp/buzz-bench.lock psql "$URL" -v ON_ERROR_STOP=1 -q <<SQL
+flock /tmp/buzz-bench.lock psql "$URL" -v ON_ERROR_STOP=1 -q -o /dev/null <<SQL
 WITH a AS (
   SELECT g, md5('art' || g)::uuid AS d, md5('ch0-' || (g % 4))::uuid AS ch FROM generate_series(1, $ARTIFACTS) g),
 r AS (

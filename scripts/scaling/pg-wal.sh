@@ -4,7 +4,9 @@
 # (installed into the scratch database of pg-setup.sh) and counted only for the transactions that
 # touched the scratch database (other databases on the server write WAL too). Splits record bytes
 # from full-page images: the FPI share depends on how recently a checkpoint ran (every page's first
-# change after a checkpoint logs the whole 8 KiB page), so it is reported apart.
+# change after a checkpoint logs the whole 8 KiB page), so it is reported apart. Each script runs
+# twice: with the server's wal_compression (off here) and with wal_compression=lz4 set for the
+# benchmark's sessions only (PGOPTIONS; needs a superuser, as the scratch setup does).
 #
 #   scripts/scaling/pg-wal.sh
 # Each pgbench run is wrapped in `flock /tmp/buzz-bench.lock`.
@@ -13,11 +15,12 @@ cd "$(dirname "$(realpath "$0")")"
 URL=${PGURL:-postgres://postgres@127.0.0.1:5432}/${DB:-buzz_scaling_scratch}
 SECS=${SECS:-5}
 q() { psql "$URL" -qtA "$@"; }
-q -c "SET client_min_messages = warning; CREATE EXTENSION IF NOT EXISTS pg_walinspect"
+PGOPTIONS= q -c "SET client_min_messages = warning; CREATE EXTENSION IF NOT EXISTS pg_walinspect"
 DBOID=$(q -c "SELECT oid FROM pg_database WHERE datname = current_database()")
 echo "# $(date -u +%FT%TZ) PostgreSQL $(q -c 'SHOW server_version'), full_page_writes=$(q -c 'SHOW full_page_writes'), wal_compression=$(q -c 'SHOW wal_compression'), checkpoint_timeout=$(q -c 'SHOW checkpoint_timeout')"
-for spec in "kind9.sql 1" "kind9-batch32.sql 32"; do
-  read -r script per <<<"$spec"
+for spec in "kind9.sql 1 off" "kind9-batch32.sql 32 off" "kind9.sql 1 lz4" "kind9-batch32.sql 32 lz4"; do
+  read -r script per compression <<<"$spec"
+  export PGOPTIONS="-c wal_compression=$compression" # this session only; the server setting is untouched
   out=$(flock /tmp/buzz-bench.lock bash -c '
     echo "L0 $(psql "$1" -qtAc "SELECT pg_current_wal_lsn()")"
     pgbench -n -M prepared -D communities=1000 -f "$2" -c 4 -j 4 -T "$3" "$1" 2>&1 | grep "actually processed"
@@ -27,7 +30,7 @@ for spec in "kind9.sql 1" "kind9-batch32.sql 32"; do
   q -F ' ' -c "
     WITH r AS (SELECT * FROM pg_get_wal_records_info('$l0', '$l1')),
     ours AS (SELECT DISTINCT xid FROM r WHERE block_ref LIKE '%/$DBOID/%' AND xid <> 0)
-    SELECT '$script', 'events', $n * $per,
+    SELECT '$script', 'wal_compression=$compression', 'events', $n * $per,
            'records_B/event', round(sum(record_length - fpi_length)::numeric / ($n * $per)),
            'fpi_B/event', round(sum(fpi_length)::numeric / ($n * $per)),
            'records/event', round(count(*)::numeric / ($n * $per), 1)
