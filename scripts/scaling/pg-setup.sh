@@ -10,7 +10,7 @@
 #
 # Ids are derived from integers so pgbench scripts can name them: community n is md5('c'||n)::uuid,
 # its channel k is md5('ch'||n||'-'||k)::uuid, its member i has pubkey md5('m'||n||'-'||i)||md5('n'||n||'-'||i).
-# Seeding runs in chunks of 250k events, each under `flock /tmp/buzz-bench.lock` (the machine is shared).
+# Seeding runs in chunks of 100k events, each under `flock /tmp/buzz-bench.lock` (the machine is shared).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PGURL=${PGURL:-postgres://postgres@127.0.0.1:5432}
@@ -39,8 +39,8 @@ SELECT community_id, id, created_by, 'owner' FROM channels;
 SQL
 
 # A 600-byte raw body: the size of a signed kind-9 with a short message (the load tool's is 647 bytes).
-for ((start = 0; start < EVENTS; start += 250000)); do
-  end=$(( start + 250000 < EVENTS ? start + 250000 : EVENTS ))
+for ((start = 0; start < EVENTS; start += 100000)); do
+  end=$(( start + 100000 < EVENTS ? start + 100000 : EVENTS ))
   flock /tmp/buzz-bench.lock psql "$PGURL/$DB" -v ON_ERROR_STOP=1 -q <<SQL
 WITH s AS (
   SELECT g, md5('e'||g)||md5('f'||g) AS id, (g % $COMMUNITIES) AS n, (g / $COMMUNITIES) % 4 AS k, (g / 7) % 20 AS i

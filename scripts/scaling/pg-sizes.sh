@@ -8,7 +8,7 @@
 #     `artifact_revisions` row; the current revision's 4 `artifact_current_tags` rows; and prints
 #     the growth of every table and its indexes per artifact and per revision.
 #
-#   scripts/scaling/pg-sizes.sh
+#   scripts/scaling/pg-sizes.sh      # once per fresh scratch database (it refuses a second run)
 # The seeding runs under `flock /tmp/buzz-bench.lock`.
 set -euo pipefail
 URL=${PGURL:-postgres://postgres@127.0.0.1:5432}/${DB:-buzz_scaling_scratch}
@@ -22,6 +22,12 @@ sizes() { # table, rows, heap+toast bytes, index bytes
   done
 }
 
+# Growth is measured as a difference of relation sizes, so it needs tables without free space:
+# a database fresh from pg-setup.sh (the write benchmarks may run before; deleting rows may not).
+if [[ $(q -c "SELECT count(*) FROM artifacts") != 0 ]]; then
+  echo "pg-sizes.sh: artifacts already seeded; run scripts/scaling/pg-setup.sh first" >&2
+  exit 1
+fi
 q -c "VACUUM ANALYZE"
 echo "# $(date -u +%FT%TZ) PostgreSQL $(q -c 'SHOW server_version')"
 echo "## per kind-9 event (all events are kind 9 before the artifact seed)"
