@@ -11,7 +11,8 @@
 # Per run it prints: clients, pgbench tps (transactions/s), events/s, average latency, the CPU
 # the benchmark's own PostgreSQL backends spent per event (utime + stime from /proc, sampled from
 # 1 s after the start to 1 s before the end; excludes the WAL writer, checkpointer and other
-# databases) and the 1-minute load average before the run (the machine is shared). Each run is wrapped in `flock /tmp/buzz-bench.lock` and lasts SECS seconds.
+# databases) and the 1-minute load average before the run (the machine is shared). Each run is
+# wrapped in `flock /tmp/buzz-bench.lock` and lasts SECS seconds.
 set -euo pipefail
 SELF=$(realpath "$0")
 cd "$(dirname "$SELF")"
