@@ -1,9 +1,43 @@
 //! Corpora seeded by SQL for plan checks and benchmarks (bypassing the write path, then indexed
 //! as the write path would have).
 
+use sqlx::PgConnection;
 use uuid::Uuid;
 
 use crate::Cluster;
+
+/// Corpora at least this large are loaded with [`defer_indexes`].
+pub const BULK: i64 = 100_000;
+
+/// Drops the secondary indexes of `tables` (those that back no constraint), so that a bulk load
+/// writes heap pages only; returns their definitions for [`restore_indexes`], which builds each
+/// one by a sort, many times faster than a million random B-tree inserts. The schema after
+/// `restore_indexes` is the migrated one: the definitions are `pg_get_indexdef`'s own.
+pub async fn defer_indexes(conn: &mut PgConnection, tables: &[&str]) -> Vec<String> {
+    let tables: Vec<String> = tables.iter().map(|t| (*t).to_owned()).collect();
+    let found: Vec<(String, String)> = sqlx::query_as(
+        "SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid) FROM pg_index i \
+         WHERE i.indrelid = ANY(SELECT t::regclass FROM unnest($1::text[]) t) \
+           AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)",
+    )
+    .bind(&tables)
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap();
+    for (name, _) in &found {
+        sqlx::query(&format!("DROP INDEX {name}")).execute(&mut *conn).await.unwrap();
+    }
+    found.into_iter().map(|(_, def)| def).collect()
+}
+
+/// Rebuilds the indexes [`defer_indexes`] dropped.
+pub async fn restore_indexes(conn: &mut PgConnection, definitions: &[String]) {
+    sqlx::query("SET maintenance_work_mem = '256MB'").execute(&mut *conn).await.unwrap();
+    for def in definitions {
+        sqlx::query(def).execute(&mut *conn).await.unwrap();
+    }
+    sqlx::query("RESET maintenance_work_mem").execute(&mut *conn).await.unwrap();
+}
 
 /// Projects in [`artifact_corpus`].
 pub const PROJECTS: i64 = 100;
@@ -13,7 +47,8 @@ pub const PROJECTS: i64 = 100;
 /// members. Artifact g lives in channel g % channels, is a `buzz.task` when (g / 3) is even (else
 /// a `buzz.note`), and belongs to project (g / 7) % 100: independent. Every artifact's
 /// `artifact_current_tags` rows are built, and the database is vacuumed and analysed (a settled
-/// table, as autovacuum leaves it). Returns the 100 project values, in order.
+/// table, as autovacuum leaves it). From [`BULK`] artifacts on, the tables' secondary indexes are
+/// built after the load ([`defer_indexes`]). Returns the 100 project values, in order.
 pub async fn artifact_corpus(
     cluster: &Cluster,
     community: Uuid,
@@ -33,6 +68,12 @@ pub async fn artifact_corpus(
     .execute(&cluster.pool)
     .await
     .unwrap();
+    let mut conn = cluster.pool.acquire().await.unwrap();
+    let deferred = if artifacts >= BULK {
+        defer_indexes(&mut conn, &["events", "event_tags", "artifacts", "artifact_current_tags"]).await
+    } else {
+        Vec::new()
+    };
     // Artifact g: channel g % channels, type by (g / 3) parity, project (g / 7) % 100: independent.
     let seed = [
         "INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw) \
@@ -63,12 +104,19 @@ pub async fn artifact_corpus(
             .bind(author)
             .bind(artifacts)
             .bind(channels)
-            .execute(&cluster.pool)
+            .execute(&mut *conn)
             .await
             .unwrap();
     }
     cluster.index_seeded_artifacts(community).await;
+    restore_indexes(&mut conn, &deferred).await;
+    drop(conn);
     sqlx::query("VACUUM ANALYZE").execute(&cluster.pool).await.unwrap();
+    if artifacts >= BULK {
+        // A settled store: the load's dirty pages written out, so that the first queries do not
+        // pay for evicting them.
+        sqlx::query("CHECKPOINT").execute(&cluster.pool).await.unwrap();
+    }
     sqlx::query_scalar("SELECT md5('p' || i)::uuid::text FROM generate_series(0, $1 - 1) i ORDER BY i")
         .bind(PROJECTS)
         .fetch_all(&cluster.pool)

@@ -1,6 +1,6 @@
 //! Benchmark (ignored by default; run it with `scripts/bench-artifacts.sh`): sustained NIP-AR
 //! revision throughput and OK latency for create+update chains on a store that already holds
-//! `BUZZ_BENCH_SEED` artifacts (default 100 000, seeded by SQL), through the in-process cluster
+//! `BUZZ_BENCH_SEED` artifacts (default 1 000 000, seeded by SQL), through the in-process cluster
 //! (2 gateways, 2 write and 2 query replicas) with write rate limits raised out of the way.
 //!
 //! Each of `BUZZ_BENCH_CLIENTS` connections (default 8, alternating gateways, one member key each)
@@ -41,7 +41,7 @@ fn revision(keys: &Keys, op: &str, d: Uuid, h: Uuid, prev: Option<&str>, n: usiz
 }
 
 /// `seed` artifacts of one revision each, with their events and tag index rows, in one statement
-/// per table.
+/// per table; from `seed::BULK` on, the tables' secondary indexes are built after the load.
 async fn seed(cluster: &Cluster, community: Uuid, channel: Uuid, author: &str, seed: i64) {
     let mut conn = cluster.pool.acquire().await.unwrap();
     sqlx::query(
@@ -52,6 +52,12 @@ async fn seed(cluster: &Cluster, community: Uuid, channel: Uuid, author: &str, s
     .execute(&mut *conn)
     .await
     .unwrap();
+    let tables = ["events", "event_tags", "artifacts", "artifact_revisions", "artifact_current_tags"];
+    let deferred = if seed >= buzz_tests::seed::BULK {
+        buzz_tests::seed::defer_indexes(&mut conn, &tables).await
+    } else {
+        Vec::new()
+    };
     let sql = [
         "INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw) \
              SELECT $1, id, $3, 45010, 1700000000 + g, $2, '{}' FROM seed",
@@ -68,17 +74,18 @@ async fn seed(cluster: &Cluster, community: Uuid, channel: Uuid, author: &str, s
     for statement in sql {
         sqlx::query(statement).bind(community).bind(channel).bind(author).execute(&mut *conn).await.unwrap();
     }
-    for table in ["events", "event_tags", "artifacts", "artifact_revisions"] {
-        sqlx::query(&format!("ANALYZE {table}")).execute(&mut *conn).await.unwrap();
-    }
-    drop(conn);
     cluster.index_seeded_artifacts(community).await;
+    buzz_tests::seed::restore_indexes(&mut conn, &deferred).await;
+    for table in tables {
+        sqlx::query(&format!("VACUUM ANALYZE {table}")).execute(&mut *conn).await.unwrap();
+    }
+    sqlx::query("CHECKPOINT").execute(&mut *conn).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "benchmark: scripts/bench-artifacts.sh"]
 async fn bench_artifact_revisions() {
-    let seed_count: i64 = bench_param("BUZZ_BENCH_SEED", 100_000);
+    let seed_count: i64 = bench_param("BUZZ_BENCH_SEED", 1_000_000);
     let clients: usize = bench_param("BUZZ_BENCH_CLIENTS", 8);
     let secs: u64 = bench_param("BUZZ_BENCH_SECS", 15);
     let chain: usize = bench_param("BUZZ_BENCH_CHAIN", 9);
