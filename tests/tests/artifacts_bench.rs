@@ -40,8 +40,11 @@ fn revision(keys: &Keys, op: &str, d: Uuid, h: Uuid, prev: Option<&str>, n: usiz
     keys.sign_new(45010, tags, &json!({"version": 1, "n": n}).to_string())
 }
 
-/// `seed` artifacts of one revision each, with their events and tag index rows, in one statement
-/// per table; from `seed::BULK` on, the tables' secondary indexes are built after the load.
+/// `seed` artifacts of one revision each, with their events, tag rows, `artifact_revisions` rows
+/// and current-tag index rows (those `Cluster::index_seeded_artifacts` would derive: the
+/// revision's `d`, `h`, `type` and `status` tags), one statement per table in one transaction,
+/// each table filled in its primary key's order; from `seed::BULK` on, the tables' secondary
+/// indexes are built after the load.
 async fn seed(cluster: &Cluster, community: Uuid, channel: Uuid, author: &str, seed: i64) {
     let mut conn = cluster.pool.acquire().await.unwrap();
     sqlx::query(
@@ -59,22 +62,30 @@ async fn seed(cluster: &Cluster, community: Uuid, channel: Uuid, author: &str, s
         Vec::new()
     };
     let sql = [
+        "SET LOCAL work_mem = '256MB'",
         "INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw) \
-             SELECT $1, id, $3, 45010, 1700000000 + g, $2, '{}' FROM seed",
+             SELECT $1, id, $3, 45010, 1700000000 + g, $2, '{}' FROM seed ORDER BY id",
         "INSERT INTO event_tags (community_id, event_id, name, value_hash, created_at) \
              SELECT $1, s.id, t.name, sha256(convert_to(t.value, 'UTF8')), 1700000000 + s.g FROM seed s, \
              LATERAL (VALUES ('d', s.d::text), ('h', $2::text), ('type', 'buzz.task'), ('status', 'open')) \
              AS t(name, value) WHERE $3 <> ''",
         "INSERT INTO artifacts (community_id, d, type, current_revision, home_channel) \
-             SELECT $1, d, 'buzz.task', id, $2 FROM seed WHERE $3 <> ''",
+             SELECT $1, d, 'buzz.task', id, $2 FROM seed WHERE $3 <> '' ORDER BY d",
         "INSERT INTO artifact_revisions (community_id, revision_id, d, op, channel_id, accepted_seq) \
              SELECT $1, s.id, s.d, 'create', $2, e.seq FROM seed s \
-             JOIN events e ON e.community_id = $1 AND e.id = s.id WHERE $3 <> ''",
+             JOIN events e ON e.community_id = $1 AND e.id = s.id WHERE $3 <> '' ORDER BY s.id",
+        "INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at) \
+             SELECT $1, s.d, t.name, sha256(convert_to(t.value, 'UTF8')), $2, now() FROM seed s, \
+             LATERAL (VALUES ('d', s.d::text), ('h', $2::text), ('type', 'buzz.task'), ('status', 'open')) \
+             AS t(name, value) WHERE $3 <> '' ORDER BY 2, 3, 4",
     ];
-    for statement in sql {
-        sqlx::query(statement).bind(community).bind(channel).bind(author).execute(&mut *conn).await.unwrap();
+    let mut tx = sqlx::Connection::begin(&mut *conn).await.unwrap();
+    for (i, statement) in sql.into_iter().enumerate() {
+        let q = sqlx::query(statement);
+        let q = if i == 0 { q } else { q.bind(community).bind(channel).bind(author) };
+        q.execute(&mut *tx).await.unwrap();
     }
-    cluster.index_seeded_artifacts(community).await;
+    tx.commit().await.unwrap();
     buzz_tests::seed::restore_indexes(&mut conn, &deferred).await;
     for table in tables {
         sqlx::query(&format!("VACUUM ANALYZE {table}")).execute(&mut *conn).await.unwrap();
