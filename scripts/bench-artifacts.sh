@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # NIP-AR revision benchmark: sustained revisions/s and p50/p99 OK latency for create+update
-# chains with 100k existing artifacts (seeded by SQL), through the in-process cluster (2 gateways,
-# 2 write and 2 query replicas) on the local PostgreSQL, Redis and NATS, release build.
+# chains with <size> existing artifacts (default 1,000,000, seeded by SQL), through the in-process
+# cluster (2 gateways, 2 write and 2 query replicas) on the local PostgreSQL, Redis and NATS,
+# release build.
 #
-# Usage: scripts/bench-artifacts.sh
-# Environment (defaults): BUZZ_BENCH_SEED=100000 BUZZ_BENCH_CLIENTS=8 BUZZ_BENCH_SECS=15
+# Usage: scripts/bench-artifacts.sh [size]   (e.g. 100000 for the earlier figures)
+# Environment (defaults): BUZZ_BENCH_SEED=<size> BUZZ_BENCH_CLIENTS=8 BUZZ_BENCH_SECS=15
 #   BUZZ_BENCH_CHAIN=9 (updates per create). Prints one `BENCH {json}` line; results are also
 #   written to target/bench/artifacts.json under the repo.
 set -euo pipefail
@@ -14,6 +15,11 @@ cd "$ROOT"
 cargo_bin=${CARGO_HOME:-${HOME:-/root}/.cargo}/bin
 [[ -x $cargo_bin/cargo ]] && PATH="$cargo_bin:$PATH"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/buzz-target}
+
+if [[ $# -gt 0 ]]; then
+  [[ $1 =~ ^[0-9]+$ ]] || { echo "usage: $0 [size]" >&2; exit 2; }
+  export BUZZ_BENCH_SEED=$1
+fi
 
 bash scripts/deps-up.sh
 mkdir -p target/bench

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # NIP-AR query benchmark: p50/p99 first-page latency of a current-state `#type` + `#project` query
-# (REQ to EOSE, through the in-process cluster) with 200k artifacts in 500 channels, 50k of them
-# readable by the reader, seeded by SQL; prints the statement's EXPLAIN (ANALYZE, BUFFERS) too.
+# (REQ to EOSE, through the in-process cluster) with <size> artifacts (default 1,000,000) in 500
+# channels, a quarter of them readable by the reader, seeded by SQL; prints the statement's
+# EXPLAIN (ANALYZE, BUFFERS) too.
 #
-# Usage: scripts/bench-queries.sh
-# Environment (defaults): BUZZ_BENCH_ARTIFACTS=200000 BUZZ_BENCH_CHANNELS=500 BUZZ_BENCH_QUERIES=300
+# Usage: scripts/bench-queries.sh [size]     (e.g. 200000 for the earlier figures)
+# Environment (defaults): BUZZ_BENCH_ARTIFACTS=<size> BUZZ_BENCH_CHANNELS=500 BUZZ_BENCH_QUERIES=300
 #   BUZZ_BENCH_CONCURRENCY=8 (connections of the throughput run).
 # Prints one `BENCH {json}` line; results are also written to target/bench/queries.json.
 set -euo pipefail
@@ -14,6 +15,11 @@ cd "$ROOT"
 cargo_bin=${CARGO_HOME:-${HOME:-/root}/.cargo}/bin
 [[ -x $cargo_bin/cargo ]] && PATH="$cargo_bin:$PATH"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/buzz-target}
+
+if [[ $# -gt 0 ]]; then
+  [[ $1 =~ ^[0-9]+$ ]] || { echo "usage: $0 [size]" >&2; exit 2; }
+  export BUZZ_BENCH_ARTIFACTS=$1
+fi
 
 bash scripts/deps-up.sh
 mkdir -p target/bench

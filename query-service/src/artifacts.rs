@@ -59,6 +59,17 @@ fn untagged<'a>(
     qb
 }
 
+/// `= value` for one value (so that an index on `(…, value_hash, updated_at DESC)` yields rows in
+/// page order and the walk stops at the page), `= ANY(values)` for several.
+fn push_hash_match(qb: &mut QueryBuilder<'_, Postgres>, column: &str, values: &[String]) {
+    let mut hashes: Vec<Vec<u8>> = values.iter().map(|v| buzz_store::tag_value_hash(v)).collect();
+    if hashes.len() == 1 {
+        qb.push(format!(" AND {column} = ")).push_bind(hashes.remove(0));
+    } else {
+        qb.push(format!(" AND {column} = ANY(")).push_bind(hashes).push(")");
+    }
+}
+
 /// `current` with tag predicates: the matching artifacts as `t.d, t.updated_at`, entirely from
 /// `artifact_current_tags`, which holds exactly the current revision's tags of each served
 /// artifact beside its home channel and expiry (older revisions cannot match). One predicate
@@ -66,31 +77,44 @@ fn untagged<'a>(
 /// probes on the same artifact (the planner may start from any of them). The lead is a
 /// predicate with a single value when there is one (one row per artifact); otherwise rows are
 /// de-duplicated.
-fn push_candidates(qb: &mut QueryBuilder<'_, Postgres>, readable: &[Uuid], f: &Filter) {
+///
+/// `first` (a page's `limit + offset`): with several lead values, each value's matches are
+/// walked newest first and cut at `first` in a lateral subquery (one ordered index walk per
+/// value, instead of every match of every value sorted), then merged and de-duplicated. The
+/// union's first `first` distinct artifacts are among them: an artifact ahead of one of them
+/// in its value's walk is ahead of it in the union too, and one value's rows are distinct
+/// artifacts. `None` (counts): every match.
+fn push_candidates(qb: &mut QueryBuilder<'_, Postgres>, readable: &[Uuid], f: &Filter, first: Option<i64>) {
     let lead = f.tags.iter().find(|(_, v)| v.len() == 1).or_else(|| f.tags.iter().next());
     let Some((lead_name, lead_values)) = lead else {
         return;
     };
-    let hashes = |values: &[String]| -> Vec<Vec<u8>> {
-        values.iter().map(|v| buzz_store::tag_value_hash(v)).collect()
-    };
+    let lateral = first.filter(|_| lead_values.len() > 1);
+    if lateral.is_some() {
+        let hashes: Vec<Vec<u8>> = lead_values.iter().map(|v| buzz_store::tag_value_hash(v)).collect();
+        qb.push("SELECT t.d, t.updated_at FROM unnest(")
+            .push_bind(hashes)
+            .push("::bytea[]) v(hash) CROSS JOIN LATERAL (");
+    }
     qb.push("SELECT t.d, t.updated_at FROM artifact_current_tags t WHERE t.community_id = $1 AND t.name = ")
-        .push_bind(lead_name.clone())
-        .push(" AND t.value_hash = ANY(")
-        .push_bind(hashes(lead_values))
-        .push(") AND t.home_channel = ANY(")
-        .push_bind(readable.to_vec())
-        .push(") AND ")
-        .push(not_expired("t"));
+        .push_bind(lead_name.clone());
+    if lateral.is_some() {
+        qb.push(" AND t.value_hash = v.hash");
+    } else {
+        push_hash_match(qb, "t.value_hash", lead_values);
+    }
+    qb.push(" AND t.home_channel = ANY(").push_bind(readable.to_vec()).push(") AND ").push(not_expired("t"));
     for (name, values) in f.tags.iter().filter(|(n, _)| *n != lead_name) {
         qb.push(
             " AND EXISTS (SELECT 1 FROM artifact_current_tags u WHERE u.community_id = $1 \
               AND u.d = t.d AND u.name = ",
         )
-        .push_bind(name.clone())
-        .push(" AND u.value_hash = ANY(")
-        .push_bind(hashes(values))
-        .push("))");
+        .push_bind(name.clone());
+        push_hash_match(qb, "u.value_hash", values);
+        qb.push(")");
+    }
+    if let Some(first) = lateral {
+        qb.push(" ORDER BY t.updated_at DESC, t.d LIMIT ").push_bind(first).push(") t");
     }
     if lead_values.len() > 1 {
         qb.push(" GROUP BY t.d, t.updated_at");
@@ -168,7 +192,7 @@ fn select_after<'a>(
             // The page is chosen in the index; events are read for its rows only.
             let mut qb = prefixed_with_reader(prefix, reader);
             qb.push("SELECT e.id, e.raw FROM (");
-            push_candidates(&mut qb, readable, f);
+            push_candidates(&mut qb, readable, f, Some(i64::from(limit) + i64::from(offset)));
             qb.push(" ORDER BY t.updated_at DESC, t.d");
             page(&mut qb);
             qb.push(
@@ -200,7 +224,7 @@ pub fn count<'a>(
         Form::Current => {
             let mut qb = with_reader(reader);
             qb.push("SELECT count(*) FROM (");
-            push_candidates(&mut qb, readable, f);
+            push_candidates(&mut qb, readable, f, None);
             qb.push(") m");
             qb
         }

@@ -1,8 +1,8 @@
 //! Benchmark (ignored by default; run it with `scripts/bench-queries.sh`): first-page latency of a
 //! NIP-AR current-state query on `#type` + `#project` over WebSocket REQ, through the in-process
-//! cluster, on a store seeded by SQL with `BUZZ_BENCH_ARTIFACTS` artifacts (default 200 000) in
+//! cluster, on a store seeded by SQL with `BUZZ_BENCH_ARTIFACTS` artifacts (default 1 000 000) in
 //! `BUZZ_BENCH_CHANNELS` channels (default 500), of which a quarter (open channels) are readable by
-//! the reader (50 000 artifacts) and the rest private channels the reader is not in. Half the
+//! the reader (a quarter of the artifacts) and the rest private channels the reader is not in. Half the
 //! artifacts are `buzz.task`, half `buzz.note`; each carries one of 100 projects. Each of
 //! `BUZZ_BENCH_QUERIES` (default 300) queries asks for a random project's tasks, `limit` 100,
 //! timed from sending `REQ` to `EOSE`. Prints one `BENCH {json}` line and the query plan.
@@ -19,7 +19,7 @@ use serde_json::json;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "benchmark: run scripts/bench-queries.sh"]
 async fn bench_current_query_first_page() {
-    let artifacts: i64 = bench_param("BUZZ_BENCH_ARTIFACTS", 200_000);
+    let artifacts: i64 = bench_param("BUZZ_BENCH_ARTIFACTS", 1_000_000);
     let channels: i64 = bench_param("BUZZ_BENCH_CHANNELS", 500);
     let queries: usize = bench_param("BUZZ_BENCH_QUERIES", 300);
     let cluster = Cluster::start_with(ClusterOptions::default()).await;

@@ -1,6 +1,6 @@
 //! Benchmark (ignored by default; run it with `scripts/bench-artifacts.sh`): sustained NIP-AR
 //! revision throughput and OK latency for create+update chains on a store that already holds
-//! `BUZZ_BENCH_SEED` artifacts (default 100 000, seeded by SQL), through the in-process cluster
+//! `BUZZ_BENCH_SEED` artifacts (default 1 000 000, seeded by SQL), through the in-process cluster
 //! (2 gateways, 2 write and 2 query replicas) with write rate limits raised out of the way.
 //!
 //! Each of `BUZZ_BENCH_CLIENTS` connections (default 8, alternating gateways, one member key each)
@@ -40,8 +40,11 @@ fn revision(keys: &Keys, op: &str, d: Uuid, h: Uuid, prev: Option<&str>, n: usiz
     keys.sign_new(45010, tags, &json!({"version": 1, "n": n}).to_string())
 }
 
-/// `seed` artifacts of one revision each, with their events and tag index rows, in one statement
-/// per table.
+/// `seed` artifacts of one revision each, with their events, tag rows, `artifact_revisions` rows
+/// and current-tag index rows (those `Cluster::index_seeded_artifacts` would derive: the
+/// revision's `d`, `h`, `type` and `status` tags), one statement per table in one transaction,
+/// each table filled in its primary key's order; from `seed::BULK` on, the tables' secondary
+/// indexes are built after the load.
 async fn seed(cluster: &Cluster, community: Uuid, channel: Uuid, author: &str, seed: i64) {
     let mut conn = cluster.pool.acquire().await.unwrap();
     sqlx::query(
@@ -52,33 +55,48 @@ async fn seed(cluster: &Cluster, community: Uuid, channel: Uuid, author: &str, s
     .execute(&mut *conn)
     .await
     .unwrap();
+    let tables = ["events", "event_tags", "artifacts", "artifact_revisions", "artifact_current_tags"];
+    let deferred = if seed >= buzz_tests::seed::BULK {
+        buzz_tests::seed::defer_indexes(&mut conn, &tables).await
+    } else {
+        Vec::new()
+    };
     let sql = [
+        "SET LOCAL work_mem = '256MB'",
         "INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw) \
-             SELECT $1, id, $3, 45010, 1700000000 + g, $2, '{}' FROM seed",
+             SELECT $1, id, $3, 45010, 1700000000 + g, $2, '{}' FROM seed ORDER BY id",
         "INSERT INTO event_tags (community_id, event_id, name, value_hash, created_at) \
              SELECT $1, s.id, t.name, sha256(convert_to(t.value, 'UTF8')), 1700000000 + s.g FROM seed s, \
              LATERAL (VALUES ('d', s.d::text), ('h', $2::text), ('type', 'buzz.task'), ('status', 'open')) \
              AS t(name, value) WHERE $3 <> ''",
         "INSERT INTO artifacts (community_id, d, type, current_revision, home_channel) \
-             SELECT $1, d, 'buzz.task', id, $2 FROM seed WHERE $3 <> ''",
+             SELECT $1, d, 'buzz.task', id, $2 FROM seed WHERE $3 <> '' ORDER BY d",
         "INSERT INTO artifact_revisions (community_id, revision_id, d, op, channel_id, accepted_seq) \
              SELECT $1, s.id, s.d, 'create', $2, e.seq FROM seed s \
-             JOIN events e ON e.community_id = $1 AND e.id = s.id WHERE $3 <> ''",
+             JOIN events e ON e.community_id = $1 AND e.id = s.id WHERE $3 <> '' ORDER BY s.id",
+        "INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at) \
+             SELECT $1, s.d, t.name, sha256(convert_to(t.value, 'UTF8')), $2, now() FROM seed s, \
+             LATERAL (VALUES ('d', s.d::text), ('h', $2::text), ('type', 'buzz.task'), ('status', 'open')) \
+             AS t(name, value) WHERE $3 <> '' ORDER BY 2, 3, 4",
     ];
-    for statement in sql {
-        sqlx::query(statement).bind(community).bind(channel).bind(author).execute(&mut *conn).await.unwrap();
+    let mut tx = sqlx::Connection::begin(&mut *conn).await.unwrap();
+    for (i, statement) in sql.into_iter().enumerate() {
+        let q = sqlx::query(statement);
+        let q = if i == 0 { q } else { q.bind(community).bind(channel).bind(author) };
+        q.execute(&mut *tx).await.unwrap();
     }
-    for table in ["events", "event_tags", "artifacts", "artifact_revisions"] {
-        sqlx::query(&format!("ANALYZE {table}")).execute(&mut *conn).await.unwrap();
+    tx.commit().await.unwrap();
+    buzz_tests::seed::restore_indexes(&mut conn, &deferred).await;
+    for table in tables {
+        sqlx::query(&format!("VACUUM ANALYZE {table}")).execute(&mut *conn).await.unwrap();
     }
-    drop(conn);
-    cluster.index_seeded_artifacts(community).await;
+    sqlx::query("CHECKPOINT").execute(&mut *conn).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "benchmark: scripts/bench-artifacts.sh"]
 async fn bench_artifact_revisions() {
-    let seed_count: i64 = bench_param("BUZZ_BENCH_SEED", 100_000);
+    let seed_count: i64 = bench_param("BUZZ_BENCH_SEED", 1_000_000);
     let clients: usize = bench_param("BUZZ_BENCH_CLIENTS", 8);
     let secs: u64 = bench_param("BUZZ_BENCH_SECS", 15);
     let chain: usize = bench_param("BUZZ_BENCH_CHAIN", 9);
