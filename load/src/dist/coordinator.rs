@@ -131,7 +131,7 @@ pub async fn run_coordinator(args: &CoordinatorArgs, plan: Plan) -> Result<DistR
         args.run_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string()[..12].to_owned());
     let n = args.workers + args.spawn_workers;
     let nats =
-        async_nats::connect(&args.nats_url).await.with_context(|| format!("NATS at {}", args.nats_url))?;
+        proto::connect(&args.nats_url).await?;
     let mut inbox = nats.subscribe(proto::coord_subject(&run_id)).await?;
     let seed = uuid::Uuid::new_v4().simple().to_string();
     let pool = plan.connections().min(args.max_members).max(1);

@@ -163,6 +163,24 @@ pub struct Assignment {
     pub connect_timeout_ms: u64,
 }
 
+/// Connects to NATS at `url`; `NATS_CREDS_FILE` and `NATS_CA_FILE` (as the services read them)
+/// add credentials and a CA, and a `tls://` URL requires TLS.
+pub async fn connect(url: &str) -> Result<async_nats::Client> {
+    let mut options = async_nats::ConnectOptions::new()
+        .name("buzz-load")
+        .connection_timeout(std::time::Duration::from_secs(5));
+    if let Some(path) = std::env::var_os("NATS_CREDS_FILE").filter(|p| !p.is_empty()) {
+        options = options.credentials_file(path).await.context("reading NATS_CREDS_FILE")?;
+    }
+    if let Some(path) = std::env::var_os("NATS_CA_FILE").filter(|p| !p.is_empty()) {
+        options = options.add_root_certificates(path.into());
+    }
+    if url.starts_with("tls://") {
+        options = options.require_tls(true);
+    }
+    options.connect(url).await.with_context(|| format!("NATS at {url}"))
+}
+
 /// Serializes a message.
 pub fn encode<T: Serialize>(m: &T) -> Result<bytes::Bytes> {
     Ok(serde_json::to_vec(m).context("encoding a bus message")?.into())
