@@ -55,6 +55,7 @@ fi
 work=${BUZZ_LC_LOGS:-$(mktemp -d)}
 mkdir -p "$work"
 pids=()
+names=()
 sampler=
 cleanup() {
   [[ -n $sampler ]] && kill "$sampler" 2>/dev/null
@@ -90,6 +91,7 @@ start() { # start NAME CMD...: a service in the background, its log in $work/NAM
   shift
   "$@" >"$work/$name.log" 2>&1 &
   pids+=($!)
+  names+=("$name")
 }
 POLICY=$((BASE + 90))
 start policy env BUZZ_POLICY_ADDR="127.0.0.1:$POLICY" BUZZ_POLICY_ADMIN_ADDR="127.0.0.1:$((BASE + 91))" \
@@ -129,9 +131,22 @@ log "load-cluster: $G gateway(s), $W write-service(s), query, snapshot, policy u
 ) &
 sampler=$!
 
+# CPU seconds (user + system) of a process so far, and of the whole machine (busy, all cores).
+cpu_of() { awk -v t="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / t}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+machine_busy() { awk -v t="$(getconf CLK_TCK)" '/^cpu / {printf "%.2f", ($2 + $3 + $4 + $7 + $8) / t}' /proc/stat; }
+declare -A cpu0
+for k in "${!pids[@]}"; do cpu0[$k]=$(cpu_of "${pids[$k]}"); done
+busy0=$(machine_busy)
+
 rc=0
 "$BIN/buzz-load" coordinator --spawn-workers "$N" "${urls[@]}" --host-header load.localhost \
   --operator-url "http://127.0.0.1:$POLICY" --operator-secret "$OP_SECRET" "$@" || rc=$?
+busy1=$(machine_busy)
+echo "  CPU seconds during the run (user + system):"
+for k in "${!pids[@]}"; do
+  awk -v n="${names[$k]}" -v a="${cpu0[$k]}" -v b="$(cpu_of "${pids[$k]}")" 'BEGIN {printf "    %-10s %7.2f\n", n, b - a}'
+done
+awk -v a="$busy0" -v b="$busy1" 'BEGIN {printf "    %-10s %7.2f (every process on the machine: PostgreSQL, NATS, Redis, the load workers, ...)\n", "machine", b - a}'
 for ((i = 0; i < G; i++)); do
   awk -v g="$i" '$1 == g && $2 > max {max = $2} END {printf "  gateway %s peak RSS %.1f MB\n", g, max / 1024}' "$work/rss.log"
 done

@@ -37,7 +37,10 @@ fn spawn_worker(nats_url: &str, run_id: &str, name: &str) -> Worker {
     let exe = std::env::current_exe().unwrap();
     let child = Command::new(exe)
         .args(["--exact", WORKER_TEST, "--ignored", "--nocapture", "--test-threads=1"])
-        .env(WORKER_ARGS, format!("--nats-url {nats_url} --run-id {run_id} --name {name} --assign-timeout 60"))
+        .env(
+            WORKER_ARGS,
+            format!("--nats-url {nats_url} --run-id {run_id} --name {name} --assign-timeout 60"),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())

@@ -62,7 +62,8 @@ async fn setup(args: &CoordinatorArgs, plan: &Plan, seed: &str, pool: usize) -> 
         post_signed(&http, &op, &url, &url, None, &body).await.context("provisioning the community")?;
     }
     let url = format!("{}/api/members", first.http_base());
-    let signed_url = format!("http://{}/api/members", first.host);
+    // https is always accepted (http only for loopback hosts).
+    let signed_url = format!("https://{}/api/members", first.host);
     let host = (first.host != first.authority).then_some(first.host.as_str());
     let started = Instant::now();
     let results: Vec<Result<()>> = futures::stream::iter(0..pool)
@@ -130,8 +131,7 @@ pub async fn run_coordinator(args: &CoordinatorArgs, plan: Plan) -> Result<DistR
     let run_id =
         args.run_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string()[..12].to_owned());
     let n = args.workers + args.spawn_workers;
-    let nats =
-        proto::connect(&args.nats_url).await?;
+    let nats = proto::connect(&args.nats_url).await?;
     let mut inbox = nats.subscribe(proto::coord_subject(&run_id)).await?;
     let seed = uuid::Uuid::new_v4().simple().to_string();
     let pool = plan.connections().min(args.max_members).max(1);

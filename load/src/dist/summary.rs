@@ -272,3 +272,83 @@ impl fmt::Display for DistReport {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dist::metrics::Recorder;
+    use crate::dist::proto::Interval;
+    use clap::Parser;
+    use std::time::Duration;
+
+    fn plan() -> anyhow::Result<Plan> {
+        let args = crate::dist::CoordinatorArgs::try_parse_from([
+            "c",
+            "--spawn-workers",
+            "2",
+            "--owner-secret",
+            "ab",
+            "--scenario",
+            "fanout",
+            "--subscribers",
+            "4",
+            "--duration",
+            "2",
+        ])?;
+        args.validate()
+    }
+
+    fn worker(name: &str, listen: u64, totals: Option<BTreeMap<String, Counts>>) -> WorkerReport {
+        WorkerReport {
+            name: name.to_owned(),
+            connected: [("listen".to_owned(), listen)].into_iter().collect(),
+            failed_connections: 0,
+            totals,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn the_report_adds_up_deliveries_timeline_and_worker_totals() -> anyhow::Result<()> {
+        let (a, b) = (Recorder::default(), Recorder::default());
+        let mut merged = Merged::default();
+        for s in 0..2 {
+            a.ok("fanout.publish", Duration::from_millis(2));
+            for _ in 0..4 {
+                b.ok("delivery", Duration::from_millis(5 + s));
+            }
+            merged.add(&Interval::pack("a", s, &a.take())?)?;
+            merged.add(&Interval::pack("b", s, &b.take())?)?;
+        }
+        let r = DistReport::build(
+            "run".into(),
+            plan()?,
+            &merged,
+            vec![worker("a", 2, Some(a.totals())), worker("b", 2, Some(b.totals()))],
+        );
+        assert_eq!(r.headline, "delivery");
+        let d = r.delivery.clone().expect("listeners");
+        assert_eq!((d.listeners, d.expected, d.delivered), (4, 8, 8));
+        assert_eq!(r.timeline.len(), 2);
+        assert_eq!(r.timeline[1].ops, 5);
+        assert!(r.timeline[1].p99_us >= 6_000 && r.timeline[1].p99_us < 6_100, "{:?}", r.timeline[1]);
+        assert!(r.totals_match);
+        assert_eq!(r.failed_workers, 0);
+        assert!((r.ops["delivery"].ok_per_sec - 4.0).abs() < 1e-9);
+        let json = serde_json::to_value(&r)?;
+        assert_eq!(json["ops"]["delivery"]["ok"], 8);
+        assert_eq!(json["delivery"]["ratio"], 1.0);
+        assert!(r.to_string().contains("merged windows equal the workers' totals: yes"));
+
+        // A worker that never finished: flagged, and the totals cannot match.
+        let r = DistReport::build(
+            "run".into(),
+            plan()?,
+            &merged,
+            vec![worker("a", 2, Some(a.totals())), worker("b", 2, None)],
+        );
+        assert_eq!(r.failed_workers, 1);
+        assert!(!r.totals_match);
+        Ok(())
+    }
+}

@@ -34,8 +34,7 @@ pub async fn run_worker(args: &WorkerArgs) -> Result<()> {
     let name = args.name.clone().unwrap_or_else(default_name);
     check_token("name", &name)?;
     let assign_timeout = secs("assign-timeout", args.assign_timeout)?;
-    let nats =
-        proto::connect(&args.nats_url).await?;
+    let nats = proto::connect(&args.nats_url).await?;
     let coord = proto::coord_subject(&args.run_id);
     let mut mine = nats.subscribe(proto::worker_subject(&args.run_id, &name)).await?;
     let mut all = nats.subscribe(proto::all_subject(&args.run_id)).await?;
