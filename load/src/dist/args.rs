@@ -12,7 +12,7 @@ use crate::config::{ws_authority, Target, MAX_DURATION_SECS};
 /// Coordinator of a distributed run: prepares the community, assigns scenario shares to workers
 /// over NATS, merges their histograms and writes the summary, JSON report and SVG plot.
 #[derive(Debug, Clone, Parser)]
-#[command(name = "buzz-load coordinator", version)]
+#[command(name = "buzz-load coordinator", bin_name = "buzz-load coordinator", version)]
 pub struct CoordinatorArgs {
     /// NATS server the coordinator and its workers meet on.
     #[arg(long, env = "NATS_URL", default_value = "nats://127.0.0.1:4222")]
@@ -98,7 +98,7 @@ pub struct CoordinatorArgs {
 /// One worker of a distributed run: connects to NATS, says hello under the run id, runs the share
 /// it is assigned, streams histograms every second and exits when the run is over.
 #[derive(Debug, Clone, Parser)]
-#[command(name = "buzz-load worker", version)]
+#[command(name = "buzz-load worker", bin_name = "buzz-load worker", version)]
 pub struct WorkerArgs {
     /// NATS server the coordinator listens on.
     #[arg(long, env = "NATS_URL", default_value = "nats://127.0.0.1:4222")]
@@ -130,6 +130,18 @@ pub(super) fn check_token(name: &str, v: &str) -> Result<()> {
     Ok(())
 }
 
+impl WorkerArgs {
+    /// Checks the flags clap cannot (exit code 2 on error).
+    pub fn validate(&self) -> Result<()> {
+        check_token("run-id", &self.run_id)?;
+        if let Some(n) = &self.name {
+            check_token("name", n)?;
+        }
+        secs("assign-timeout", self.assign_timeout)?;
+        Ok(())
+    }
+}
+
 impl CoordinatorArgs {
     /// Checks every flag; the error text is what the user sees (exit code 2).
     pub fn validate(&self) -> Result<Plan> {
@@ -158,6 +170,13 @@ impl CoordinatorArgs {
             .collect::<Result<Vec<_>>>()?;
         if self.owner_secret.is_none() && self.operator_url.is_none() {
             bail!("needs --owner-secret, or --operator-url with --operator-secret");
+        }
+        for (name, secret) in
+            [("owner-secret", &self.owner_secret), ("operator-secret", &self.operator_secret)]
+        {
+            if secret.as_deref().is_some_and(|s| buzz_core::Keys::from_secret_hex(s.trim()).is_none()) {
+                bail!("--{name} is not a valid 64-hex secret key");
+            }
         }
         if self.operator_url.is_some() && self.operator_secret.is_none() {
             bail!("--operator-url needs --operator-secret");

@@ -70,6 +70,10 @@ pub fn worker_main(args: impl IntoIterator<Item = String>) -> ExitCode {
         Ok(a) => a,
         Err(e) => return clap_exit(&e),
     };
+    if let Err(e) = args.validate() {
+        eprintln!("buzz-load worker: {e:#}");
+        return ExitCode::from(2);
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

@@ -281,7 +281,13 @@ mod tests {
     use clap::Parser;
 
     fn plan(args: &[&str]) -> Result<Plan> {
-        let mut v = vec!["coordinator", "--spawn-workers", "2", "--owner-secret", "ab"];
+        let mut v = vec![
+            "coordinator",
+            "--spawn-workers",
+            "2",
+            "--owner-secret",
+            "0000000000000000000000000000000000000000000000000000000000000001",
+        ];
         v.extend_from_slice(args);
         CoordinatorArgs::try_parse_from(v)?.validate()
     }
@@ -369,8 +375,15 @@ mod tests {
         assert!(plan(&["--scenario", "fanout", "--clients", "3"]).is_err());
         assert!(plan(&["--run-id", "a.b"]).is_err());
         assert!(plan(&["--url", "http://x"]).is_err());
-        assert!(CoordinatorArgs::try_parse_from(["c", "--owner-secret", "ab"])
-            .map(|a| a.validate().is_err())
-            .unwrap_or(false));
+        let bad_owner =
+            CoordinatorArgs::try_parse_from(["c", "--spawn-workers", "1", "--owner-secret", "ab"]);
+        assert!(bad_owner.map(|a| a.validate().is_err()).unwrap_or(false));
+        assert!(CoordinatorArgs::try_parse_from([
+            "c",
+            "--owner-secret",
+            "0000000000000000000000000000000000000000000000000000000000000001"
+        ])
+        .map(|a| a.validate().is_err())
+        .unwrap_or(false));
     }
 }

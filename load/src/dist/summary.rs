@@ -287,7 +287,7 @@ mod tests {
             "--spawn-workers",
             "2",
             "--owner-secret",
-            "ab",
+            "0000000000000000000000000000000000000000000000000000000000000001",
             "--scenario",
             "fanout",
             "--subscribers",
