@@ -14,6 +14,9 @@ use super::artifacts::ARTIFACT_TYPE;
 use crate::client::Conn;
 use crate::dist::session::{sleep_until, Ctx, Timing};
 
+/// First and longest pause after a failed capture.
+const MIN_BACKOFF: Duration = Duration::from_millis(250);
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// Pages one capture may take before it is given up (a relay that never ends a capture).
 const MAX_PAGES: usize = 10_000;
 
@@ -77,15 +80,29 @@ async fn capture(ctx: &Ctx, keys: &Keys, g: usize) -> Result<usize> {
 pub async fn run(ctx: Arc<Ctx>, conn: Conn, g: usize, t: Timing, think: Duration) {
     let keys = ctx.keys(g);
     sleep_until(t.start).await;
+    let mut backoff = Duration::ZERO;
     while Instant::now() < t.send_end {
         let t0 = Instant::now();
-        match tokio::time::timeout(ctx.timeout(), capture(&ctx, &keys, g)).await {
-            Ok(Ok(_)) => ctx.rec.ok("snapshot.capture", t0.elapsed()),
-            Ok(Err(e)) => ctx.rec.error("snapshot.capture", &format!("{e:#}")),
-            Err(_) => ctx.rec.error("snapshot.capture", "timed out"),
-        }
-        if !think.is_zero() {
-            tokio::time::sleep(think).await;
+        let failed = match tokio::time::timeout(ctx.timeout(), capture(&ctx, &keys, g)).await {
+            Ok(Ok(_)) => {
+                ctx.rec.ok("snapshot.capture", t0.elapsed());
+                false
+            }
+            Ok(Err(e)) => {
+                ctx.rec.error("snapshot.capture", &format!("{e:#}"));
+                true
+            }
+            Err(_) => {
+                ctx.rec.error("snapshot.capture", "timed out");
+                true
+            }
+        };
+        // The relay's capture quotas (two per reader, a shared cap) free up only as captures
+        // expire and it answers 503 meanwhile: back off instead of hammering it.
+        backoff = if failed { (backoff * 2).clamp(MIN_BACKOFF, MAX_BACKOFF) } else { Duration::ZERO };
+        let pause = think.max(backoff);
+        if !pause.is_zero() {
+            tokio::time::sleep(pause.min(t.send_end.saturating_duration_since(Instant::now()))).await;
         }
     }
     conn.close(Duration::from_secs(1)).await;
