@@ -118,7 +118,7 @@ pub struct Args {
 }
 
 /// One place to connect to: the socket URL and the Host header to send there.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Target {
     /// `ws://authority/path` as given.
     pub url: String,

@@ -32,6 +32,12 @@ pub fn chat_event(keys: &Keys, channel: &str, conn: usize, seq: u64, filler: usi
     keys.sign_new(CHAT_KIND, vec![vec!["h".into(), channel.into()]], &content)
 }
 
+/// A kind-9 chat event with `content` in `channel`.
+#[must_use]
+pub fn keys_event(keys: &Keys, channel: &str, content: &str) -> Event {
+    keys.sign_new(CHAT_KIND, vec![vec!["h".into(), channel.into()]], content)
+}
+
 /// The NIP-42 AUTH event answering `challenge` on a connection whose Host is `host`.
 #[must_use]
 pub fn auth_event(keys: &Keys, host: &str, challenge: &str) -> Event {

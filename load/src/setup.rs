@@ -36,7 +36,7 @@ fn parse_secret(name: &str, hex: &str) -> Result<Keys> {
 
 /// POSTs `body` (JSON) to `url` with a fresh NIP-98 header (`buzz_core::nip98`, a nonce per
 /// request) whose `u` tag is `signed_url`.
-async fn post_signed(
+pub(crate) async fn post_signed(
     http: &reqwest::Client,
     keys: &Keys,
     url: &str,

@@ -43,6 +43,42 @@ impl Latency {
         let _ = self.0.add(&other.0);
     }
 
+    /// Samples recorded.
+    #[must_use]
+    pub fn count(&self) -> u64 {
+        self.0.len()
+    }
+
+    /// The histogram in hdrhistogram's V2 wire format, base64-encoded (how workers ship it over
+    /// NATS).
+    pub fn to_base64(&self) -> anyhow::Result<String> {
+        use base64::Engine as _;
+        let mut buf = Vec::new();
+        hdrhistogram::serialization::Serializer::serialize(
+            &mut hdrhistogram::serialization::V2Serializer::new(),
+            &self.0,
+            &mut buf,
+        )
+        .map_err(|e| anyhow::anyhow!("serializing a histogram: {e:?}"))?;
+        Ok(base64::engine::general_purpose::STANDARD.encode(buf))
+    }
+
+    /// Reads what [`Latency::to_base64`] wrote; samples outside this tool's bounds are clamped.
+    pub fn from_base64(text: &str) -> anyhow::Result<Self> {
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(|e| anyhow::anyhow!("histogram is not base64: {e}"))?;
+        let h: Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| anyhow::anyhow!("bad histogram: {e:?}"))?;
+        let mut out = Self::new();
+        for v in h.iter_recorded() {
+            let _ = out.0.record_n(v.value_iterated_to().clamp(1, MAX_LATENCY_US), v.count_at_value());
+        }
+        Ok(out)
+    }
+
     #[must_use]
     pub fn summary(&self) -> Summary {
         if self.0.is_empty() {
@@ -95,7 +131,8 @@ impl Reasons {
         self.add_n(reason, 1);
     }
 
-    fn add_n(&mut self, reason: &str, n: u64) {
+    /// Adds `n` occurrences of `reason`.
+    pub fn add_n(&mut self, reason: &str, n: u64) {
         if let Some(slot) = self.first.iter_mut().find(|(r, _)| r == reason) {
             slot.1 += n;
         } else if self.first.len() < MAX_REASONS {
@@ -276,6 +313,19 @@ mod tests {
         assert_eq!(s.count, 3);
         assert!(close(s.p50_us, 300));
         assert!(close(s.max_us, 300));
+    }
+
+    #[test]
+    fn histograms_survive_the_wire() -> anyhow::Result<()> {
+        let mut a = Latency::new();
+        for us in [5, 500, 50_000, 5_000_000] {
+            a.record_us(us);
+        }
+        let b = Latency::from_base64(&a.to_base64()?)?;
+        assert_eq!(a.summary(), b.summary());
+        assert!(Latency::from_base64("not base64!").is_err());
+        assert!(Latency::from_base64("AAAA").is_err());
+        Ok(())
     }
 
     #[test]

@@ -307,8 +307,16 @@ def test_helm_test_round_trips_an_event_and_the_load_job_is_optional():
     args = pod["spec"]["containers"][0]["args"]
     assert "--require-complete" in args and "--url=ws://buzz-gateway:7777" in args
     assert "buzz-load" not in by_kind(docs, "Job")
-    job = by_kind(render(merged(VALUES, {"loadTest": {"enabled": True}})), "Job")["buzz-load"]
-    assert job["spec"]["parallelism"] == 2
+    jobs = by_kind(render(merged(VALUES, {"loadTest": {"enabled": True}})), "Job")
+    coordinator = jobs["buzz-load"]["spec"]["template"]["spec"]["containers"][0]
+    workers = jobs["buzz-load-workers"]
+    assert workers["spec"]["parallelism"] == 2 and workers["spec"]["completions"] == 2
+    worker = workers["spec"]["template"]["spec"]["containers"][0]
+    # Coordinator and workers meet under one run id on the chart's NATS.
+    run_id = next(a for a in coordinator["args"] if a.startswith("--run-id="))
+    assert coordinator["args"][0] == "coordinator" and "--workers=2" in coordinator["args"]
+    assert worker["args"] == ["worker", run_id]
+    assert {"name": "NATS_URL", "value": "nats://nats:4222"} in worker["env"]
 
 
 def test_production_values_run_three_gateways_over_tls():

@@ -1,0 +1,389 @@
+//! Scenarios, their parts (kinds of client), and how a run is split over workers.
+
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::ValueEnum;
+use serde::{Deserialize, Serialize};
+
+use super::args::{secs, CoordinatorArgs};
+use crate::config::Target;
+
+/// A workload the coordinator can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scenario {
+    /// Kind-9 chat ingest: closed-loop publishers (optionally paced), optional subscribers.
+    Chat,
+    /// One paced writer, many subscribers spread over the gateways: delivery latency.
+    Fanout,
+    /// NIP-AR create/update chains with a share of deliberately stale updates.
+    Artifacts,
+    /// Current-state artifact queries (REQ → EOSE).
+    Queries,
+    /// Snapshot captures over signed `POST /query` (start, pages, complete).
+    Snapshot,
+    /// A connection storm: connect + NIP-42 AUTH + close, as fast as allowed or paced.
+    Storm,
+    /// Authenticated sockets held open and idle for the window.
+    Idle,
+    /// A mixed team workday: chat, artifacts, queries, snapshots, reconnects, with think times.
+    Workday,
+}
+
+/// The kind of one client loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PartKind {
+    /// Publishes kind-9 events (`chat`).
+    Chat,
+    /// The fan-out writer (`fanout.publish`).
+    Fanout,
+    /// Subscribes to the load channel and times deliveries (`delivery`).
+    Listen,
+    /// Artifact chains (`artifact.create`, `artifact.update`, `artifact.stale`).
+    Artifacts,
+    /// Current-state queries (`query.current`).
+    Queries,
+    /// Snapshot captures (`snapshot.capture`).
+    Snapshot,
+    /// Connect + AUTH + close (`storm.connect`).
+    Storm,
+    /// Idle authenticated sockets (`idle.connect`).
+    Idle,
+}
+
+/// One kind of client in a run: how many, at what total rate, with what pause between operations.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Part {
+    /// What the clients do.
+    pub kind: PartKind,
+    /// Clients over all workers.
+    pub clients: usize,
+    /// Total operations/s over all clients of this part; `None` = closed loop.
+    pub rate: Option<f64>,
+    /// Pause after each operation, per client (workday think time), in milliseconds.
+    pub think_ms: u64,
+}
+
+/// Knobs every worker needs, the same for all.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Knobs {
+    /// chat: EVENTs awaiting OK per connection.
+    pub in_flight: usize,
+    /// artifacts: updates per create.
+    pub chain: usize,
+    /// artifacts: share of updates sent with a stale `prev`.
+    pub conflict_share: f64,
+    /// queries/snapshot: artifacts each worker creates before the window.
+    pub seed_artifacts: usize,
+}
+
+/// Client weights of the workday profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Weights {
+    /// Chat publishers.
+    pub chat: u32,
+    /// Artifact editors.
+    pub artifacts: u32,
+    /// Current-state readers.
+    pub queries: u32,
+    /// Snapshot capturers.
+    pub snapshot: u32,
+    /// Reconnecting clients.
+    pub storm: u32,
+}
+
+impl Weights {
+    /// Parses `name=weight,...`; names missing from the list weigh 0.
+    pub fn parse(text: &str) -> Result<Self> {
+        let mut w = Self { chat: 0, artifacts: 0, queries: 0, snapshot: 0, storm: 0 };
+        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (name, value) =
+                item.split_once('=').with_context(|| format!("--weights: {item:?} is not name=N"))?;
+            let value: u32 =
+                value.trim().parse().with_context(|| format!("--weights: bad weight in {item:?}"))?;
+            let slot = match name.trim() {
+                "chat" => &mut w.chat,
+                "artifacts" => &mut w.artifacts,
+                "queries" => &mut w.queries,
+                "snapshot" => &mut w.snapshot,
+                "storm" => &mut w.storm,
+                other => {
+                    bail!("--weights: unknown part {other:?} (chat, artifacts, queries, snapshot, storm)")
+                }
+            };
+            *slot = value;
+        }
+        if w.total() == 0 {
+            bail!("--weights: at least one weight must be positive");
+        }
+        Ok(w)
+    }
+
+    fn total(self) -> u64 {
+        [self.chat, self.artifacts, self.queries, self.snapshot, self.storm]
+            .iter()
+            .map(|&x| u64::from(x))
+            .sum()
+    }
+
+    /// `clients` split by weight (largest remainders), with think times of a human team.
+    #[must_use]
+    pub fn parts(self, clients: usize) -> Vec<Part> {
+        let list = [
+            (PartKind::Chat, self.chat, 1_000),
+            (PartKind::Artifacts, self.artifacts, 2_000),
+            (PartKind::Queries, self.queries, 2_000),
+            (PartKind::Snapshot, self.snapshot, 5_000),
+            (PartKind::Storm, self.storm, 3_000),
+        ];
+        let total = self.total().max(1);
+        let c = clients as u64;
+        let mut counts: Vec<u64> = list.iter().map(|&(_, w, _)| c * u64::from(w) / total).collect();
+        let mut left = c - counts.iter().sum::<u64>();
+        // Hand the rest out in list order to positive weights.
+        for (i, &(_, w, _)) in list.iter().enumerate().cycle().take(list.len() * 2) {
+            if left == 0 {
+                break;
+            }
+            if w > 0 {
+                counts[i] += 1;
+                left -= 1;
+            }
+        }
+        list.iter()
+            .zip(counts)
+            .filter(|(_, n)| *n > 0)
+            .map(|(&(kind, _, think_ms), n)| Part {
+                kind,
+                clients: usize::try_from(n).unwrap_or(usize::MAX),
+                rate: None,
+                think_ms,
+            })
+            .collect()
+    }
+}
+
+/// A validated run: where, what, how long.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// The scenario named on the command line.
+    pub scenario: Scenario,
+    /// Gateways (connections go round-robin by global client index).
+    pub targets: Vec<Target>,
+    /// The client kinds of the run.
+    pub parts: Vec<Part>,
+    /// Shared knobs.
+    pub knobs: Knobs,
+    /// Measured window.
+    pub duration: Duration,
+    /// Drain after the window.
+    pub drain: Duration,
+    /// Connect/AUTH/EOSE/HTTP timeout.
+    pub connect_timeout: Duration,
+}
+
+impl Plan {
+    /// The plan of `a` (flags already checked one by one).
+    pub fn build(a: &CoordinatorArgs, targets: Vec<Target>, weights: &Weights) -> Result<Self> {
+        let part = |kind, clients, rate| Part { kind, clients, rate, think_ms: 0 };
+        let subs = a.subscribers;
+        let mut parts = match a.scenario {
+            Scenario::Chat => vec![part(PartKind::Chat, a.clients.unwrap_or(4), a.rate)],
+            Scenario::Fanout => {
+                if a.clients.is_some_and(|c| c != 1) {
+                    bail!("--scenario fanout has exactly one writer; use --subscribers");
+                }
+                vec![part(PartKind::Fanout, 1, Some(a.rate.unwrap_or(20.0)))]
+            }
+            Scenario::Artifacts => vec![part(PartKind::Artifacts, a.clients.unwrap_or(4), None)],
+            Scenario::Queries => vec![part(PartKind::Queries, a.clients.unwrap_or(4), None)],
+            Scenario::Snapshot => vec![part(PartKind::Snapshot, a.clients.unwrap_or(2), None)],
+            Scenario::Storm => vec![part(PartKind::Storm, a.clients.unwrap_or(8), a.rate)],
+            Scenario::Idle => vec![part(PartKind::Idle, a.clients.unwrap_or(100), None)],
+            Scenario::Workday => weights.parts(a.clients.unwrap_or(20)),
+        };
+        let listeners = subs.unwrap_or(if a.scenario == Scenario::Fanout { 1000 } else { 0 });
+        if listeners > 0 {
+            parts.push(part(PartKind::Listen, listeners, None));
+        }
+        if parts.iter().all(|p| p.clients == 0) {
+            bail!("--clients must be at least 1");
+        }
+        Ok(Self {
+            scenario: a.scenario,
+            targets,
+            parts,
+            knobs: Knobs {
+                in_flight: a.in_flight,
+                chain: a.chain,
+                conflict_share: a.conflict_share,
+                seed_artifacts: a.seed_artifacts,
+            },
+            duration: secs("duration", a.duration)?,
+            drain: secs("drain-timeout", a.drain_timeout)?,
+            connect_timeout: secs("connect-timeout", a.connect_timeout)?,
+        })
+    }
+
+    /// Connections over all parts (one key each, up to the member cap).
+    #[must_use]
+    pub fn connections(&self) -> usize {
+        self.parts.iter().map(|p| p.clients).sum()
+    }
+}
+
+/// One worker's slice of one part.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PartShare {
+    /// The part (its totals).
+    pub part: Part,
+    /// Clients this worker runs.
+    pub clients: usize,
+    /// Global index of this worker's first client of this run (keys and gateways follow it).
+    pub first: usize,
+    /// This worker's share of the part's rate.
+    pub rate: Option<f64>,
+}
+
+/// Splits `total` over `n` as evenly as possible; the first `total % n` get one more.
+#[must_use]
+pub fn split(total: usize, n: usize, i: usize) -> usize {
+    if n == 0 {
+        return 0;
+    }
+    total / n + usize::from(i < total % n)
+}
+
+/// The shares of worker `i` of `n`: every part split evenly, global client indexes consecutive
+/// over parts and workers, rates in proportion to clients.
+#[must_use]
+pub fn assign(plan: &Plan, n: usize, i: usize) -> Vec<PartShare> {
+    let mut base = 0;
+    let mut out = Vec::new();
+    for part in &plan.parts {
+        let before: usize = (0..i).map(|j| split(part.clients, n, j)).sum();
+        let clients = split(part.clients, n, i);
+        #[allow(clippy::cast_precision_loss)] // client counts are small
+        let rate = part.rate.map(|r| r * clients as f64 / part.clients.max(1) as f64);
+        if clients > 0 {
+            out.push(PartShare { part: *part, clients, first: base + before, rate });
+        }
+        base += part.clients;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn plan(args: &[&str]) -> Result<Plan> {
+        let mut v = vec![
+            "coordinator",
+            "--spawn-workers",
+            "2",
+            "--owner-secret",
+            "0000000000000000000000000000000000000000000000000000000000000001",
+        ];
+        v.extend_from_slice(args);
+        CoordinatorArgs::try_parse_from(v)?.validate()
+    }
+
+    #[test]
+    fn shares_cover_every_client_once() -> Result<()> {
+        let p = plan(&[
+            "--scenario",
+            "fanout",
+            "--subscribers",
+            "1001",
+            "--url",
+            "ws://a:1",
+            "--url",
+            "ws://b:2",
+        ])?;
+        let n = 3;
+        let shares: Vec<Vec<PartShare>> = (0..n).map(|i| assign(&p, n, i)).collect();
+        // The one writer lands on worker 0 only.
+        let writers: Vec<usize> = shares
+            .iter()
+            .map(|s| s.iter().filter(|x| x.part.kind == PartKind::Fanout).map(|x| x.clients).sum())
+            .collect();
+        assert_eq!(writers, vec![1, 0, 0]);
+        let mut seen = vec![0u8; p.connections()];
+        for s in shares.iter().flatten() {
+            for x in seen.iter_mut().skip(s.first).take(s.clients) {
+                *x += 1;
+            }
+        }
+        assert!(seen.iter().all(|&x| x == 1), "every global client index exactly once");
+        let listen: Vec<usize> = shares
+            .iter()
+            .map(|s| s.iter().filter(|x| x.part.kind == PartKind::Listen).map(|x| x.clients).sum())
+            .collect();
+        assert_eq!(listen, vec![334, 334, 333]);
+        let rate: f64 = shares.iter().flatten().filter_map(|s| s.rate).sum();
+        assert!((rate - 20.0).abs() < 1e-9);
+        Ok(())
+    }
+
+    #[test]
+    fn rates_follow_clients() -> Result<()> {
+        let p = plan(&["--clients", "3", "--rate", "300"])?;
+        let r: Vec<f64> = (0..2).flat_map(|i| assign(&p, 2, i)).filter_map(|s| s.rate).collect();
+        assert!((r[0] - 200.0).abs() < 1e-9 && (r[1] - 100.0).abs() < 1e-9, "{r:?}");
+        Ok(())
+    }
+
+    #[test]
+    fn more_workers_than_clients_leaves_some_idle() -> Result<()> {
+        let p = plan(&["--clients", "1"])?;
+        assert_eq!(assign(&p, 4, 0).len(), 1);
+        assert!(assign(&p, 4, 3).is_empty());
+        Ok(())
+    }
+
+    #[test]
+    fn workday_weights_split_clients() -> Result<()> {
+        let w = Weights::parse("chat=50,artifacts=25,queries=15,snapshot=5,storm=5")?;
+        let parts = w.parts(20);
+        let counts: Vec<(PartKind, usize)> = parts.iter().map(|p| (p.kind, p.clients)).collect();
+        assert_eq!(
+            counts,
+            vec![
+                (PartKind::Chat, 10),
+                (PartKind::Artifacts, 5),
+                (PartKind::Queries, 3),
+                (PartKind::Snapshot, 1),
+                (PartKind::Storm, 1)
+            ]
+        );
+        assert_eq!(Weights::parse("chat=1").map(|w| w.parts(7).len())?, 1);
+        assert_eq!(Weights::parse("chat=1,queries=1")?.parts(3).iter().map(|p| p.clients).sum::<usize>(), 3);
+        Ok(())
+    }
+
+    #[test]
+    fn bad_flags_are_refused() {
+        assert!(Weights::parse("chat=x").is_err());
+        assert!(Weights::parse("lunch=3").is_err());
+        assert!(Weights::parse("chat=0").is_err());
+        assert!(plan(&["--conflict-share", "2"]).is_err());
+        assert!(plan(&["--duration", "0"]).is_err());
+        assert!(plan(&["--scenario", "fanout", "--clients", "3"]).is_err());
+        assert!(plan(&["--run-id", "a.b"]).is_err());
+        assert!(plan(&["--url", "http://x"]).is_err());
+        let bad_owner =
+            CoordinatorArgs::try_parse_from(["c", "--spawn-workers", "1", "--owner-secret", "ab"]);
+        assert!(bad_owner.map(|a| a.validate().is_err()).unwrap_or(false));
+        assert!(CoordinatorArgs::try_parse_from([
+            "c",
+            "--owner-secret",
+            "0000000000000000000000000000000000000000000000000000000000000001"
+        ])
+        .map(|a| a.validate().is_err())
+        .unwrap_or(false));
+    }
+}

@@ -1,0 +1,138 @@
+//! A worker: hello until assigned, prepare the share, ready, wait for the start, run, stream one
+//! window per second, then the final window and `done` with its totals.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{anyhow, bail, Context, Result};
+use futures::StreamExt;
+
+use super::args::{check_token, secs, WorkerArgs};
+use super::metrics::Recorder;
+use super::proto::{self, Assignment, Interval, ToCoordinator, ToWorker};
+use super::scenarios;
+use super::session::{Ctx, Timing};
+
+/// Wall-clock ms since the epoch as an `Instant` (past values map to now).
+fn instant_of_unix_ms(ms: u64) -> Instant {
+    let now_ms =
+        SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
+    Instant::now() + Duration::from_millis(ms.saturating_sub(now_ms))
+}
+
+fn default_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let host: String =
+        host.trim().chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-').take(40).collect();
+    format!("{}-{}", if host.is_empty() { "worker" } else { &host }, std::process::id())
+}
+
+/// Runs one worker to the end of its run.
+pub async fn run_worker(args: &WorkerArgs) -> Result<()> {
+    check_token("run-id", &args.run_id)?;
+    let name = args.name.clone().unwrap_or_else(default_name);
+    check_token("name", &name)?;
+    let assign_timeout = secs("assign-timeout", args.assign_timeout)?;
+    let nats = proto::connect(&args.nats_url).await?;
+    let coord = proto::coord_subject(&args.run_id);
+    let mut mine = nats.subscribe(proto::worker_subject(&args.run_id, &name)).await?;
+    let mut all = nats.subscribe(proto::all_subject(&args.run_id)).await?;
+    let say = |m: ToCoordinator| {
+        let nats = nats.clone();
+        let coord = coord.clone();
+        async move {
+            nats.publish(coord, proto::encode(&m)?).await?;
+            anyhow::Ok(())
+        }
+    };
+
+    // Hello until assigned (the coordinator may not listen yet).
+    let deadline = tokio::time::Instant::now() + assign_timeout;
+    let assignment: Assignment = loop {
+        say(ToCoordinator::Hello { worker: name.clone() }).await?;
+        tokio::select! {
+            msg = mine.next() => match msg.map(|m| proto::decode::<ToWorker>(&m.payload)) {
+                Some(Ok(ToWorker::Assign(a))) => break *a,
+                Some(Ok(ToWorker::Abort)) => bail!("the coordinator aborted the run"),
+                Some(Ok(ToWorker::Start { .. }) | Err(_)) => {}
+                None => bail!("NATS subscription ended"),
+            },
+            () = tokio::time::sleep(Duration::from_millis(500)) => {}
+            () = tokio::time::sleep_until(deadline) => bail!("no assignment within {assign_timeout:?}"),
+        }
+    };
+    let result = run_assignment(&nats, &name, &coord, assignment, &mut all).await;
+    if let Err(e) = &result {
+        let _ = say(ToCoordinator::Failed { worker: name.clone(), error: format!("{e:#}") }).await;
+    }
+    nats.flush().await?;
+    result
+}
+
+async fn run_assignment(
+    nats: &async_nats::Client,
+    name: &str,
+    coord: &str,
+    a: Assignment,
+    all: &mut async_nats::Subscriber,
+) -> Result<()> {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_millis(a.connect_timeout_ms))
+        .build()
+        .context("HTTP client")?;
+    let (duration, drain) = (Duration::from_millis(a.duration_ms), Duration::from_millis(a.drain_ms));
+    let shares = a.shares.clone();
+    let ctx = Arc::new(Ctx { a, rec: Recorder::default(), http });
+    let prepared = futures::future::join_all(shares.into_iter().map(|s| scenarios::prepare(&ctx, s))).await;
+    let mut connected = BTreeMap::new();
+    let mut failed = 0;
+    for p in &prepared {
+        *connected.entry(p.name().to_owned()).or_insert(0) += p.connected();
+        failed += p.failed;
+    }
+    let publish = |m: ToCoordinator| async move {
+        nats.publish(coord.to_owned(), proto::encode(&m)?).await?;
+        anyhow::Ok(())
+    };
+    publish(ToCoordinator::Ready { worker: name.to_owned(), connected, failed }).await?;
+
+    let start_ms = loop {
+        let msg = tokio::time::timeout(Duration::from_secs(600), all.next())
+            .await
+            .map_err(|_| anyhow!("no start within 600 s"))?
+            .context("NATS subscription ended")?;
+        match proto::decode::<ToWorker>(&msg.payload)? {
+            ToWorker::Start { start_unix_ms } => break start_unix_ms,
+            ToWorker::Abort => bail!("the coordinator aborted the run"),
+            ToWorker::Assign(_) => {}
+        }
+    };
+    let start = instant_of_unix_ms(start_ms);
+    let timing = Timing { start, send_end: start + duration, drain_end: start + duration + drain };
+    let tasks: Vec<_> = prepared.into_iter().flat_map(|p| scenarios::spawn(&ctx, p, timing)).collect();
+    let mut all_done = Box::pin(futures::future::join_all(tasks));
+
+    // One window per second, aligned to the start; the last one after every task ended.
+    let mut second = 0u64;
+    loop {
+        let tick = start + Duration::from_secs(second + 1);
+        tokio::select! {
+            _ = &mut all_done => break,
+            () = super::session::sleep_until(tick) => {
+                let w = ctx.rec.take();
+                publish(ToCoordinator::Interval(Interval::pack(name, second, &w)?)).await?;
+                second += 1;
+            }
+            msg = all.next() => {
+                if let Some(Ok(ToWorker::Abort)) = msg.map(|m| proto::decode::<ToWorker>(&m.payload)) {
+                    bail!("the coordinator aborted the run");
+                }
+            }
+        }
+    }
+    let w = ctx.rec.take();
+    publish(ToCoordinator::Interval(Interval::pack(name, second, &w)?)).await?;
+    publish(ToCoordinator::Done { worker: name.to_owned(), totals: ctx.rec.totals() }).await?;
+    Ok(())
+}
