@@ -23,12 +23,6 @@
 //!    the `p` keys the previous revision did not carry, and for a move store the relay-signed
 //!    kind-45011 removal in the source.
 //!
-//! The common revisions (a create without root; an update, delete or restore in the home channel
-//! whose root is absent or unchanged) run steps 3 to 5 in one round trip, the server-side
-//! function `artifact_revise` (migration 0011), after step 2: it checks the same conditions under
-//! the same row lock and writes only when this path would accept the revision, with the same
-//! effects. Anything else (moves, roots to check, every refusal) takes the steps below.
-//!
 //! Timestamps never decide anything here.
 
 pub mod retention;
@@ -106,12 +100,6 @@ pub async fn write_revision(
     // 2. The kind-9 write check on the channel the revision names, where a kind 9 has it: before
     //    anything about the artifact is looked at.
     let named = writable(tx, community, actor, community_role, env.h).await?;
-    // 3–5 in one round trip for the common revisions (it writes only what this path would);
-    // anything else, refusals included, takes the path below.
-    let event = match revise(tx, community, &env, event, &named).await? {
-        Ok(accepted) => return Ok(accepted),
-        Err(event) => event,
-    };
     // 3. Identity and CAS, under the artifact row lock.
     let current = match identify(tx, community, &env, &event).await? {
         Identity::Duplicate => return Ok(Accepted::duplicate()),
@@ -135,35 +123,6 @@ pub async fn write_revision(
     check_root(tx, community, &env, current.as_ref()).await?;
     let revision = Revision { env: &env, event };
     store(tx, community, revision, current.as_ref(), &named, source.as_ref(), relay).await
-}
-
-/// Steps 3 to 5 by `sql::revise` for a create without root, or an update, delete or restore in
-/// the home channel with an absent or unchanged root that the checks would accept; the event
-/// back when it wrote nothing.
-async fn revise(
-    tx: &mut PgConnection,
-    community: Uuid,
-    env: &Envelope,
-    event: Event,
-    at: &Writable,
-) -> WriteResult<Result<Accepted, Event>> {
-    let carried = p_keys(&event);
-    let mentioned = crate::read_model::mentioned(&event);
-    let Some(revised) =
-        sql::revise(tx, community, env, &event, at.channel.ttl_seconds, &carried, &mentioned).await?
-    else {
-        return Ok(Err(event));
-    };
-    let mut live = announce(community, at, event);
-    live.replaced_tags = revised.replaced.into_iter().map(|(name, hash)| [name, hex::encode(hash)]).collect();
-    Ok(Ok(Accepted {
-        ok: WriteOk::applied(),
-        live: Some(live),
-        also: Vec::new(),
-        access_changed: None,
-        seq: Some(revised.seq),
-        bans_resolved: true,
-    }))
 }
 
 /// What the artifact row says about a revision that passed the write check.

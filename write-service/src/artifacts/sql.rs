@@ -1,7 +1,6 @@
 //! SQL of the artifact write path. Every statement is keyed by community first.
 
 use buzz_core::nipar::Envelope;
-use buzz_core::Event;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -22,67 +21,6 @@ pub struct Artifact {
     pub deleted: bool,
     /// The `p` keys the current revision carries.
     pub mentioned: Vec<String>,
-}
-
-/// A revision stored by [`revise`]: its acceptance `seq` and the current-tag rows it replaced,
-/// as `(name, sha256(first value))`, ordered.
-pub struct Revised {
-    /// The revision event's acceptance seq.
-    pub seq: i64,
-    /// The replaced revision's current-tag rows (none for a create).
-    pub replaced: Vec<(String, Vec<u8>)>,
-}
-
-/// The common revision in one round trip (`artifact_revise`, migration 0011): checks a create
-/// without root, or an update, delete or restore in the artifact's home channel with an absent or
-/// unchanged root, under the artifact row lock, and stores it exactly as the full path would.
-/// `None` when the revision is anything else (or would be refused): nothing was written, and the
-/// full path decides. `channel_ttl`: the lifetime of h's events (TTL channels). `carried`: every
-/// `p` key of the revision; `mentioned`: the ones it may mention.
-pub async fn revise(
-    conn: &mut PgConnection,
-    community: Uuid,
-    env: &Envelope,
-    event: &Event,
-    channel_ttl: Option<i32>,
-    carried: &[String],
-    mentioned: &[String],
-) -> Result<Option<Revised>, sqlx::Error> {
-    // The tag rows `crate::store::insert_event` writes for an event: named tags with a value.
-    let (names, hashes): (Vec<&str>, Vec<Vec<u8>>) = event
-        .tags
-        .iter()
-        .filter_map(|t| match t.as_slice() {
-            [name, value, ..] if !name.is_empty() && name.len() <= 64 => {
-                Some((name.as_str(), buzz_store::tag_value_hash(value)))
-            }
-            _ => None,
-        })
-        .unzip();
-    let row: Option<(i64, Vec<String>, Vec<Vec<u8>>)> = sqlx::query_as(
-        "SELECT revision_seq, replaced_names, replaced_hashes FROM artifact_revise( \
-             $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
-    )
-    .bind(community)
-    .bind(env.d)
-    .bind(env.op.as_str())
-    .bind(&env.type_name)
-    .bind(env.h)
-    .bind(env.root.as_deref())
-    .bind(env.prev.as_deref())
-    .bind(&event.id)
-    .bind(&event.pubkey)
-    .bind(i64::from(event.kind))
-    .bind(event.created_at)
-    .bind(event.to_json())
-    .bind(channel_ttl)
-    .bind(&names)
-    .bind(&hashes)
-    .bind(carried)
-    .bind(mentioned)
-    .fetch_optional(conn)
-    .await?;
-    Ok(row.map(|(seq, names, hashes)| Revised { seq, replaced: names.into_iter().zip(hashes).collect() }))
 }
 
 /// Claims `(community, d)` for a create whose revision becomes current. False when the d is
