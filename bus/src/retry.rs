@@ -113,10 +113,17 @@ fn is_ack(msg: &async_nats::Message) -> bool {
     msg.headers.as_ref().is_some_and(|h| h.get(ACK_HEADER).is_some())
 }
 
-/// Request headers: trace context, and the ask for an acknowledgement.
-fn request_headers() -> async_nats::HeaderMap {
+/// [`ACK_HEADER`] value of a request answered by one reply: acknowledge only when the answer is
+/// not ready within `serve::ACK_AFTER` (an answer says the same and more). A streamed request
+/// (`open_stream`) asks with any other value and is acknowledged at once, before its frames, so
+/// that an acknowledgement never arrives between frames.
+pub const ACK_IF_SLOW: &str = "slow";
+
+/// Request headers: trace context, and the ask for an acknowledgement (`ack`: [`ACK_HEADER`]'s
+/// value).
+fn request_headers(ack: &str) -> async_nats::HeaderMap {
     let mut headers = trace::current_headers();
-    headers.insert(ACK_HEADER, "1");
+    headers.insert(ACK_HEADER, ack);
     headers
 }
 
@@ -168,7 +175,7 @@ async fn request_hedged<T: Serialize, R: DeserializeOwned>(
     retry: Retry,
 ) -> Result<R, BusError> {
     let payload: Bytes = serde_json::to_vec(body).map_err(|_| BusError::internal())?.into();
-    let headers = request_headers();
+    let headers = request_headers(ACK_IF_SLOW);
     let mut replies = client.inbox().await.map_err(|_| unavailable())?;
     let inbox = replies.subject.clone();
     let deadline = Instant::now() + retry.total;
@@ -251,7 +258,7 @@ async fn open_hedged<T: Serialize>(
     retry: Retry,
 ) -> Result<(async_nats::Subscriber, async_nats::Message), BusError> {
     let payload: Bytes = serde_json::to_vec(body).map_err(|_| BusError::internal())?.into();
-    let headers = request_headers();
+    let headers = request_headers("1");
     let deadline = Instant::now() + retry.total;
     let mut wait = retry.first;
     let mut attempts: Vec<async_nats::Subscriber> = Vec::new();

@@ -61,12 +61,20 @@ where
         tasks.spawn(
             async move {
                 let _permit = permit;
-                let wants_ack = msg.headers.as_ref().is_some_and(|h| h.get(retry::ACK_HEADER).is_some());
+                let ack = msg
+                    .headers
+                    .as_ref()
+                    .and_then(|h| h.get(retry::ACK_HEADER))
+                    .map(|v| v.as_str() == retry::ACK_IF_SLOW);
+                if ack == Some(false) {
+                    // A streamed request: acknowledged before any frame.
+                    rpc::ack(&client, msg.reply.as_ref(), &instance).await;
+                }
                 match serde_json::from_slice::<Req>(&msg.payload) {
                     Ok(body) => {
                         let reply = msg.reply.clone();
                         let handled = handler(Incoming { body, reply: reply.clone() });
-                        let answer = if wants_ack {
+                        let answer = if ack == Some(true) {
                             acknowledged_if_slow(handled, &client, reply.as_ref(), &instance).await
                         } else {
                             handled.await
