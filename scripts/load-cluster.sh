@@ -39,7 +39,8 @@ export REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6379}
 export NATS_URL=${NATS_URL:-nats://127.0.0.1:4222}
 BASE=${BUZZ_LC_PORT:-18000}
 DB=buzz_load_cluster
-export DATABASE_URL="postgres://postgres@127.0.0.1:5432/$DB"
+# Loopback: no TLS to PostgreSQL (as scripts/load.sh).
+export DATABASE_URL="postgres://postgres@127.0.0.1:5432/$DB?sslmode=disable"
 BIN=$CARGO_TARGET_DIR/release
 
 # Many sockets: every process started here inherits the raised limit.
