@@ -49,8 +49,9 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 bash scripts/deps-up.sh
 if [[ -z ${BUZZ_LC_NO_BUILD:-} ]]; then
   need_cargo
-  cargo build --release -p buzz-cli --bin buzz -p buzz-gateway -p buzz-write -p buzz-query \
-    -p buzz-snapshot -p buzz-policy -p buzz-load
+  # `--bins` for every package (a `--bin` would select that one binary for all of them).
+  cargo build --release -p buzz-cli -p buzz-gateway -p buzz-write -p buzz-query \
+    -p buzz-snapshot -p buzz-policy -p buzz-load --bins
 fi
 
 work=${BUZZ_LC_LOGS:-$(mktemp -d)}
