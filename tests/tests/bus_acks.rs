@@ -1,0 +1,117 @@
+//! Acknowledgements of hedged bus requests over real NATS (docs/design.md "Stalls", issue 13): a
+//! single-reply request is acknowledged only when its answer is slow, and a streamed request is
+//! acknowledged before its frames, never between them.
+
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use buzz_bus::retry::{self, Retry};
+use buzz_bus::serve::{self, Incoming, ACK_AFTER};
+use futures::StreamExt;
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+async fn nats() -> async_nats::Client {
+    let url = std::env::var("NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".to_owned());
+    async_nats::connect(url).await.unwrap()
+}
+
+fn subject(name: &str) -> String {
+    format!("t{}.acks.{name}", &uuid::Uuid::new_v4().simple().to_string()[..12])
+}
+
+fn is_ack(m: &async_nats::Message) -> bool {
+    m.headers.as_ref().is_some_and(|h| h.get(retry::ACK_HEADER).is_some())
+}
+
+const RETRY: Retry = Retry { first: Duration::from_millis(250), total: Duration::from_secs(3) };
+
+/// A streamed answer that runs longer than `ACK_AFTER`: three frames, the ack before them all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_streamed_request_is_acknowledged_before_its_frames_never_between_them() {
+    let client = nats().await;
+    let subject = subject("stream");
+    let shutdown = CancellationToken::new();
+    let server = client.clone();
+    let served = tokio::spawn(serve::serve(
+        client.clone(),
+        subject.clone(),
+        "acks",
+        4,
+        shutdown.clone(),
+        move |m: Incoming<Value>| {
+            let server = server.clone();
+            async move {
+                let reply = m.reply?;
+                // The first frame at once, the others after `ACK_AFTER` has passed: a delayed
+                // acknowledgement would land between them.
+                for i in 0..3 {
+                    server.publish(reply.clone(), format!("frame {i}").into()).await.unwrap();
+                    tokio::time::sleep(ACK_AFTER * 2).await;
+                }
+                None::<Value>
+            }
+        },
+    ));
+    // The serve loop subscribes in its own task.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (mut frames, first) = retry::open_stream(&client, subject, &json!({}), RETRY).await.unwrap();
+    assert!(!is_ack(&first), "open_stream skips a leading ack");
+    let mut got = vec![String::from_utf8(first.payload.to_vec()).unwrap()];
+    while got.len() < 3 {
+        let m = tokio::time::timeout(Duration::from_secs(2), frames.next()).await.unwrap().unwrap();
+        assert!(!is_ack(&m), "an acknowledgement arrived between frames after {got:?}");
+        got.push(String::from_utf8(m.payload.to_vec()).unwrap());
+    }
+    assert_eq!(got, ["frame 0", "frame 1", "frame 2"]);
+    shutdown.cancel();
+    served.await.unwrap().unwrap();
+}
+
+/// Single-reply requests through the multiplexed inbox: a fast one gets its answer and no ack, a
+/// slow one is acknowledged first and still answered once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn single_reply_requests_are_acknowledged_only_when_slow() {
+    let client = nats().await;
+    let subject = subject("single");
+    let shutdown = CancellationToken::new();
+    let served = tokio::spawn(serve::serve(
+        client.clone(),
+        subject.clone(),
+        "acks",
+        4,
+        shutdown.clone(),
+        |m: Incoming<Value>| async move {
+            let delay = m.body["delay_ms"].as_u64().unwrap_or(0);
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+            Some(json!({ "echo": delay }))
+        },
+    ));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Watch every message on the inboxes of this bus connection.
+    let bus = buzz_bus::Bus::new(client.clone());
+    let watcher = nats().await;
+    let probe = bus.inbox().await.unwrap();
+    let prefix = probe.subject.rsplit_once('.').unwrap().0.to_owned();
+    drop(probe);
+    let mut seen = watcher.subscribe(format!("{prefix}.*")).await.unwrap();
+    watcher.flush().await.unwrap();
+
+    let fast: Value =
+        retry::request_retrying(&bus, subject.clone(), &json!({ "delay_ms": 0 }), RETRY).await.unwrap();
+    assert_eq!(fast, json!({ "echo": 0 }));
+    let m = tokio::time::timeout(Duration::from_secs(1), seen.next()).await.unwrap().unwrap();
+    assert!(!is_ack(&m), "a fast request was acknowledged");
+    assert!(tokio::time::timeout(Duration::from_millis(300), seen.next()).await.is_err(), "one message only");
+
+    let slow_ms = u64::try_from((ACK_AFTER * 3).as_millis()).unwrap();
+    let slow: Value =
+        retry::request_retrying(&bus, subject.clone(), &json!({ "delay_ms": slow_ms }), RETRY).await.unwrap();
+    assert_eq!(slow, json!({ "echo": slow_ms }));
+    let first = tokio::time::timeout(Duration::from_secs(1), seen.next()).await.unwrap().unwrap();
+    let second = tokio::time::timeout(Duration::from_secs(1), seen.next()).await.unwrap().unwrap();
+    assert!(is_ack(&first) && !is_ack(&second), "a slow request: the ack, then the answer");
+    shutdown.cancel();
+    served.await.unwrap().unwrap();
+}
