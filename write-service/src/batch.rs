@@ -45,7 +45,7 @@ pub struct BatchSettings {
 
 impl Default for BatchSettings {
     fn default() -> Self {
-        Self { max: 64, lanes: 4 }
+        Self { max: 64, lanes: 1 }
     }
 }
 

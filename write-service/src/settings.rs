@@ -77,7 +77,7 @@ pub struct BatchArgs {
     #[arg(long = "write-batch-max", env = "BUZZ_WRITE_BATCH_MAX", default_value_t = 64, value_parser = positive::<usize>)]
     pub batch_max: usize,
     /// Group-commit transactions running at once (each has its own connection, besides the pool)
-    #[arg(long = "write-batch-lanes", env = "BUZZ_WRITE_BATCH_LANES", default_value_t = 4, value_parser = positive::<usize>)]
+    #[arg(long = "write-batch-lanes", env = "BUZZ_WRITE_BATCH_LANES", default_value_t = 1, value_parser = positive::<usize>)]
     pub batch_lanes: usize,
 }
 

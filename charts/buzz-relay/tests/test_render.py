@@ -129,11 +129,11 @@ def test_the_connection_budget_is_enforced():
     render(merged(VALUES, {"database": {"maxConnections": 300}, "services": {"write": {"autoscaling": {"maxReplicas": 20}}}}))
     deps = by_kind(render(), "Deployment")
     write = env_of(deps["buzz-write"]["spec"]["template"]["spec"]["containers"][0])
-    # The write pool plus one connection per group-commit lane: 4 + 4, counted as 8 in the budget.
-    assert write["BUZZ_WRITE_DB_CONNECTIONS"]["value"] == "4"
-    assert write["BUZZ_WRITE_BATCH_LANES"]["value"] == "4" and write["BUZZ_WRITE_BATCH_MAX"]["value"] == "64"
+    # The write pool plus one connection per group-commit lane: 7 + 1, counted as 8 in the budget.
+    assert write["BUZZ_WRITE_DB_CONNECTIONS"]["value"] == "7"
+    assert write["BUZZ_WRITE_BATCH_LANES"]["value"] == "1" and write["BUZZ_WRITE_BATCH_MAX"]["value"] == "64"
     err = render_error(merged(VALUES, {"services": {"write": {"batchLanes": 8}}}))
-    assert "database connection budget exceeded" in err and "write 48" in err, err
+    assert "database connection budget exceeded" in err and "write 60" in err, err
 
 
 def test_the_snapshot_service_gets_the_database_and_counts_in_the_budget():
