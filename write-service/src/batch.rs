@@ -267,13 +267,17 @@ impl View {
     }
 }
 
-/// The single-post path's decision, in its order, from the batch's view of the post.
-fn decide(post: &Post<'_>, view: &View) -> WriteResult<(Channel, Option<String>)> {
+/// The single-post path's decision, in its order, from the batch's view of the post: the channel
+/// and thread root to store it with, or `None` for an event already accepted.
+fn decide(post: &Post<'_>, view: &View) -> WriteResult<Option<(Channel, Option<String>)>> {
     if post.event.pubkey != post.actor.pubkey {
         return Err(WriteError::restricted("event pubkey is not the authenticated pubkey"));
     }
     if !view.active {
         return Err(WriteError::restricted("community is not active"));
+    }
+    if view.duplicate {
+        return Ok(None);
     }
     let Some(role) = view.role else {
         return Err(WriteError::restricted("not a member of this community"));
@@ -293,7 +297,7 @@ fn decide(post: &Post<'_>, view: &View) -> WriteResult<(Channel, Option<String>)
     if root.is_some() && !view.anchor {
         return Err(WriteError::invalid("thread root must be a conversation anchor in this channel"));
     }
-    Ok((channel, root.map(str::to_owned)))
+    Ok(Some((channel, root.map(str::to_owned))))
 }
 
 async fn write_batch(pool: &PgPool, posts: &[Post<'_>]) -> Result<Vec<WriteResult<Outcome>>, BatchError> {
@@ -305,22 +309,19 @@ async fn write_batch(pool: &PgPool, posts: &[Post<'_>]) -> Result<Vec<WriteResul
     let mut seen = std::collections::HashSet::new();
     let mut store = Vec::new();
     for (i, (post, view)) in posts.iter().zip(&views).enumerate() {
-        let outcome = if view.duplicate && view.active && post.event.pubkey == post.actor.pubkey {
-            Ok(Outcome::Duplicate)
-        } else {
-            match decide(post, view) {
-                Err(e) => Err(e),
-                Ok(_) if !seen.insert((post.community, post.event.id.as_str())) => Ok(Outcome::Duplicate),
-                Ok((channel, root)) => {
-                    store.push(i);
-                    Ok(Outcome::Stored {
-                        seq: 0,
-                        channel,
-                        banned: view.banned.clone(),
-                        access_version: view.access_version.unwrap_or_default(),
-                        root,
-                    })
-                }
+        let outcome = match decide(post, view) {
+            Err(e) => Err(e),
+            Ok(None) => Ok(Outcome::Duplicate),
+            Ok(Some(_)) if !seen.insert((post.community, post.event.id.as_str())) => Ok(Outcome::Duplicate),
+            Ok(Some((channel, root))) => {
+                store.push(i);
+                Ok(Outcome::Stored {
+                    seq: 0,
+                    channel,
+                    banned: view.banned.clone(),
+                    access_version: view.access_version.unwrap_or_default(),
+                    root,
+                })
             }
         };
         outcomes.push(outcome);
@@ -444,15 +445,11 @@ async fn insert_events(
         raw.push(e.to_json());
         ttl.push(ch.ttl_seconds);
         root.push(r.as_deref());
-        for t in &e.tags {
-            if let [name, value, ..] = t.as_slice() {
-                if !name.is_empty() && name.len() <= 64 {
-                    tag_community.push(p.community);
-                    tag_event.push(e.id.as_str());
-                    tag_name.push(name.as_str());
-                    tag_hash.push(buzz_store::tag_value_hash(value));
-                }
-            }
+        for (name, hash) in crate::store::indexed_tags(e) {
+            tag_community.push(p.community);
+            tag_event.push(e.id.as_str());
+            tag_name.push(name);
+            tag_hash.push(hash);
         }
     }
     let rows: Vec<(Uuid, String, i64)> = sqlx::query_as(

@@ -120,8 +120,6 @@ impl Writer {
 
 /// How long a group-commit lane keeps a connection, and with it the plans of its statements.
 const BATCH_PLAN_LIFETIME: std::time::Duration = std::time::Duration::from_secs(5);
-/// sqlx's default connection lifetime, for the main write pool.
-const POOL_LIFETIME: std::time::Duration = std::time::Duration::from_secs(30 * 60);
 
 /// The write-service: its handler, admin listener and sweeps.
 pub struct Application {
@@ -135,7 +133,7 @@ pub struct Application {
 impl Application {
     /// Connects to PostgreSQL (checking the schema) and NATS and binds the admin listener.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
-        let pool = connect(&settings, settings.max_db_connections, &[], Some(POOL_LIFETIME)).await?;
+        let pool = connect(&settings, settings.max_db_connections, &[], None).await?;
         buzz_store::check_schema(&pool).await?;
         let nats = serve::connect(&settings.nats, "buzz-write").await?;
         let subjects = Subjects::new(&settings.nats_prefix).map_err(anyhow::Error::msg)?;
@@ -204,6 +202,7 @@ async fn connect(
     settings: &Settings,
     size: u32,
     extra: &[(&str, &str)],
+    // `None`: sqlx's default lifetime.
     max_lifetime: Option<std::time::Duration>,
 ) -> anyhow::Result<sqlx::PgPool> {
     let options: sqlx::postgres::PgConnectOptions = settings.database_url.parse()?;
@@ -214,13 +213,13 @@ async fn connect(
             ("lock_timeout", format!("{}ms", settings.lock_timeout_ms)),
         ])
         .options(extra.iter().copied());
-    let pool = sqlx::postgres::PgPoolOptions::new()
+    let mut pool = sqlx::postgres::PgPoolOptions::new()
         .max_connections(size)
-        .acquire_timeout(std::time::Duration::from_millis(settings.lock_timeout_ms))
-        .max_lifetime(max_lifetime)
-        .connect_with(options)
-        .await?;
-    Ok(pool)
+        .acquire_timeout(std::time::Duration::from_millis(settings.lock_timeout_ms));
+    if let Some(lifetime) = max_lifetime {
+        pool = pool.max_lifetime(lifetime);
+    }
+    Ok(pool.connect_with(options).await?)
 }
 
 /// Removes expired TTL-channel events in batches. Reads never serve an expired event even before

@@ -6,6 +6,16 @@ use buzz_store::{access, ChannelType, Role, Visibility};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+/// The tag index rows of `event`: each tag's name (1 to 64 bytes) with the hash of its first value.
+pub fn indexed_tags(event: &Event) -> impl Iterator<Item = (&str, Vec<u8>)> {
+    event.tags.iter().filter_map(|t| match t.as_slice() {
+        [name, value, ..] if !name.is_empty() && name.len() <= 64 => {
+            Some((name.as_str(), buzz_store::tag_value_hash(value)))
+        }
+        _ => None,
+    })
+}
+
 /// Stores the event and its tag index rows in one statement; returns its acceptance `seq`, or
 /// `None` when it was already there (a concurrent duplicate), in which case nothing was written.
 pub async fn insert_event(
@@ -16,16 +26,7 @@ pub async fn insert_event(
     ttl_seconds: Option<i32>,
     thread_root: Option<&str>,
 ) -> Result<Option<i64>, sqlx::Error> {
-    let (names, hashes): (Vec<&str>, Vec<Vec<u8>>) = event
-        .tags
-        .iter()
-        .filter_map(|t| match t.as_slice() {
-            [name, value, ..] if !name.is_empty() && name.len() <= 64 => {
-                Some((name.as_str(), buzz_store::tag_value_hash(value)))
-            }
-            _ => None,
-        })
-        .unzip();
+    let (names, hashes): (Vec<&str>, Vec<Vec<u8>>) = indexed_tags(event).unzip();
     sqlx::query_scalar(
         "WITH e AS ( \
              INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw, expires_at, thread_root) \
