@@ -204,6 +204,22 @@ fn check_http_url(url: &str) -> Result<String> {
     Ok(url.trim_end_matches('/').to_string())
 }
 
+/// The relays of `--url` (each `ws://` or `wss://`), all addressed with `--host-header` when given.
+pub fn targets(urls: &[String], host_header: Option<&str>) -> Result<Vec<Target>> {
+    if let Some(h) = host_header {
+        if h.is_empty() || h.contains(['/', '@', ' ']) {
+            bail!("bad --host-header {h:?}");
+        }
+    }
+    urls.iter()
+        .map(|u| {
+            let authority = ws_authority(u)?;
+            let host = host_header.map_or_else(|| authority.clone(), str::to_owned);
+            Ok(Target { url: u.clone(), authority, host })
+        })
+        .collect()
+}
+
 impl TryFrom<Args> for Config {
     type Error = anyhow::Error;
 
@@ -211,20 +227,7 @@ impl TryFrom<Args> for Config {
         if a.urls.is_empty() {
             bail!("at least one --url is needed");
         }
-        if let Some(h) = &a.host_header {
-            if h.is_empty() || h.contains(['/', '@', ' ']) {
-                bail!("bad --host-header {h:?}");
-            }
-        }
-        let targets = a
-            .urls
-            .iter()
-            .map(|u| {
-                let authority = ws_authority(u)?;
-                let host = a.host_header.clone().unwrap_or_else(|| authority.clone());
-                Ok(Target { url: u.clone(), authority, host })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let targets = targets(&a.urls, a.host_header.as_deref())?;
         if a.publishers == 0 {
             bail!("--publishers must be at least 1");
         }

@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 use clap::{ArgAction, Parser};
 
 use super::plan::{Plan, Scenario, Weights};
-use crate::config::{ws_authority, Target, MAX_DURATION_SECS};
+use crate::config::MAX_DURATION_SECS;
 
 /// Coordinator of a distributed run: prepares the community, assigns scenario shares to workers
 /// over NATS, merges their histograms and writes the summary, JSON report and SVG plot.
@@ -154,20 +154,7 @@ impl CoordinatorArgs {
         if let Some(id) = &self.run_id {
             check_token("run-id", id)?;
         }
-        if let Some(h) = &self.host_header {
-            if h.is_empty() || h.contains(['/', '@', ' ']) {
-                bail!("bad --host-header {h:?}");
-            }
-        }
-        let targets = self
-            .urls
-            .iter()
-            .map(|u| {
-                let authority = ws_authority(u)?;
-                let host = self.host_header.clone().unwrap_or_else(|| authority.clone());
-                Ok(Target { url: u.clone(), authority, host })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let targets = crate::config::targets(&self.urls, self.host_header.as_deref())?;
         if self.owner_secret.is_none() && self.operator_url.is_none() {
             bail!("needs --owner-secret, or --operator-url with --operator-secret");
         }
