@@ -11,6 +11,10 @@ mod snapshot_cmd;
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc: glibc malloc was about 10 % of the relay's CPU under load (docs/benchmarks.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(name = "buzz", version, about = "buzz-relay operator tool")]
 struct Cli {

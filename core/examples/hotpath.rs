@@ -1,5 +1,5 @@
 //! Hot-path micro benchmark for buzz-core: parsing an EVENT message, id computation, signature
-//! verification and live filter matching.
+//! verification, signing and live filter matching.
 //!
 //! Run with `cargo run --release -p buzz-core --example hotpath`.
 
@@ -70,6 +70,14 @@ fn main() {
     });
     measure("event_verify", || {
         assert!(black_box(&event).verify().is_ok());
+    });
+    let id = event.compute_id();
+    let k = k256::schnorr::SigningKey::from_bytes(&[7u8; 32]).expect("valid");
+    measure("sign (BIP-340 only), k256", || {
+        black_box(k.sign_raw(black_box(&id), &[1u8; 32]).expect("signs"));
+    });
+    measure("sign_new (id + BIP-340), libsecp256k1 (now used by Keys)", || {
+        black_box(keys.sign_new(9, black_box(event.tags.clone()), black_box(&event.content)));
     });
     measure("compute_id", || {
         black_box(black_box(&event).compute_id());

@@ -2,6 +2,10 @@
 
 use buzz_snapshot::{Application, Settings};
 
+/// mimalloc: glibc malloc was about 10 % of the relay's CPU under load (docs/benchmarks.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     // Before telemetry, so that a bad setting (exit 2) or `--help` prints as plain text.
