@@ -22,6 +22,8 @@ if [[ $# -gt 0 ]]; then
 fi
 
 bash scripts/deps-up.sh
+# PostgreSQL on loopback without TLS, as scripts/load.sh runs the relay (docs/benchmarks.md).
+export DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
 mkdir -p target/bench
 RUST_LOG=${RUST_LOG:-warn} cargo test -q --release -p buzz-tests --test artifact_queries_bench -- \
   --ignored --nocapture bench_current_query_first_page 2>&1 | tee target/bench/queries.log

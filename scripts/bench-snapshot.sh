@@ -15,6 +15,8 @@ cargo_bin=${CARGO_HOME:-${HOME:-/root}/.cargo}/bin
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/buzz-target}
 
 bash scripts/deps-up.sh
+# PostgreSQL on loopback without TLS, as scripts/load.sh runs the relay (docs/benchmarks.md).
+export DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
 mkdir -p target/bench
 RUST_LOG=${RUST_LOG:-warn} cargo test -q --release -p buzz-tests --test snapshot_bench -- \
   --ignored --nocapture bench_snapshot_capture 2>&1 | tee target/bench/snapshot.log

@@ -4,6 +4,12 @@
 //! - Per pubkey, across every gateway: a sliding-window counter in Redis ([`PubkeyLimiter`]),
 //!   keyed by community and pubkey under `BUZZ_REDIS_PREFIX`. The check and the increment are one
 //!   Lua script, so concurrent writes through different gateways never both take the last slot.
+//!   A gateway takes a pubkey's slots in leases ([`Leases`]): the script grants up to the lease
+//!   size at once (counting them all in the window), and the gateway spends them locally until
+//!   the window ends, so a busy writer costs one Redis call per lease instead of one per event.
+//!   Leases start at one slot and double within a window up to `per_min / 64` (at most 64), so a
+//!   limit under 128 is counted event by event, and slots leased but unused can refuse a writer
+//!   early by at most `lease - 1` per other gateway (never admit more than the limit).
 //!
 //! Limits protect capacity, not access: when Redis fails, or does not answer within the Redis
 //! deadline (`BUZZ_REDIS_TIMEOUT_MS`), the pubkey limit fails open (the write proceeds) with a
@@ -59,16 +65,73 @@ const WINDOW: Duration = Duration::from_secs(60);
 /// Sliding-window estimate over the current and the previous fixed minute: the previous count
 /// weighted by how much of it still lies within the last 60 s, plus the current count. A write is
 /// admitted (and counted) only while the estimate stays within the limit.
+/// Grants up to ARGV[4] slots (at least one, or none): as many as keep the estimate within the
+/// limit.
 const SCRIPT: &str = r"
 local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
 local prev = tonumber(redis.call('GET', KEYS[2]) or '0')
-if prev * tonumber(ARGV[1]) + cur + 1 > tonumber(ARGV[2]) then
+local grant = math.min(tonumber(ARGV[4]), math.floor(tonumber(ARGV[2]) - (prev * tonumber(ARGV[1]) + cur)))
+if grant < 1 then
   return 0
 end
-redis.call('INCR', KEYS[1])
+redis.call('INCRBY', KEYS[1], grant)
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return 1
+return grant
 ";
+
+/// Largest lease: `per_min / 64`, between 1 and 64 slots.
+fn max_lease(per_min: u32) -> u32 {
+    (per_min / 64).clamp(1, 64)
+}
+
+/// One pubkey's slots leased by this gateway in one window.
+#[derive(Debug, Clone, Copy)]
+struct Lease {
+    window: u128,
+    /// Slots granted and not yet spent.
+    left: u32,
+    /// The size of the next lease asked for in this window.
+    next: u32,
+}
+
+/// The slots this gateway holds, per community and pubkey; only the current window's count.
+#[derive(Debug, Default)]
+pub struct Leases {
+    held: std::sync::Mutex<std::collections::HashMap<(Uuid, String), Lease>>,
+}
+
+/// Entries kept before the ones of past windows are dropped.
+const LEASES_SWEEP_AT: usize = 4096;
+
+impl Leases {
+    /// Spends a held slot of `window`; otherwise the size of the lease to ask Redis for.
+    fn take(&self, key: &(Uuid, String), window: u128) -> Result<(), u32> {
+        let mut held = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match held.get_mut(key) {
+            Some(l) if l.window == window && l.left > 0 => {
+                l.left -= 1;
+                Ok(())
+            }
+            Some(l) if l.window == window => Err(l.next),
+            _ => Err(1),
+        }
+    }
+
+    /// Records a grant of `granted` slots (one of them spent now) asked for in `window`, and
+    /// doubles the next lease up to `max`.
+    fn granted(&self, key: (Uuid, String), window: u128, granted: u32, max: u32) {
+        let mut held = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if held.len() >= LEASES_SWEEP_AT {
+            held.retain(|_, l| l.window >= window);
+        }
+        let lease = held.entry(key).or_insert(Lease { window, left: 0, next: 1 });
+        if lease.window != window {
+            *lease = Lease { window, left: 0, next: 1 };
+        }
+        lease.left += granted.saturating_sub(1);
+        lease.next = (lease.next.saturating_mul(2)).min(max);
+    }
+}
 
 /// Why the shared rate limit could not be checked.
 #[derive(Debug, thiserror::Error)]
@@ -87,6 +150,7 @@ pub struct PubkeyLimiter {
     redis: Pool,
     prefix: String,
     per_min: u32,
+    leases: std::sync::Arc<Leases>,
     /// Longest wait for Redis; past it the check fails open.
     timeout: Duration,
 }
@@ -96,7 +160,8 @@ impl PubkeyLimiter {
     #[must_use]
     pub fn new(redis: Pool, redis_prefix: &str, per_min: u32) -> Self {
         let timeout = crate::settings::REDIS_TIMEOUT;
-        Self { redis, prefix: format!("{redis_prefix}rate:pk:"), per_min, timeout }
+        let leases = std::sync::Arc::default();
+        Self { redis, prefix: format!("{redis_prefix}rate:pk:"), per_min, leases, timeout }
     }
 
     /// The deadline of each Redis call (default [`crate::settings::REDIS_TIMEOUT`]).
@@ -105,7 +170,8 @@ impl PubkeyLimiter {
         Self { timeout, ..self }
     }
 
-    /// Admits one write by `pubkey` in `community`: `Ok(true)` admitted, `Ok(false)` over the limit.
+    /// Admits one write by `pubkey` in `community` (from a held lease, or a new one from Redis):
+    /// `Ok(true)` admitted, `Ok(false)` over the limit.
     pub async fn admit(&self, community: Uuid, pubkey: &str) -> Result<bool, LimiterUnavailable> {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -113,17 +179,32 @@ impl PubkeyLimiter {
             .as_millis();
         let window_ms = WINDOW.as_millis();
         let window = now / window_ms;
+        let key = (community, pubkey.to_owned());
+        let want = match self.leases.take(&key, window) {
+            Ok(()) => return Ok(true),
+            Err(want) => want,
+        };
         let into = (now % window_ms) as f64 / window_ms as f64;
         let weight = 1.0 - into;
         // One hash tag per (community, pubkey): both keys land on the same cluster slot.
         let base = format!("{}{{{community}:{pubkey}}}:", self.prefix);
         let keys = vec![format!("{base}{window}"), format!("{base}{}", window.saturating_sub(1))];
-        let args = vec![format!("{weight:.6}"), self.per_min.to_string(), (window_ms * 2).to_string()];
+        let args = vec![
+            format!("{weight:.6}"),
+            self.per_min.to_string(),
+            (window_ms * 2).to_string(),
+            want.to_string(),
+        ];
         let eval = self.redis.eval::<i64, _, _, _>(SCRIPT, keys, args);
-        let admitted = tokio::time::timeout(self.timeout, eval)
+        let granted = tokio::time::timeout(self.timeout, eval)
             .await
             .map_err(|_| LimiterUnavailable::Timeout(self.timeout))??;
-        Ok(admitted == 1)
+        let granted = u32::try_from(granted).unwrap_or(0);
+        if granted == 0 {
+            return Ok(false);
+        }
+        self.leases.granted(key, window, granted, max_lease(self.per_min));
+        Ok(true)
     }
 
     /// [`Self::admit`] with the fail-open policy applied: `Err(reason)` only when over the limit.
@@ -165,6 +246,30 @@ mod tests {
             assert!(b.try_take_at(t2));
         }
         assert!(!b.try_take_at(t2));
+    }
+
+    #[test]
+    fn leases_start_at_one_double_to_the_cap_and_end_with_their_window() {
+        let leases = Leases::default();
+        let key = (Uuid::nil(), "a".repeat(64));
+        assert_eq!(max_lease(5), 1, "a small limit is counted event by event");
+        assert_eq!(max_lease(1200), 18);
+        assert_eq!(max_lease(u32::MAX), 64);
+        assert_eq!(leases.take(&key, 7), Err(1));
+        leases.granted(key.clone(), 7, 1, 4);
+        assert_eq!(leases.take(&key, 7), Err(2));
+        leases.granted(key.clone(), 7, 2, 4);
+        assert_eq!(leases.take(&key, 7), Ok(()));
+        assert_eq!(leases.take(&key, 7), Err(4));
+        // Redis granted less than asked (the limit is near): only what was granted is spent.
+        leases.granted(key.clone(), 7, 2, 4);
+        assert_eq!(leases.take(&key, 7), Ok(()));
+        assert_eq!(leases.take(&key, 7), Err(4), "the cap holds");
+        leases.granted(key.clone(), 7, 4, 4);
+        // A new window: held slots are dropped and leases start at one again.
+        assert_eq!(leases.take(&key, 8), Err(1));
+        leases.granted(key.clone(), 8, 1, 4);
+        assert_eq!(leases.take(&key, 8), Err(2));
     }
 
     #[test]

@@ -30,8 +30,8 @@ fn visible(qb: &mut QueryBuilder<'_, Postgres>) {
 }
 
 /// Conditions every served current revision meets once its artifact is joined (`a`) to it
-/// (`e`). `artifact_current_tags` already guarantees them for a tagged query; they are repeated
-/// there so that a row the index got wrong is withheld rather than served. (The revision's
+/// (`e`), for the untagged form (a tagged page reads `artifact_current_tags`, which holds only
+/// served artifacts, and checks its events again). (The revision's
 /// channel is the artifact's home, written in one transaction; stating `e.channel_id =
 /// a.home_channel` as well would only make the planner underestimate every join by far.)
 fn served_current(qb: &mut QueryBuilder<'_, Postgres>, readable: &[Uuid]) {
@@ -70,7 +70,8 @@ fn push_hash_match(qb: &mut QueryBuilder<'_, Postgres>, column: &str, values: &[
     }
 }
 
-/// `current` with tag predicates: the matching artifacts as `t.d, t.updated_at`, entirely from
+/// `current` with tag predicates: the matching artifacts as `t.d, t.updated_at, t.revision`
+/// (the current revision's id), entirely from
 /// `artifact_current_tags`, which holds exactly the current revision's tags of each served
 /// artifact beside its home channel and expiry (older revisions cannot match). One predicate
 /// leads, filtered by readable channel and expiry inside the index; the others are index-only
@@ -92,11 +93,11 @@ fn push_candidates(qb: &mut QueryBuilder<'_, Postgres>, readable: &[Uuid], f: &F
     let lateral = first.filter(|_| lead_values.len() > 1);
     if lateral.is_some() {
         let hashes: Vec<Vec<u8>> = lead_values.iter().map(|v| buzz_store::tag_value_hash(v)).collect();
-        qb.push("SELECT t.d, t.updated_at FROM unnest(")
+        qb.push("SELECT t.d, t.updated_at, t.revision FROM unnest(")
             .push_bind(hashes)
             .push("::bytea[]) v(hash) CROSS JOIN LATERAL (");
     }
-    qb.push("SELECT t.d, t.updated_at FROM artifact_current_tags t WHERE t.community_id = $1 AND t.name = ")
+    qb.push("SELECT t.d, t.updated_at, t.revision FROM artifact_current_tags t WHERE t.community_id = $1 AND t.name = ")
         .push_bind(lead_name.clone());
     if lateral.is_some() {
         qb.push(" AND t.value_hash = v.hash");
@@ -117,7 +118,7 @@ fn push_candidates(qb: &mut QueryBuilder<'_, Postgres>, readable: &[Uuid], f: &F
         qb.push(" ORDER BY t.updated_at DESC, t.d LIMIT ").push_bind(first).push(") t");
     }
     if lead_values.len() > 1 {
-        qb.push(" GROUP BY t.d, t.updated_at");
+        qb.push(" GROUP BY t.d, t.updated_at, t.revision");
     }
 }
 
@@ -195,11 +196,15 @@ fn select_after<'a>(
             push_candidates(&mut qb, readable, f, Some(i64::from(limit) + i64::from(offset)));
             qb.push(" ORDER BY t.updated_at DESC, t.d");
             page(&mut qb);
+            // Each candidate carries its current revision's id: events are read by id, and
+            // checked again (served, in a readable channel), so that a row the index got wrong
+            // is withheld rather than served.
             qb.push(
-                ") m JOIN artifacts a ON a.community_id = $1 AND a.d = m.d \
-                 JOIN events e ON e.community_id = $1 AND e.id = a.current_revision WHERE TRUE",
-            );
-            served_current(&mut qb, readable);
+                ") m JOIN events e ON e.community_id = $1 AND e.id = m.revision WHERE e.channel_id = ANY(",
+            )
+            .push_bind(readable.to_vec())
+            .push(") AND ")
+            .push(served_event("e"));
             qb.push(" ORDER BY m.updated_at DESC, m.d");
             qb
         }

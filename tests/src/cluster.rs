@@ -414,8 +414,9 @@ impl Cluster {
     /// would have, and analyses the table.
     pub async fn index_seeded_artifacts(&self, community: Uuid) {
         sqlx::query(
-            "INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at, expires_at) \
-             SELECT DISTINCT a.community_id, a.d, t.name, t.value_hash, a.home_channel, a.updated_at, e.expires_at \
+            "INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at, expires_at, revision) \
+             SELECT DISTINCT a.community_id, a.d, t.name, t.value_hash, a.home_channel, a.updated_at, e.expires_at, \
+                    a.current_revision \
              FROM artifacts a JOIN events e ON e.community_id = a.community_id AND e.id = a.current_revision \
              JOIN event_tags t ON t.community_id = a.community_id AND t.event_id = a.current_revision \
              WHERE a.community_id = $1 AND NOT a.deleted AND e.redacted_at IS NULL AND e.deleted_at IS NULL \

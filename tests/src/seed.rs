@@ -126,9 +126,9 @@ pub async fn artifact_corpus(
         // artifact's type and project tag, its home channel and change time, no expiry), built
         // from the same expressions instead of joins over a million wide rows, in key order.
         sqlx::query(
-            "INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at) \
+            "INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at, revision) \
              SELECT $1, md5('d' || g)::uuid, t.name, t.value_hash, md5('ch' || (g % $4))::uuid, \
-                    now() - make_interval(secs => g) \
+                    now() - make_interval(secs => g), encode(sha256(('a' || g)::bytea), 'hex') \
              FROM generate_series(1, $3) g, LATERAL (VALUES \
                     ('type', sha256((CASE WHEN (g / 3) % 2 = 0 THEN 'buzz.task' ELSE 'buzz.note' END)::bytea)), \
                     ('project', sha256(md5('p' || ((g / 7) % 100))::uuid::text::bytea))) AS t(name, value_hash) \

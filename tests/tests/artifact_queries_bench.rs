@@ -9,6 +9,10 @@
 
 #![allow(clippy::unwrap_used)]
 
+/// The relay binaries' allocator, so the in-process cluster allocates as they do.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::time::Instant;
 
 use buzz_tests::client::WsClient;

@@ -11,6 +11,10 @@
 
 #![allow(clippy::unwrap_used)]
 
+/// The relay binaries' allocator, so the in-process cluster allocates as they do.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::time::{Duration, Instant};
 
 use buzz_core::{Event, Keys};
@@ -74,8 +78,8 @@ async fn seed(cluster: &Cluster, community: Uuid, channel: Uuid, author: &str, s
         "INSERT INTO artifact_revisions (community_id, revision_id, d, op, channel_id, accepted_seq) \
              SELECT $1, s.id, s.d, 'create', $2, e.seq FROM seed s \
              JOIN events e ON e.community_id = $1 AND e.id = s.id WHERE $3 <> '' ORDER BY s.id",
-        "INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at) \
-             SELECT $1, s.d, t.name, sha256(convert_to(t.value, 'UTF8')), $2, now() FROM seed s, \
+        "INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at, revision) \
+             SELECT $1, s.d, t.name, sha256(convert_to(t.value, 'UTF8')), $2, now(), s.id FROM seed s, \
              LATERAL (VALUES ('d', s.d::text), ('h', $2::text), ('type', 'buzz.task'), ('status', 'open')) \
              AS t(name, value) WHERE $3 <> '' ORDER BY 2, 3, 4",
     ];

@@ -129,6 +129,50 @@ async fn the_pubkey_limit_is_shared_across_gateways() {
     cluster.stop().await;
 }
 
+/// A limit of 640 a minute is taken in leases of up to 10 slots: a busy writer through both
+/// gateways at once is never admitted past the limit, loses at most a few leased slots, and the
+/// window's counter in Redis holds every slot leased.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leased_slots_never_admit_past_the_limit() {
+    let cluster = Cluster::start_with(ClusterOptions {
+        gateway_settings: Some(|s| {
+            s.rate_conn_burst = 10_000;
+            s.rate_conn_per_sec = 10_000.0;
+            s.rate_pubkey_per_min = 640;
+        }),
+        ..ClusterOptions::default()
+    })
+    .await;
+    let team = cluster.community("lease-limit.test").await;
+    let alice = cluster.member(&team).await;
+    let channel = open_channel(&cluster, &team, &team.owner).await;
+    let mut g0 = WsClient::authed(cluster.gateways[0], &team.host, &alice).await;
+    let mut g1 = WsClient::authed(cluster.gateways[1], &team.host, &alice).await;
+    let (e0, e1) = (messages(&alice, channel, 400, "g0"), messages(&alice, channel, 400, "g1"));
+    // Within one fixed minute of the window (past a boundary the previous minute's weight decays
+    // and admits a little more, as it should).
+    let into =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() % 60_000;
+    if into > 40_000 {
+        tokio::time::sleep(std::time::Duration::from_millis(u64::try_from(60_500 - into).unwrap())).await;
+    }
+    let (a0, a1) = tokio::join!(burst(&mut g0, &e0), burst(&mut g1, &e1));
+    let admitted = tally(&a0).0 + tally(&a1).0;
+    assert!(admitted <= 640, "admitted {admitted} past the limit of 640");
+    // Unused leased slots refuse early, by a few leases at most (both gateways, concurrent asks).
+    assert!(admitted >= 640 - 4 * 10, "admitted only {admitted} of 640");
+    let stored: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM events WHERE community_id = $1 AND kind = 9 AND pubkey = $2",
+    )
+    .bind(team.id)
+    .bind(alice.public_hex())
+    .fetch_one(&cluster.pool)
+    .await
+    .unwrap();
+    assert_eq!(usize::try_from(stored).unwrap(), admitted);
+    cluster.stop().await;
+}
+
 #[test]
 fn rate_settings_cannot_be_switched_off_with_zero() {
     // This test binary is its own process; the variables reach only it.

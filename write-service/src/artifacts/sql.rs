@@ -127,7 +127,7 @@ pub async fn record(
 }
 
 /// Makes `artifact_current_tags` hold exactly the tags of the artifact's current revision (none
-/// while it is deleted), with its home channel, change time and expiry. Runs after the revision's
+/// while it is deleted), with its home channel, change time, expiry and id. Runs after the revision's
 /// event (and so its `event_tags`) is stored and the artifact advanced, in the same transaction.
 /// Rows that stay are updated in place; the delete and the upsert never touch the same row.
 /// Returns the rows as they were before (the replaced revision's tags, if it was served), as
@@ -150,13 +150,13 @@ pub async fn index_current_tags(
               gone AS (DELETE FROM artifact_current_tags x WHERE x.community_id = $1 AND x.d = $2 \
                        AND (x.name, x.value_hash) NOT IN (SELECT name, value_hash FROM tags)), \
               upsert AS (INSERT INTO artifact_current_tags \
-                             (community_id, d, name, value_hash, home_channel, updated_at, expires_at) \
+                             (community_id, d, name, value_hash, home_channel, updated_at, expires_at, revision) \
                          SELECT cur.community_id, cur.d, tags.name, tags.value_hash, cur.home_channel, \
-                                cur.updated_at, cur.expires_at \
+                                cur.updated_at, cur.expires_at, cur.current_revision \
                          FROM cur CROSS JOIN tags \
                          ON CONFLICT (community_id, d, name, value_hash) DO UPDATE \
                          SET home_channel = EXCLUDED.home_channel, updated_at = EXCLUDED.updated_at, \
-                             expires_at = EXCLUDED.expires_at) \
+                             expires_at = EXCLUDED.expires_at, revision = EXCLUDED.revision) \
          SELECT name, value_hash FROM before ORDER BY name, value_hash",
     )
     .bind(community)
