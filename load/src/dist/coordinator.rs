@@ -151,8 +151,11 @@ pub async fn run_coordinator(args: &CoordinatorArgs, plan: Plan) -> Result<DistR
         }
     };
 
-    // Hellos, then assignments in order of arrival.
+    // Hellos, then assignments in order of arrival. NATS delivers at most once: a worker that
+    // says hello again did not get its assignment, so it is sent again (here and while waiting
+    // for everyone to be ready).
     let mut names: Vec<String> = Vec::new();
+    let mut assigned: BTreeMap<String, ToWorker> = BTreeMap::new();
     let deadline = tokio::time::Instant::now() + worker_timeout;
     while names.len() < n {
         let msg = tokio::time::timeout_at(deadline, inbox.next())
@@ -162,7 +165,9 @@ pub async fn run_coordinator(args: &CoordinatorArgs, plan: Plan) -> Result<DistR
             })?
             .context("NATS subscription ended")?;
         if let Ok(ToCoordinator::Hello { worker }) = proto::decode(&msg.payload) {
-            if !names.contains(&worker) {
+            if let Some(again) = assigned.get(&worker) {
+                send(&worker, again).await?;
+            } else {
                 let a = Assignment {
                     index: names.len(),
                     workers: n,
@@ -176,7 +181,9 @@ pub async fn run_coordinator(args: &CoordinatorArgs, plan: Plan) -> Result<DistR
                     drain_ms: u64::try_from(plan.drain.as_millis()).unwrap_or(u64::MAX),
                     connect_timeout_ms: u64::try_from(plan.connect_timeout.as_millis()).unwrap_or(u64::MAX),
                 };
-                send(&worker, &ToWorker::Assign(Box::new(a))).await?;
+                let assign = ToWorker::Assign(Box::new(a));
+                send(&worker, &assign).await?;
+                assigned.insert(worker.clone(), assign);
                 names.push(worker);
             }
         }
@@ -196,6 +203,8 @@ pub async fn run_coordinator(args: &CoordinatorArgs, plan: Plan) -> Result<DistR
             (w.clone(), r)
         })
         .collect();
+    // Workers repeat Ready until the start (it may be lost too): each counts once.
+    let mut ready_workers = std::collections::BTreeSet::new();
     let mut ready = 0;
     let deadline = tokio::time::Instant::now() + worker_timeout;
     while ready < n {
@@ -206,9 +215,16 @@ pub async fn run_coordinator(args: &CoordinatorArgs, plan: Plan) -> Result<DistR
         match proto::decode(&msg.payload) {
             Ok(ToCoordinator::Ready { worker, connected, failed }) => {
                 if let Some(w) = workers.get_mut(&worker) {
-                    w.connected = connected;
-                    w.failed_connections = failed;
-                    ready += 1;
+                    if ready_workers.insert(worker) {
+                        w.connected = connected;
+                        w.failed_connections = failed;
+                        ready += 1;
+                    }
+                }
+            }
+            Ok(ToCoordinator::Hello { worker }) => {
+                if let Some(again) = assigned.get(&worker) {
+                    send(&worker, again).await?;
                 }
             }
             Ok(ToCoordinator::Failed { worker, error }) => {
@@ -253,6 +269,12 @@ pub async fn run_coordinator(args: &CoordinatorArgs, plan: Plan) -> Result<DistR
                                 finished += 1;
                             }
                         }
+                    }
+                    // Still saying Ready: it missed the start (at most once delivery); the
+                    // start instant is absolute, so the same message is sent again.
+                    Ok(ToCoordinator::Ready { .. }) => {
+                        let again = proto::encode(&ToWorker::Start { start_unix_ms: start_ms })?;
+                        let _ = nats.publish(proto::all_subject(&run_id), again).await;
                     }
                     Ok(ToCoordinator::Failed { worker, error }) => {
                         if let Some(w) = workers.get_mut(&worker) {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use futures::StreamExt;
 
 use super::args::{check_token, secs, WorkerArgs};
@@ -55,13 +55,15 @@ pub async fn run_worker(args: &WorkerArgs) -> Result<()> {
             msg = mine.next() => match msg.map(|m| proto::decode::<ToWorker>(&m.payload)) {
                 Some(Ok(ToWorker::Assign(a))) => break *a,
                 Some(Ok(ToWorker::Abort)) => bail!("the coordinator aborted the run"),
-                Some(Ok(ToWorker::Start { .. }) | Err(_)) => {}
+                Some(Ok(ToWorker::Start { .. })) => {}
+                Some(Err(e)) => eprintln!("buzz-load worker {name}: undecodable message from the coordinator: {e:#}"),
                 None => bail!("NATS subscription ended"),
             },
             () = tokio::time::sleep(Duration::from_millis(500)) => {}
             () = tokio::time::sleep_until(deadline) => bail!("no assignment within {assign_timeout:?}"),
         }
     };
+    eprintln!("buzz-load worker {name}: assigned; opening connections");
     let result = run_assignment(&nats, &name, &coord, assignment, &mut all).await;
     if let Err(e) = &result {
         let _ = say(ToCoordinator::Failed { worker: name.clone(), error: format!("{e:#}") }).await;
@@ -95,13 +97,17 @@ async fn run_assignment(
         nats.publish(coord.to_owned(), proto::encode(&m)?).await?;
         anyhow::Ok(())
     };
-    publish(ToCoordinator::Ready { worker: name.to_owned(), connected, failed }).await?;
-
+    eprintln!("buzz-load worker {name}: ready ({failed} connection(s) failed); waiting for the start");
+    let ready = ToCoordinator::Ready { worker: name.to_owned(), connected, failed };
+    // Ready until the start: NATS delivers at most once, and the coordinator counts it once.
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(600);
     let start_ms = loop {
-        let msg = tokio::time::timeout(Duration::from_secs(600), all.next())
-            .await
-            .map_err(|_| anyhow!("no start within 600 s"))?
-            .context("NATS subscription ended")?;
+        publish(ready.clone()).await?;
+        let msg = tokio::select! {
+            msg = all.next() => msg.context("NATS subscription ended")?,
+            () = tokio::time::sleep(Duration::from_secs(1)) => continue,
+            () = tokio::time::sleep_until(give_up) => bail!("no start within 600 s"),
+        };
         match proto::decode::<ToWorker>(&msg.payload)? {
             ToWorker::Start { start_unix_ms } => break start_unix_ms,
             ToWorker::Abort => bail!("the coordinator aborted the run"),
