@@ -17,6 +17,12 @@ pub const SCHEMA_VERSION: i64 = 11;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
+/// The embedded migrations (upgrade tests apply a prefix of them, as an older release did).
+#[must_use]
+pub fn migrator() -> &'static sqlx::migrate::Migrator {
+    &MIGRATOR
+}
+
 /// Why the store could not be opened, migrated or checked.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

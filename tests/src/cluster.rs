@@ -108,8 +108,15 @@ fn env(name: &str, default: &str) -> String {
     std::env::var(name).ok().filter(|v| !v.is_empty()).unwrap_or_else(|| default.to_owned())
 }
 
+/// The server the tests use (`DATABASE_URL`, default the local `postgres` database).
+#[must_use]
+pub fn base_database_url() -> String {
+    env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+}
+
 /// `url` with its database name replaced.
-fn with_database(url: &str, name: &str) -> String {
+#[must_use]
+pub fn with_database(url: &str, name: &str) -> String {
     let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
     let scheme_end = base.find("://").map_or(0, |i| i + 3);
     let root = match base[scheme_end..].find('/') {
@@ -131,7 +138,7 @@ impl Cluster {
     /// A cluster of `opts`; returns once every replica serves.
     pub async fn start_with(opts: ClusterOptions) -> Self {
         let tag = Uuid::new_v4().simple().to_string();
-        let base = env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres");
+        let base = base_database_url();
         let nats_url = env("NATS_URL", "nats://127.0.0.1:4222");
         let redis_url = env("REDIS_URL", "redis://127.0.0.1:6379");
         let database_name = format!("buzz_test_{tag}");

@@ -82,7 +82,7 @@ pub async fn artifact_corpus(
         sqlx::query("SET LOCAL work_mem = '256MB'").execute(&mut *tx).await.unwrap();
     }
     // Artifact g: channel g % channels, type by (g / 3) parity, project (g / 7) % 100: independent.
-    let seed = [
+    let mut seed = vec![
         format!(
             "INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw) \
              SELECT $1, encode(sha256(('a' || g)::bytea), 'hex'), $2, 45010, 1700000000 + g, \
@@ -111,6 +111,21 @@ pub async fn artifact_corpus(
          FROM generate_series(1, $3) g WHERE $2 <> '' AND $4 > 0"
             .to_owned(),
     ];
+    if bulk {
+        // The rows `Cluster::index_seeded_artifacts` derives by joining the tables above (each
+        // artifact's type and project tag, its home channel and change time, no expiry), built
+        // from the same expressions instead of joins over a million wide rows, in key order.
+        seed.push(
+            "INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at, revision) \
+             SELECT $1, md5('d' || g)::uuid, t.name, t.value_hash, md5('ch' || (g % $4))::uuid, \
+                    now() - make_interval(secs => g), encode(sha256(('a' || g)::bytea), 'hex') \
+             FROM generate_series(1, $3) g, LATERAL (VALUES \
+                    ('type', sha256((CASE WHEN (g / 3) % 2 = 0 THEN 'buzz.task' ELSE 'buzz.note' END)::bytea)), \
+                    ('project', sha256(md5('p' || ((g / 7) % 100))::uuid::text::bytea))) AS t(name, value_hash) \
+             WHERE $2 <> '' AND $4 > 0 ORDER BY 2, 3, 4"
+                .to_owned(),
+        );
+    }
     for sql in seed {
         sqlx::query(&sql)
             .bind(community)
@@ -120,27 +135,6 @@ pub async fn artifact_corpus(
             .execute(&mut *tx)
             .await
             .unwrap();
-    }
-    if bulk {
-        // The rows `Cluster::index_seeded_artifacts` derives by joining the tables above (each
-        // artifact's type and project tag, its home channel and change time, no expiry), built
-        // from the same expressions instead of joins over a million wide rows, in key order.
-        sqlx::query(
-            "INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at, revision) \
-             SELECT $1, md5('d' || g)::uuid, t.name, t.value_hash, md5('ch' || (g % $4))::uuid, \
-                    now() - make_interval(secs => g), encode(sha256(('a' || g)::bytea), 'hex') \
-             FROM generate_series(1, $3) g, LATERAL (VALUES \
-                    ('type', sha256((CASE WHEN (g / 3) % 2 = 0 THEN 'buzz.task' ELSE 'buzz.note' END)::bytea)), \
-                    ('project', sha256(md5('p' || ((g / 7) % 100))::uuid::text::bytea))) AS t(name, value_hash) \
-             WHERE $2 <> '' AND $4 > 0 ORDER BY 2, 3, 4",
-        )
-        .bind(community)
-        .bind(author)
-        .bind(artifacts)
-        .bind(channels)
-        .execute(&mut *tx)
-        .await
-        .unwrap();
     }
     tx.commit().await.unwrap();
     if bulk {

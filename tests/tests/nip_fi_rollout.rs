@@ -46,9 +46,8 @@ const OLD_INSERT: &str = "INSERT INTO community_auth_upgrades (operation_id, com
 #[tokio::test]
 async fn the_cas_migration_keeps_old_rows_and_old_inserts_meaning_enable_without_preconditions() {
     let name = format!("buzz_test_rollout_{}", Uuid::new_v4().simple());
-    let base = std::env::var("DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-    let url = format!("{}/{name}", base.rsplit_once('/').unwrap().0);
+    let base = buzz_tests::cluster::base_database_url();
+    let url = buzz_tests::cluster::with_database(&base, &name);
     buzz_store::ensure_database(&url).await.unwrap();
     let pool = buzz_store::connect(&url, 2).await.unwrap();
     let all = migrations();
