@@ -49,12 +49,14 @@ pub use sql::Artifact;
 pub const STALE_PREV: &str = "prev is not the current revision";
 /// A create or move names an identity another artifact holds.
 pub const IDENTITY_TAKEN: &str = "artifact identity is taken";
+/// A created or changed root names no served conversation anchor in h.
+pub const ROOT_NOT_ANCHOR: &str = "root must be an existing, undeleted conversation anchor in h";
 /// Only a restore may follow a delete.
 pub const DELETED: &str = "artifact is deleted; only restore is accepted";
 
 /// A compare-and-set refusal, counted in `buzz_write_cas_conflicts_total` by `reason`
 /// (`stale_prev`, `unknown_artifact`, `identity_taken`): a rise means clients edit from stale state.
-fn conflict(message: &str, reason: &'static str) -> WriteError {
+pub(crate) fn conflict(message: &str, reason: &'static str) -> WriteError {
     metrics::counter!("buzz_write_cas_conflicts_total", "reason" => reason).increment(1);
     WriteError::new(ErrorCode::Conflict, message)
 }
@@ -177,7 +179,7 @@ async fn check_root(
         return Err(WriteError::invalid(if env.op == Op::Move {
             "a move's root must be absent or a conversation anchor in the destination"
         } else {
-            "root must be an existing, undeleted conversation anchor in h"
+            ROOT_NOT_ANCHOR
         }));
     }
     Ok(())
@@ -255,7 +257,7 @@ async fn store(
 }
 
 /// The distinct well-formed `p` pubkeys of a revision, sorted.
-fn p_keys(event: &Event) -> Vec<String> {
+pub(crate) fn p_keys(event: &Event) -> Vec<String> {
     let mut keys: Vec<String> = event
         .tags_named("p")
         .filter_map(|t| t.get(1))
@@ -269,7 +271,7 @@ fn p_keys(event: &Event) -> Vec<String> {
 
 /// Rules between the current revision and the next one, checked once the sender may write in the
 /// artifact's home (so they reveal nothing the sender cannot read).
-fn check_transition(env: &Envelope, row: &Artifact) -> Result<(), BusError> {
+pub(crate) fn check_transition(env: &Envelope, row: &Artifact) -> Result<(), BusError> {
     match (row.deleted, env.op) {
         (true, Op::Restore) => {}
         (true, _) => return Err(BusError::invalid(DELETED)),

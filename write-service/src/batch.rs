@@ -1,5 +1,6 @@
 //! Group commit of kind-9 posts: concurrent posts share one transaction, a fixed number of
-//! statements whatever their number, and one durable commit.
+//! statements whatever their number, and one durable commit. The queue and its lanes
+//! ([`Batcher`]) serve NIP-AR revisions too (`revisions`), with [`load`] and [`admit`] shared.
 //!
 //! - Every post is still acknowledged only after the commit that stored it.
 //! - The decision of each post is the single-post path's, in the same order
@@ -26,6 +27,7 @@ use buzz_core::{kinds, Event};
 use buzz_store::access::{self, Channel, Standing};
 use buzz_store::fragments::served_event;
 use buzz_store::{ChannelType, Role, Visibility};
+use futures::future::BoxFuture;
 use sqlx::{PgConnection, PgPool};
 use tokio::sync::{mpsc, oneshot, Mutex};
 use uuid::Uuid;
@@ -34,12 +36,12 @@ use crate::error::{WriteError, WriteResult};
 use crate::events::thread_root;
 use crate::shared::{channel_tag, credential, live_event, Accepted, Relay};
 
-/// How posts are grouped: at most `max` per transaction, `lanes` transactions at once.
+/// How writes of one family are grouped: at most `max` per transaction, `lanes` transactions at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchSettings {
-    /// Most posts in one transaction (1: every post alone, as without group commit).
+    /// Most writes in one transaction (1: every write in a transaction of its own).
     pub max: usize,
-    /// Batches in flight at once (each holds one pool connection while it runs).
+    /// Batches of one family in flight at once (each holds one lane connection while it runs).
     pub lanes: usize,
 }
 
@@ -49,7 +51,7 @@ impl Default for BatchSettings {
     }
 }
 
-/// A post waiting for its batch.
+/// A write waiting for its batch.
 struct Job {
     community: Uuid,
     actor: Actor,
@@ -57,42 +59,49 @@ struct Job {
     reply: oneshot::Sender<WriteResult<Accepted>>,
 }
 
-/// The queue of kind-9 posts and its lanes. Cheap to clone; the lanes stop when the last clone is
-/// dropped.
+/// Writes one batch of (community, writer, event) and returns each write's outcome, in order:
+/// [`posts`] for kind 9, `revisions::write` for NIP-AR revisions.
+pub type WriteBatch = for<'a> fn(
+    &'a Pools,
+    &'a buzz_core::Keys,
+    Vec<(Uuid, Actor, Event)>,
+) -> BoxFuture<'a, Vec<WriteResult<Accepted>>>;
+
+/// A queue of writes of one event family and its lanes. Cheap to clone; the lanes stop when the
+/// last clone is dropped.
 #[derive(Clone)]
 pub struct Batcher {
     queue: mpsc::Sender<Job>,
 }
 
 impl Batcher {
-    /// Starts `settings.lanes` lanes writing batches on `batch_pool` (one connection each); the
-    /// single-post fallback writes on `pool`. `relay` signs nothing here but is what the fallback
-    /// needs.
+    /// Starts `settings.lanes` lanes writing batches with `write` on `pools.batch` (one connection
+    /// each); the one-by-one fallback writes on `pools.single`. `relay` signs what the family's
+    /// writes sign (a move's removal).
     #[must_use]
     pub fn start(
-        batch_pool: PgPool,
-        pool: PgPool,
+        pools: Pools,
         relay: Arc<buzz_core::Keys>,
         settings: BatchSettings,
+        write: WriteBatch,
     ) -> Self {
         let max = settings.max.max(1);
         let (queue, rx) = mpsc::channel(max * settings.lanes.max(1) * 4);
         let rx = Arc::new(Mutex::new(rx));
         for _ in 0..settings.lanes.max(1) {
-            let pools = Pools { batch: batch_pool.clone(), single: pool.clone() };
-            tokio::spawn(lane(pools, relay.clone(), rx.clone(), max));
+            tokio::spawn(lane(pools.clone(), relay.clone(), rx.clone(), max, write));
         }
         Self { queue }
     }
 
-    /// Writes one kind-9 post in the next batch and returns its outcome once that batch has
-    /// committed (or the post was refused).
+    /// Writes one event in the next batch and returns its outcome once that batch has committed
+    /// (or the event was refused).
     #[tracing::instrument(
         name = "db.transaction",
         skip_all,
         fields(db.system = "postgresql", db.operation = "write_event", otel.kind = "client")
     )]
-    pub async fn post(&self, community: Uuid, actor: Actor, event: Event) -> WriteResult<Accepted> {
+    pub async fn write(&self, community: Uuid, actor: Actor, event: Event) -> WriteResult<Accepted> {
         let (reply, answer) = oneshot::channel();
         let job = Job { community, actor, event, reply };
         if self.queue.send(job).await.is_err() {
@@ -104,14 +113,22 @@ impl Batcher {
     }
 }
 
-/// Where a lane writes: its batches, and the posts of a batch that failed, one by one.
+/// Where a lane writes: its batches, and the writes of a batch that failed, one by one.
 #[derive(Clone)]
-struct Pools {
-    batch: PgPool,
-    single: PgPool,
+pub struct Pools {
+    /// The lanes' connections (generic plans, replaced every few seconds).
+    pub batch: PgPool,
+    /// The write pool, for the one-by-one fallback.
+    pub single: PgPool,
 }
 
-async fn lane(pools: Pools, relay: Arc<buzz_core::Keys>, queue: Arc<Mutex<mpsc::Receiver<Job>>>, max: usize) {
+async fn lane(
+    pools: Pools,
+    relay: Arc<buzz_core::Keys>,
+    queue: Arc<Mutex<mpsc::Receiver<Job>>>,
+    max: usize,
+    write: WriteBatch,
+) {
     let mut jobs = Vec::with_capacity(max);
     loop {
         {
@@ -121,20 +138,22 @@ async fn lane(pools: Pools, relay: Arc<buzz_core::Keys>, queue: Arc<Mutex<mpsc::
             }
         }
         metrics::histogram!("buzz_write_batch_size").record(jobs.len() as f64);
-        tracing::debug!(posts = jobs.len(), "group commit");
-        run(&pools, &relay, std::mem::take(&mut jobs)).await;
+        tracing::debug!(writes = jobs.len(), "group commit");
+        let (batch, replies): (Vec<_>, Vec<_>) =
+            jobs.drain(..).map(|j| ((j.community, j.actor, j.event), j.reply)).unzip();
+        for (reply, outcome) in replies.into_iter().zip(write(&pools, &relay, batch).await) {
+            let _ = reply.send(outcome);
+        }
     }
 }
 
-/// Writes one batch, then answers every post in it.
-async fn run(pools: &Pools, relay: &buzz_core::Keys, jobs: Vec<Job>) {
-    let (posts, replies): (Vec<_>, Vec<_>) =
-        jobs.into_iter().map(|j| ((j.community, j.actor, j.event), j.reply)).unzip();
-    for (reply, outcome) in
-        replies.into_iter().zip(write_posts_on(&pools.batch, &pools.single, relay, posts).await)
-    {
-        let _ = reply.send(outcome);
-    }
+/// [`WriteBatch`] of kind-9 posts.
+pub fn posts<'a>(
+    pools: &'a Pools,
+    relay: &'a buzz_core::Keys,
+    posts: Vec<(Uuid, Actor, Event)>,
+) -> BoxFuture<'a, Vec<WriteResult<Accepted>>> {
+    Box::pin(write_posts_on(&pools.batch, &pools.single, relay, posts))
 }
 
 /// Writes `posts` (community, writer, kind-9 event) as one group commit and returns each one's
@@ -180,13 +199,15 @@ async fn write_posts_on(
     }
 }
 
-/// A post as the batch reads it; what can be parsed without the database is parsed once.
-struct Post<'a> {
-    community: Uuid,
-    actor: &'a Actor,
-    event: &'a Event,
-    channel: Result<Uuid, BusError>,
-    root: Result<Option<&'a str>, BusError>,
+/// A write as the batch reads it; what can be parsed without the database is parsed once.
+pub(crate) struct Post<'a> {
+    pub(crate) community: Uuid,
+    pub(crate) actor: &'a Actor,
+    pub(crate) event: &'a Event,
+    /// The channel it is written in (`h`), or why it names none.
+    pub(crate) channel: Result<Uuid, BusError>,
+    /// The conversation anchor it names in that channel, or why it names a bad one.
+    pub(crate) root: Result<Option<&'a str>, BusError>,
 }
 
 impl<'a> Post<'a> {
@@ -222,7 +243,7 @@ impl Outcome {
     }
 }
 
-enum BatchError {
+pub(crate) enum BatchError {
     /// A statement failed: rolled back, nothing stored.
     Statement(sqlx::Error),
     /// The commit failed: outcome unknown.
@@ -235,11 +256,12 @@ impl From<sqlx::Error> for BatchError {
     }
 }
 
-/// One row of the batch's first statement: everything the single-post path reads before storing.
+/// One row of the batch's first statement: everything the single-write path reads before the
+/// event family's own checks.
 #[derive(sqlx::FromRow)]
-struct View {
+pub(crate) struct View {
     active: bool,
-    access_version: Option<i64>,
+    pub(crate) access_version: Option<i64>,
     duplicate: bool,
     role: Option<Role>,
     channel_id: Option<Uuid>,
@@ -250,8 +272,10 @@ struct View {
     archived: Option<bool>,
     channel_role: Option<Role>,
     channel_banned: bool,
-    banned: Vec<String>,
-    anchor: bool,
+    /// The channel's banned keys.
+    pub(crate) banned: Vec<String>,
+    /// The named root is a served conversation anchor (a top-level kind 9) in the channel.
+    pub(crate) anchor: bool,
 }
 
 impl View {
@@ -270,6 +294,19 @@ impl View {
 /// The single-post path's decision, in its order, from the batch's view of the post: the channel
 /// and thread root to store it with, or `None` for an event already accepted.
 fn decide(post: &Post<'_>, view: &View) -> WriteResult<Option<(Channel, Option<String>)>> {
+    let Some(channel) = admit(post, view)? else { return Ok(None) };
+    let root = post.root.clone()?;
+    if root.is_some() && !view.anchor {
+        return Err(WriteError::invalid("thread root must be a conversation anchor in this channel"));
+    }
+    Ok(Some((channel, root.map(str::to_owned))))
+}
+
+/// What every client event write decides first, in the single-write path's order
+/// (`events::write_event`): the author, the community active, an event already accepted (`None`),
+/// membership; then the write's channel and the access module's write rule there (the kind-9
+/// rule, which NIP-AR revisions share). Returns the channel to write in.
+pub(crate) fn admit(post: &Post<'_>, view: &View) -> WriteResult<Option<Channel>> {
     if post.event.pubkey != post.actor.pubkey {
         return Err(WriteError::restricted("event pubkey is not the authenticated pubkey"));
     }
@@ -292,12 +329,7 @@ fn decide(post: &Post<'_>, view: &View) -> WriteResult<Option<(Channel, Option<S
         banned: view.channel_banned,
     };
     access::can_write(channel.as_ref(), standing, credential(post.actor))?;
-    let channel = channel.ok_or_else(BusError::internal)?;
-    let root = post.root.clone()?;
-    if root.is_some() && !view.anchor {
-        return Err(WriteError::invalid("thread root must be a conversation anchor in this channel"));
-    }
-    Ok(Some((channel, root.map(str::to_owned))))
+    Ok(Some(channel.ok_or_else(BusError::internal)?))
 }
 
 async fn write_batch(pool: &PgPool, posts: &[Post<'_>]) -> Result<Vec<WriteResult<Outcome>>, BatchError> {
@@ -327,7 +359,20 @@ async fn write_batch(pool: &PgPool, posts: &[Post<'_>]) -> Result<Vec<WriteResul
         outcomes.push(outcome);
     }
     if !store.is_empty() {
-        let seqs = insert_events(&mut tx, posts, &outcomes, &store).await?;
+        let events: Vec<NewEvent<'_>> = store
+            .iter()
+            .filter_map(|&i| match &outcomes[i] {
+                Ok(Outcome::Stored { channel, root, .. }) => Some(NewEvent {
+                    community: posts[i].community,
+                    event: posts[i].event,
+                    channel,
+                    thread_root: root.as_deref(),
+                }),
+                _ => None,
+            })
+            .collect();
+        let seqs = insert_events(&mut tx, &events).await?;
+        drop(events);
         for &i in &store {
             let key = (posts[i].community, posts[i].event.id.clone());
             match (seqs.get(&key), &mut outcomes[i]) {
@@ -346,7 +391,7 @@ async fn write_batch(pool: &PgPool, posts: &[Post<'_>]) -> Result<Vec<WriteResul
 
 /// Admission, channel view and thread-root check of every post in one statement, the channel rows
 /// share-locked (in id order) so that they cannot change under the batch.
-async fn load(tx: &mut PgConnection, posts: &[Post<'_>]) -> Result<Vec<View>, sqlx::Error> {
+pub(crate) async fn load(tx: &mut PgConnection, posts: &[Post<'_>]) -> Result<Vec<View>, sqlx::Error> {
     let n = posts.len();
     let mut ord = Vec::with_capacity(n);
     let mut community = Vec::with_capacity(n);
@@ -411,15 +456,23 @@ async fn load(tx: &mut PgConnection, posts: &[Post<'_>]) -> Result<Vec<View>, sq
     Ok(views)
 }
 
-/// Stores the posts at `store` with their tag index rows in one statement; returns the `seq` of
-/// each one stored (a post stored meanwhile by a concurrent write is absent).
-async fn insert_events(
+/// An event to store in a batch.
+pub(crate) struct NewEvent<'a> {
+    pub(crate) community: Uuid,
+    pub(crate) event: &'a Event,
+    /// The channel it is stored in.
+    pub(crate) channel: &'a Channel,
+    /// The thread it replies in (kind 9).
+    pub(crate) thread_root: Option<&'a str>,
+}
+
+/// Stores `events` with their tag index rows in one statement; returns the `seq` of each one
+/// stored (one stored meanwhile by a concurrent write is absent).
+pub(crate) async fn insert_events(
     tx: &mut PgConnection,
-    posts: &[Post<'_>],
-    outcomes: &[WriteResult<Outcome>],
-    store: &[usize],
+    events: &[NewEvent<'_>],
 ) -> Result<std::collections::HashMap<(Uuid, String), i64>, sqlx::Error> {
-    let n = store.len();
+    let n = events.len();
     let (mut community, mut id, mut pubkey, mut kind, mut created_at) = (
         Vec::with_capacity(n),
         Vec::with_capacity(n),
@@ -431,22 +484,19 @@ async fn insert_events(
         (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
     let (mut tag_community, mut tag_event, mut tag_name, mut tag_hash) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for &i in store {
-        let (p, Ok(Outcome::Stored { channel: ch, root: r, .. })) = (&posts[i], &outcomes[i]) else {
-            continue;
-        };
-        let e = p.event;
-        community.push(p.community);
+    for new in events {
+        let e = new.event;
+        community.push(new.community);
         id.push(e.id.as_str());
         pubkey.push(e.pubkey.as_str());
         kind.push(i64::from(e.kind));
         created_at.push(e.created_at);
-        channel.push(ch.id);
+        channel.push(new.channel.id);
         raw.push(e.to_json());
-        ttl.push(ch.ttl_seconds);
-        root.push(r.as_deref());
+        ttl.push(new.channel.ttl_seconds);
+        root.push(new.thread_root);
         for (name, hash) in crate::store::indexed_tags(e) {
-            tag_community.push(p.community);
+            tag_community.push(new.community);
             tag_event.push(e.id.as_str());
             tag_name.push(name);
             tag_hash.push(hash);

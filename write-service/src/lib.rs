@@ -9,6 +9,7 @@ pub mod error;
 pub mod events;
 pub mod members;
 pub mod read_model;
+pub mod revisions;
 pub mod settings;
 pub mod shared;
 pub mod store;
@@ -35,6 +36,8 @@ pub struct Writer {
     pub relay: std::sync::Arc<buzz_core::Keys>,
     /// Kind-9 posts, written by group commit.
     pub posts: batch::Batcher,
+    /// NIP-AR revisions, written by group commit.
+    pub revisions: batch::Batcher,
 }
 
 impl Writer {
@@ -55,11 +58,15 @@ impl Writer {
     async fn apply(&self, req: WriteRequest) -> WriteReply {
         match req {
             WriteRequest::Event { community_id, actor, event } => {
-                let accepted = if event.kind == buzz_core::kinds::MESSAGE {
-                    self.posts.post(community_id, actor, event).await?
-                } else {
-                    let relay = shared::Relay { keys: &self.relay };
-                    events::write_event(&self.pool, community_id, &actor, event, &relay).await?
+                let accepted = match event.kind {
+                    buzz_core::kinds::MESSAGE => self.posts.write(community_id, actor, event).await?,
+                    buzz_core::kinds::ARTIFACT_REVISION => {
+                        self.revisions.write(community_id, actor, event).await?
+                    }
+                    _ => {
+                        let relay = shared::Relay { keys: &self.relay };
+                        events::write_event(&self.pool, community_id, &actor, event, &relay).await?
+                    }
                 };
                 // Access changes go out before the events that follow them, so a gateway drops
                 // its cached answers first (live events also carry the access version).
@@ -147,12 +154,15 @@ impl Application {
         // the table sizes it was made with: the connections are replaced every few seconds, so
         // that plans made on a new, still empty database (a hashed scan of all of `events` for the
         // duplicate check) do not outlive its growth.
-        let lanes = u32::try_from(settings.batch.lanes).unwrap_or(u32::MAX);
+        // One set of lanes for kind-9 posts and one for NIP-AR revisions.
+        let lanes = u32::try_from(settings.batch.lanes.saturating_mul(2)).unwrap_or(u32::MAX);
         let generic = [("plan_cache_mode", "force_generic_plan")];
         let batch_pool = connect(&settings, lanes, &generic, Some(BATCH_PLAN_LIFETIME)).await?;
-        let posts = batch::Batcher::start(batch_pool, pool.clone(), relay.clone(), settings.batch);
+        let pools = batch::Pools { batch: batch_pool, single: pool.clone() };
+        let posts = batch::Batcher::start(pools.clone(), relay.clone(), settings.batch, batch::posts);
+        let revisions = batch::Batcher::start(pools, relay.clone(), settings.batch, revisions::write);
         Ok(Self {
-            writer: Writer { pool, nats, subjects, relay, posts },
+            writer: Writer { pool, nats, subjects, relay, posts, revisions },
             admin,
             admin_addr,
             concurrency: settings.concurrency,

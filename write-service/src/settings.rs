@@ -70,13 +70,13 @@ pub struct Args {
     batch: BatchArgs,
 }
 
-/// Group commit of kind-9 posts (also flattened into `buzz dev`).
+/// Group commit of kind-9 posts and NIP-AR revisions (also flattened into `buzz dev`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct BatchArgs {
-    /// Most kind-9 posts written in one transaction (group commit; 1 turns it off)
+    /// Most kind-9 posts, and most NIP-AR revisions, written in one transaction (group commit; 1: each alone)
     #[arg(long = "write-batch-max", env = "BUZZ_WRITE_BATCH_MAX", default_value_t = 64, value_parser = positive::<usize>)]
     pub batch_max: usize,
-    /// Group-commit transactions running at once (each has its own connection, besides the pool)
+    /// Group-commit transactions running at once per event family (each has its own connection, besides the pool)
     #[arg(long = "write-batch-lanes", env = "BUZZ_WRITE_BATCH_LANES", default_value_t = 1, value_parser = positive::<usize>)]
     pub batch_lanes: usize,
 }

@@ -16,10 +16,10 @@
 {{- define "buzz.usesRedis" -}}
 {{- if has . (list "gateway" "snapshot" "policy") }}true{{ end -}}
 {{- end -}}
-{{/* Connections per replica: the pool from values (write adds one per group-commit lane), policy
-fixed in code (10). */}}
+{{/* Connections per replica: the pool from values (write adds two per group-commit lane: one for
+kind-9 posts, one for NIP-AR revisions), policy fixed in code (10). */}}
 {{- define "buzz.dbConnections" -}}
-{{- if eq .name "policy" }}10{{ else if eq .name "write" }}{{ add (.svc.dbConnections | default 0) (.svc.batchLanes | default 1) }}{{ else }}{{ .svc.dbConnections | default 0 }}{{ end -}}
+{{- if eq .name "policy" }}10{{ else if eq .name "write" }}{{ add (.svc.dbConnections | default 0) (mul 2 (.svc.batchLanes | default 1)) }}{{ else }}{{ .svc.dbConnections | default 0 }}{{ end -}}
 {{- end -}}
 {{/* Replicas that can run at once: the HPA maximum, else replicas. */}}
 {{- define "buzz.maxReplicas" -}}

@@ -129,11 +129,12 @@ def test_the_connection_budget_is_enforced():
     render(merged(VALUES, {"database": {"maxConnections": 300}, "services": {"write": {"autoscaling": {"maxReplicas": 20}}}}))
     deps = by_kind(render(), "Deployment")
     write = env_of(deps["buzz-write"]["spec"]["template"]["spec"]["containers"][0])
-    # The write pool plus one connection per group-commit lane: 7 + 1, counted as 8 in the budget.
-    assert write["BUZZ_WRITE_DB_CONNECTIONS"]["value"] == "7"
+    # The write pool plus two connections per group-commit lane (posts, revisions): 6 + 2, counted as
+    # 8 in the budget.
+    assert write["BUZZ_WRITE_DB_CONNECTIONS"]["value"] == "6"
     assert write["BUZZ_WRITE_BATCH_LANES"]["value"] == "1" and write["BUZZ_WRITE_BATCH_MAX"]["value"] == "64"
     err = render_error(merged(VALUES, {"services": {"write": {"batchLanes": 8}}}))
-    assert "database connection budget exceeded" in err and "write 60" in err, err
+    assert "database connection budget exceeded" in err and "write 88" in err, err
 
 
 def test_the_snapshot_service_gets_the_database_and_counts_in_the_budget():
