@@ -75,3 +75,17 @@ mod tests {
         assert_eq!(percentile(&[7], 50), 7);
     }
 }
+
+/// A storage failure only some events run into: a trigger refusing to store any event whose JSON
+/// contains "poison pill" (group-commit failure isolation).
+pub async fn poison_pills_fail_to_store(pool: &sqlx::PgPool) {
+    sqlx::raw_sql(
+        "CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$ \
+         BEGIN RAISE EXCEPTION 'poisoned'; END $$; \
+         CREATE TRIGGER refuse_poison BEFORE INSERT ON events FOR EACH ROW \
+         WHEN (NEW.raw LIKE '%poison pill%') EXECUTE FUNCTION refuse_poison();",
+    )
+    .execute(pool)
+    .await
+    .expect("create the poison trigger");
+}

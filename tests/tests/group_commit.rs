@@ -191,15 +191,7 @@ async fn a_post_whose_storage_fails_never_takes_its_batch_mates_down() {
     let s = setup().await;
     let pool = &s.cluster.pool;
     // A storage failure only one post runs into: a trigger refusing its content.
-    sqlx::raw_sql(
-        "CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$ \
-         BEGIN RAISE EXCEPTION 'poisoned'; END $$; \
-         CREATE TRIGGER refuse_poison BEFORE INSERT ON events FOR EACH ROW \
-         WHEN (NEW.raw LIKE '%poison pill%') EXECUTE FUNCTION refuse_poison();",
-    )
-    .execute(pool)
-    .await
-    .unwrap();
+    buzz_tests::helpers::poison_pills_fail_to_store(pool).await;
     let member = Actor::session(s.member.public_hex());
     let relay = Keys::generate();
     let mut batch: Vec<(Uuid, Actor, Event)> = (0..20)
