@@ -35,6 +35,8 @@ pub struct ClusterOptions {
     pub policy_replicas: usize,
     /// Adjusts every policy-service replica's NIP-FI settings before it starts.
     pub nip_fi: Option<fn(&mut buzz_fi::FiSettings)>,
+    /// Adjusts every write-service replica's settings before it starts (e.g. no background sweeps).
+    pub write_settings: Option<fn(&mut buzz_write::Settings)>,
 }
 
 impl Default for ClusterOptions {
@@ -51,6 +53,7 @@ impl Default for ClusterOptions {
             snapshot_settings: None,
             policy_replicas: 1,
             nip_fi: None,
+            write_settings: None,
         }
     }
 }
@@ -186,7 +189,7 @@ impl Cluster {
             policies.push(policy_addr);
         }
         for _ in 0..opts.writers {
-            let app = buzz_write::Application::build(buzz_write::Settings {
+            let mut settings = buzz_write::Settings {
                 database_url: database_url.clone(),
                 nats: buzz_bus::NatsConfig::new(nats_url.clone()),
                 nats_prefix: nats_prefix.clone(),
@@ -198,9 +201,11 @@ impl Cluster {
                 statement_timeout_ms: 3000,
                 lock_timeout_ms: 2000,
                 batch: buzz_write::batch::BatchSettings::default(),
-            })
-            .await
-            .expect("write-service");
+            };
+            if let Some(adjust) = opts.write_settings {
+                adjust(&mut settings);
+            }
+            let app = buzz_write::Application::build(settings).await.expect("write-service");
             tasks.push(tokio::spawn(app.run(shutdown.clone())));
         }
         for _ in 0..opts.queriers {

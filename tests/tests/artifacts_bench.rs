@@ -127,6 +127,8 @@ async fn bench_artifact_revisions() {
         let keys = cluster.member(&team).await;
         sockets.push((WsClient::authed(cluster.gateways[i % 2], &team.host, &keys).await, keys));
     }
+    // scripts/profile-artifacts.sh starts sampling on this line.
+    eprintln!("bench: seeded {seed_count} in {seed_secs:.1} s; {clients} connections for {secs} s");
     let started = Instant::now();
     let deadline = started + Duration::from_secs(secs);
     let tasks: Vec<_> = sockets

@@ -9,7 +9,7 @@ use std::time::Duration;
 use buzz_core::{Event, Keys};
 use buzz_tests::client::{create_channel, WsClient};
 use buzz_tests::cluster::eventually;
-use buzz_tests::Cluster;
+use buzz_tests::{Cluster, ClusterOptions};
 use reqwest::Method;
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -150,5 +150,60 @@ async fn retention_set_through_the_operator_api_expires_earlier_revisions_never_
     let (ok, msg) = ws.publish(&revision(&alice, "update", d, channel, Some(&u1))).await;
     assert!(!ok && msg.starts_with("conflict:"), "{msg}");
     assert!(ws.publish(&revision(&alice, "update", d, channel, Some(&u2))).await.0);
+    cluster.stop().await;
+}
+
+/// Two communities of one relay, one keeping its history forever and one with a day of retention:
+/// a sweep removes the second's earlier revisions only, and its `batch` bounds the whole sweep,
+/// across communities.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sweep_applies_each_communitys_own_retention_and_one_batch_across_them() {
+    // The replicas' own sweepers wait an hour, so that only this test's sweeps remove anything.
+    let cluster = Cluster::start_with(ClusterOptions {
+        write_settings: Some(|s| s.ttl_sweep_every = Duration::from_secs(3600)),
+        ..Default::default()
+    })
+    .await;
+    let mut chains = Vec::new();
+    for (host, retention) in [("forever.test", None), ("brief-a.test", Some(1)), ("brief-b.test", Some(1))] {
+        let team = cluster.community(host).await;
+        let alice = cluster.member(&team).await;
+        let mut ws = WsClient::authed(cluster.gateways[0], &team.host, &alice).await;
+        let channel = Uuid::new_v4();
+        assert!(ws.publish(&create_channel(&alice, channel, "work", "open")).await.0);
+        let d = Uuid::new_v4();
+        let mut chain = vec![revision(&alice, "create", d, channel, None)];
+        for _ in 0..3 {
+            let next = revision(&alice, "update", d, channel, chain.last());
+            chain.push(next);
+        }
+        for ev in &chain {
+            let (ok, msg) = ws.publish(ev).await;
+            assert!(ok, "{msg}");
+        }
+        if let Some(days) = retention {
+            let (status, v) = patch(&cluster, team.id, &json!({"retention_days": days})).await;
+            assert_eq!(status, 200, "{v}");
+        }
+        chains.push(chain);
+    }
+    sqlx::query("UPDATE events SET accepted_at = now() - interval '2 days' WHERE kind = 45010")
+        .execute(&cluster.pool)
+        .await
+        .unwrap();
+    // Three earlier revisions in each brief community: a batch of 4 takes three from one and one
+    // from the other; the next sweep takes the remaining two; then nothing is left to take.
+    let first = buzz_write::artifacts::sweep_retention(&cluster.pool, 4).await.unwrap();
+    let second = buzz_write::artifacts::sweep_retention(&cluster.pool, 4).await.unwrap();
+    assert_eq!((first, second), (4, 2));
+    assert_eq!(buzz_write::artifacts::sweep_retention(&cluster.pool, 4).await.unwrap(), 0);
+    let kept = revision_events(&cluster).await;
+    let mut expected: Vec<String> = chains[0].iter().map(|e| e.id.clone()).collect();
+    expected.push(chains[1][3].id.clone());
+    expected.push(chains[2][3].id.clone());
+    let mut sorted = kept.clone();
+    sorted.sort();
+    expected.sort();
+    assert_eq!(sorted, expected, "the forever community keeps all, the brief ones their current revision");
     cluster.stop().await;
 }

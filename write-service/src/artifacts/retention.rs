@@ -1,26 +1,53 @@
 //! Revision history retention: each community's `retention_days` expires revision events that are
 //! older than that and no longer current. The current revision is never removed, and the
 //! `artifact_revisions` rows stay, so `prev` checks and idempotent resubmission keep working.
+//!
+//! The sweep starts from the communities that have a retention (a handful of rows) and then, for
+//! each, walks only that community's aged revisions through `events_revisions_by_age`
+//! (`community_id, accepted_at`, kind 45010). A community that keeps its history forever (the
+//! default) costs nothing. (The earlier single statement joined every revision event to its
+//! community before looking at `retention_days`: at 1 000 000 revisions in a community without
+//! retention, each pass of each write replica read them all and probed `artifacts` for each;
+//! docs/benchmarks.md, "NIP-AR revisions".)
 
 use sqlx::PgPool;
+use uuid::Uuid;
 
 /// Deletes up to `batch` expired, non-current revision events (across communities); returns how
 /// many. Replicas may run it concurrently (`SKIP LOCKED`). A revision that is not current can
 /// never become current again, so nothing a concurrent write does can make the choice wrong.
 pub async fn sweep_retention(pool: &PgPool, batch: i64) -> Result<u64, sqlx::Error> {
+    let communities: Vec<(Uuid, i32)> =
+        sqlx::query_as("SELECT id, retention_days FROM communities WHERE retention_days IS NOT NULL ORDER BY id")
+            .fetch_all(pool)
+            .await?;
+    let mut total = 0;
+    for (community, days) in communities {
+        let left = batch - i64::try_from(total).unwrap_or(i64::MAX);
+        if left <= 0 {
+            break;
+        }
+        total += sweep_community(pool, community, days, left).await?;
+    }
+    Ok(total)
+}
+
+/// [`sweep_retention`] for one community whose retention is `days`.
+async fn sweep_community(pool: &PgPool, community: Uuid, days: i32, batch: i64) -> Result<u64, sqlx::Error> {
     // The kind is written into the text (not bound) so that the planner can use the partial index
     // `events_revisions_by_age` (WHERE kind = 45010) in every plan, generic ones included.
     let n = sqlx::query(&format!(
         "DELETE FROM events WHERE (community_id, id) IN ( \
-             SELECT e.community_id, e.id FROM communities c \
-             JOIN events e ON e.community_id = c.id AND e.kind = {} \
-                  AND e.accepted_at < now() - make_interval(days => c.retention_days) \
-             WHERE c.retention_days IS NOT NULL \
+             SELECT e.community_id, e.id FROM events e \
+             WHERE e.community_id = $1 AND e.kind = {} \
+               AND e.accepted_at < now() - make_interval(days => $2) \
                AND NOT EXISTS (SELECT 1 FROM artifacts a WHERE a.community_id = e.community_id \
                                AND a.current_revision = e.id) \
-             LIMIT $1 FOR UPDATE OF e SKIP LOCKED)",
+             LIMIT $3 FOR UPDATE OF e SKIP LOCKED)",
         buzz_core::kinds::ARTIFACT_REVISION
     ))
+    .bind(community)
+    .bind(days)
     .bind(batch)
     .execute(pool)
     .await?
