@@ -45,7 +45,14 @@ async fn connect(
     ),
     tokio_tungstenite::tungstenite::Error,
 > {
-    tokio_tungstenite::connect_async_with_config(req, None, true).await
+    tokio_tungstenite::connect_async_with_config(req, Some(client_config()), true).await
+}
+
+/// The test client's socket settings: an 8 KiB read buffer, as the gateway's. (Each read zeroes
+/// the whole buffer first: tungstenite's 128 KiB default cost the benchmarks' clients, which
+/// share the machine with the relay, a 128 KiB memset per message read.)
+fn client_config() -> tokio_tungstenite::tungstenite::protocol::WebSocketConfig {
+    tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default().read_buffer_size(8 * 1024)
 }
 
 impl WsClient {
@@ -101,7 +108,9 @@ impl WsClient {
         tcp.set_nodelay(true)?;
         let mut req = format!("ws://{addr}/").into_client_request()?;
         req.headers_mut().insert("host", host.parse()?);
-        let (ws, _) = tokio_tungstenite::client_async(req, MaybeTlsStream::Plain(tcp)).await?;
+        let (ws, _) =
+            tokio_tungstenite::client_async_with_config(req, MaybeTlsStream::Plain(tcp), Some(client_config()))
+                .await?;
         let mut c = Self { ws, host: host.to_owned(), challenge: String::new(), backlog: Default::default() };
         let first = c.recv().await.ok_or_else(|| anyhow::anyhow!("no AUTH challenge"))?;
         anyhow::ensure!(first[0] == "AUTH", "expected AUTH, got {first}");
