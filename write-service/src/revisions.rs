@@ -435,15 +435,14 @@ async fn advance(
 ) -> Result<HashMap<(Uuid, Uuid), Vec<[String; 2]>>, sqlx::Error> {
     let n = stored.len();
     let mut a = Columns::with_capacity(n);
-    let mut k = TagColumns::default();
+    let (mut t_community, mut t_d, mut t_name, mut t_hash) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for &(i, seq) in stored {
         let (Some(p), post) = (&pending[i], &posts[i]) else { continue };
         let env = p.env;
-        let created = env.op == Op::Create;
         a.community.push(post.community);
         a.d.push(env.d);
         a.revision.push(post.event.id.as_str());
-        a.created.push(created);
+        a.created.push(env.op == Op::Create);
         a.home.push(env.h);
         a.root.push(env.root.as_deref());
         a.prev.push(env.prev.as_deref());
@@ -457,36 +456,22 @@ async fn advance(
         });
         let tags: BTreeSet<(&str, Vec<u8>)> = crate::store::indexed_tags(post.event).collect();
         for (name, hash) in tags {
-            k.community.push(post.community);
-            k.d.push(env.d);
-            k.name.push(name);
-            k.hash.push(hash);
-            k.home.push(env.h);
-            k.revision.push(post.event.id.as_str());
-            k.ttl.push(p.channel.ttl_seconds);
-            k.created.push(created);
+            t_community.push(post.community);
+            t_d.push(env.d);
+            t_name.push(name);
+            t_hash.push(hash);
         }
     }
-    // The new current-tag rows `k` (one per stored revision and tag, with the revision's home,
-    // id, expiry and whether it created its artifact) against what each updated artifact has:
-    // - `gone`: its rows that `k` does not have are deleted (`NOT IN` over `k`, never NULL, is
-    //   one hashed subplan; `NOT EXISTS` was planned as a nested loop over the CTE, quadratic in
-    //   the batch: 15 ms of a 26 ms statement at 41 revisions, docs/benchmarks.md);
-    // - `kept`: its rows that `k` has are updated in place, found by primary key;
-    // - `up`: the rest of `k` (every row of a create, a new tag value of an update, and a row a
-    //   concurrent redaction removed since this statement's snapshot) is inserted, with the
-    //   upsert kept as the fallback for a row that appeared meanwhile.
-    // The three never touch the same row. Before, every row went through `INSERT ... ON CONFLICT
-    // DO UPDATE` (a speculative insertion and a tuple lock on top of the update, for the ~5 of a
-    // typical update's ~8 rows that stay).
+    // `gone` keeps a row unless the batch's tag rows `t` have it: `NOT IN` over `t` (never NULL)
+    // is one hashed subplan. (`NOT EXISTS` was planned as a nested loop over the CTE, quadratic in
+    // the batch: 15 ms of a 26 ms statement at 41 revisions, docs/benchmarks.md.)
     let rows: Vec<(Uuid, Uuid, String, Vec<u8>)> = sqlx::query_as(
         "WITH u AS MATERIALIZED ( \
              SELECT * FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::bool[], $5::uuid[], $6::text[], \
                                   $7::text[], $8::text[], $9::int8[], $10::int4[], $11::text[]) \
                  AS u(c, d, rev, created, h, root, prev, op, seq, ttl, m)), \
-         k AS MATERIALIZED ( \
-             SELECT * FROM UNNEST($12::uuid[], $13::uuid[], $14::text[], $15::bytea[], $16::uuid[], $17::text[], \
-                                  $18::int4[], $19::bool[]) AS k(c, d, n, h, home, rev, ttl, created)), \
+         t AS MATERIALIZED ( \
+             SELECT * FROM UNNEST($12::uuid[], $13::uuid[], $14::text[], $15::bytea[]) AS t(c, d, n, h)), \
          before AS ( \
              SELECT x.community_id, x.d, x.name, x.value_hash FROM artifact_current_tags x \
              JOIN u ON x.community_id = u.c AND x.d = u.d WHERE NOT u.created), \
@@ -496,22 +481,16 @@ async fn advance(
                     updated_at = now() \
              FROM u WHERE a.community_id = u.c AND a.d = u.d AND NOT u.created), \
          gone AS ( \
-             DELETE FROM artifact_current_tags x \
-             WHERE (x.community_id, x.d) IN (SELECT u.c, u.d FROM u WHERE NOT u.created) \
-               AND (x.community_id, x.d, x.name, x.value_hash) NOT IN (SELECT k.c, k.d, k.n, k.h FROM k)), \
-         kept AS ( \
-             UPDATE artifact_current_tags x SET home_channel = k.home, updated_at = now(), \
-                    expires_at = CASE WHEN k.ttl IS NULL THEN NULL ELSE now() + make_interval(secs => k.ttl) END, \
-                    revision = k.rev \
-             FROM k WHERE NOT k.created AND x.community_id = k.c AND x.d = k.d AND x.name = k.n AND x.value_hash = k.h \
-             RETURNING x.community_id, x.d, x.name, x.value_hash), \
+             DELETE FROM artifact_current_tags x USING u \
+             WHERE x.community_id = u.c AND x.d = u.d AND NOT u.created \
+               AND (x.community_id, x.d, x.name, x.value_hash) NOT IN (SELECT t.c, t.d, t.n, t.h FROM t)), \
          up AS ( \
              INSERT INTO artifact_current_tags \
                  (community_id, d, name, value_hash, home_channel, updated_at, expires_at, revision) \
-             SELECT k.c, k.d, k.n, k.h, k.home, now(), \
-                    CASE WHEN k.ttl IS NULL THEN NULL ELSE now() + make_interval(secs => k.ttl) END, k.rev \
-             FROM k WHERE (k.c, k.d, k.n, k.h) NOT IN (SELECT * FROM kept) \
-             ORDER BY k.c, k.d, k.n, k.h \
+             SELECT t.c, t.d, t.n, t.h, u.h, now(), \
+                    CASE WHEN u.ttl IS NULL THEN NULL ELSE now() + make_interval(secs => u.ttl) END, u.rev \
+             FROM t JOIN u ON u.c = t.c AND u.d = t.d \
+             ORDER BY t.c, t.d, t.n, t.h \
              ON CONFLICT (community_id, d, name, value_hash) DO UPDATE \
              SET home_channel = EXCLUDED.home_channel, updated_at = EXCLUDED.updated_at, \
                  expires_at = EXCLUDED.expires_at, revision = EXCLUDED.revision), \
@@ -531,14 +510,10 @@ async fn advance(
     .bind(&a.seq)
     .bind(&a.ttl)
     .bind(&a.mentioned)
-    .bind(&k.community)
-    .bind(&k.d)
-    .bind(&k.name)
-    .bind(&k.hash)
-    .bind(&k.home)
-    .bind(&k.revision)
-    .bind(&k.ttl)
-    .bind(&k.created)
+    .bind(&t_community)
+    .bind(&t_d)
+    .bind(&t_name)
+    .bind(&t_hash)
     .fetch_all(&mut *tx)
     .await?;
     let mut replaced: HashMap<(Uuid, Uuid), Vec<[String; 2]>> = HashMap::new();
@@ -546,19 +521,6 @@ async fn advance(
         replaced.entry((c, d)).or_default().push([name, hex::encode(hash)]);
     }
     Ok(replaced)
-}
-
-/// The per-tag-row columns of [`advance`]: the current-tag rows the stored revisions make.
-#[derive(Default)]
-struct TagColumns<'a> {
-    community: Vec<Uuid>,
-    d: Vec<Uuid>,
-    name: Vec<&'a str>,
-    hash: Vec<Vec<u8>>,
-    home: Vec<Uuid>,
-    revision: Vec<&'a str>,
-    ttl: Vec<Option<i32>>,
-    created: Vec<bool>,
 }
 
 /// The per-revision columns of [`advance`].
