@@ -5,7 +5,7 @@
 # release build.
 #
 # Usage: scripts/bench-artifacts.sh [size]   (e.g. 100000 for the earlier figures)
-# Environment (defaults): BUZZ_BENCH_SEED=<size> BUZZ_BENCH_CLIENTS=8 BUZZ_BENCH_SECS=15
+# Environment (defaults): BUZZ_BENCH_SEED=<size> BUZZ_BENCH_CLIENTS=128 BUZZ_BENCH_SECS=15
 #   BUZZ_BENCH_CHAIN=9 (updates per create). Prints one `BENCH {json}` line; results are also
 #   written to target/bench/artifacts.json under the repo.
 set -euo pipefail

@@ -3,7 +3,9 @@
 //! `BUZZ_BENCH_SEED` artifacts (default 1 000 000, seeded by SQL), through the in-process cluster
 //! (2 gateways, 2 write and 2 query replicas) with write rate limits raised out of the way.
 //!
-//! Each of `BUZZ_BENCH_CLIENTS` connections (default 8, alternating gateways, one member key each)
+//! Each of `BUZZ_BENCH_CLIENTS` connections (default 128, alternating gateways, one member key each;
+//! enough revisions in flight that throughput decides, not one client's latency: at 8 the machine sat
+//! a quarter idle)
 //! runs a closed loop for `BUZZ_BENCH_SECS` (default 15): create an artifact, then
 //! `BUZZ_BENCH_CHAIN` (default 9) updates each naming the previous revision, then the next
 //! artifact. Latency is from sending `EVENT` to receiving its `OK`; signing happens before the
@@ -101,7 +103,7 @@ async fn seed(cluster: &Cluster, community: Uuid, channel: Uuid, author: &str, s
 #[ignore = "benchmark: scripts/bench-artifacts.sh"]
 async fn bench_artifact_revisions() {
     let seed_count: i64 = bench_param("BUZZ_BENCH_SEED", 1_000_000);
-    let clients: usize = bench_param("BUZZ_BENCH_CLIENTS", 8);
+    let clients: usize = bench_param("BUZZ_BENCH_CLIENTS", 128);
     let secs: u64 = bench_param("BUZZ_BENCH_SECS", 15);
     let chain: usize = bench_param("BUZZ_BENCH_CHAIN", 9);
     let cluster = Cluster::start_with(ClusterOptions {
