@@ -19,9 +19,13 @@ ALTER TABLE event_tags DROP CONSTRAINT event_tags_community_id_event_id_fkey;
 ALTER TABLE artifact_current_tags DROP CONSTRAINT artifact_current_tags_community_id_d_fkey;
 ALTER TABLE artifact_revisions DROP CONSTRAINT artifact_revisions_community_id_d_fkey;
 
+-- The deletes are planned on every run (EXECUTE), with the number of rows deleted in hand: a
+-- statement without parameters would keep the plan of its first run in each session, and the
+-- plan for a community's millions of events (a hash join over the whole child table) must never
+-- serve a sweep's thousand or a relay event's one.
 CREATE FUNCTION buzz_events_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    DELETE FROM event_tags t USING gone g WHERE t.community_id = g.community_id AND t.event_id = g.id;
+    EXECUTE 'DELETE FROM event_tags t USING gone g WHERE t.community_id = g.community_id AND t.event_id = g.id';
     RETURN NULL;
 END $$;
 CREATE TRIGGER events_deleted AFTER DELETE ON events
@@ -29,8 +33,8 @@ CREATE TRIGGER events_deleted AFTER DELETE ON events
 
 CREATE FUNCTION buzz_artifacts_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    DELETE FROM artifact_current_tags t USING gone g WHERE t.community_id = g.community_id AND t.d = g.d;
-    DELETE FROM artifact_revisions r USING gone g WHERE r.community_id = g.community_id AND r.d = g.d;
+    EXECUTE 'DELETE FROM artifact_current_tags t USING gone g WHERE t.community_id = g.community_id AND t.d = g.d';
+    EXECUTE 'DELETE FROM artifact_revisions r USING gone g WHERE r.community_id = g.community_id AND r.d = g.d';
     RETURN NULL;
 END $$;
 CREATE TRIGGER artifacts_deleted AFTER DELETE ON artifacts
