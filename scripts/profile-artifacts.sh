@@ -12,7 +12,9 @@ set -euo pipefail
 
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$ROOT"
-command -v perf >/dev/null || { apt-get update -qq && apt-get install -y -qq linux-perf; }
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. scripts/lib.sh
+have perf || apt_install linux-perf
 OUT=$ROOT/target/profile
 mkdir -p "$OUT"
 size=${1:-200000}
@@ -42,24 +44,7 @@ wait $bench_pid || true
 trap - EXIT
 
 perf report -i "$OUT/artifacts-all.data" --stdio --sort pid,comm --no-children -g none 2>/dev/null | grep -E '^ +[0-9]' \
-  | python3 -c '
-import re, sys
-bench = set(sys.argv[1].split(","))
-roles = {}
-for line in sys.stdin:
-    m = re.match(r"\s*([\d.]+)%\s+(\d+):(\S+)", line)
-    if not m:
-        continue
-    pct, pid, comm = float(m.group(1)), m.group(2), m.group(3)
-    role = ("benchmark process (clients, gateways, write, query)" if pid in bench
-            else "PostgreSQL" if comm == "postgres"
-            else "NATS" if comm == "nats-server" else "Redis" if comm == "redis-server"
-            else "idle" if comm == "swapper" else "other")
-    roles[role] = roles.get(role, 0) + pct
-print("=== CPU by role (share of the whole machine, 6 s sampled)")
-for role, pct in sorted(roles.items(), key=lambda kv: -kv[1]):
-    print(f"  {pct:6.2f} %  {role}")
-' "$bench_tids"
+  | python3 scripts/profile/roles.py 6 "benchmark process (clients, gateways, write, query)=$bench_tids"
 echo
 echo "=== PostgreSQL: hottest functions (self time)"
 perf report -i "$OUT/artifacts-all.data" --stdio --no-children --comm postgres --sort symbol -g none 2>/dev/null \

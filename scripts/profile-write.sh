@@ -42,24 +42,7 @@ trap - EXIT
 # so a list of backend pids taken after the sample would miss most of them. Other work on the machine (builds, other
 # databases) is listed as "other".
 perf report -i "$OUT/all.data" --stdio --sort pid,comm --no-children 2>/dev/null | grep -E '^ +[0-9]' \
-  | python3 -c '
-import re, sys
-relay, loader = (set(a.split(",")) for a in sys.argv[1:3])
-roles = {}
-for line in sys.stdin:
-    m = re.match(r"\s*([\d.]+)%\s+(\d+):(\S+)", line)
-    if not m:
-        continue
-    pct, pid, comm = float(m.group(1)), m.group(2), m.group(3)
-    role = ("relay (buzz dev)" if pid in relay else "load tool (buzz-load)" if pid in loader
-            else "PostgreSQL" if comm == "postgres"
-            else "NATS" if comm == "nats-server" else "Redis" if comm == "redis-server"
-            else "idle" if comm == "swapper" else "other")
-    roles[role] = roles.get(role, 0) + pct
-print("=== CPU by role (share of the whole machine, 4 s sampled)")
-for role, pct in sorted(roles.items(), key=lambda kv: -kv[1]):
-    print(f"  {pct:6.2f} %  {role}")
-' "$relay_tids" "${loader_tids:-none}"
+  | python3 scripts/profile/roles.py 4 "relay (buzz dev)=$relay_tids" "load tool (buzz-load)=${loader_tids:-none}"
 echo
 echo "=== PostgreSQL: hottest functions (self time)"
 perf report -i "$OUT/all.data" --stdio --no-children --comm postgres --sort dso,symbol 2>/dev/null \

@@ -108,9 +108,12 @@ impl WsClient {
         tcp.set_nodelay(true)?;
         let mut req = format!("ws://{addr}/").into_client_request()?;
         req.headers_mut().insert("host", host.parse()?);
-        let (ws, _) =
-            tokio_tungstenite::client_async_with_config(req, MaybeTlsStream::Plain(tcp), Some(client_config()))
-                .await?;
+        let (ws, _) = tokio_tungstenite::client_async_with_config(
+            req,
+            MaybeTlsStream::Plain(tcp),
+            Some(client_config()),
+        )
+        .await?;
         let mut c = Self { ws, host: host.to_owned(), challenge: String::new(), backlog: Default::default() };
         let first = c.recv().await.ok_or_else(|| anyhow::anyhow!("no AUTH challenge"))?;
         anyhow::ensure!(first[0] == "AUTH", "expected AUTH, got {first}");

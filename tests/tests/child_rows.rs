@@ -6,27 +6,11 @@
 
 #![allow(clippy::unwrap_used)]
 
-use buzz_core::{Event, Keys};
+use buzz_core::Event;
 use buzz_tests::client::{create_channel, message, WsClient};
+use buzz_tests::snapshot::rev;
 use buzz_tests::{Cluster, Community};
-use serde_json::json;
 use uuid::Uuid;
-
-fn revision(keys: &Keys, op: &str, d: Uuid, h: Uuid, prev: Option<&Event>) -> Event {
-    let t = |n: &str, v: String| vec![n.to_owned(), v];
-    let mut tags = vec![
-        t("ar", "1".into()),
-        t("d", d.to_string()),
-        t("h", h.to_string()),
-        t("type", "buzz.task".into()),
-        t("op", op.into()),
-        t("title", "Ship the release".into()),
-    ];
-    if let Some(prev) = prev {
-        tags.push(t("prev", prev.id.clone()));
-    }
-    keys.sign_new(45010, tags, &json!({"version": 1, "n": Uuid::new_v4()}).to_string())
-}
 
 /// A channel, two kind-9 posts and an artifact of two revisions in `team`; returns the posts.
 async fn fill(cluster: &Cluster, team: &Community) -> (Event, Event) {
@@ -36,8 +20,8 @@ async fn fill(cluster: &Cluster, team: &Community) -> (Event, Event) {
     assert!(ws.publish(&create_channel(&alice, channel, "work", "open")).await.0);
     let (one, two) = (message(&alice, channel, "one"), message(&alice, channel, "two"));
     let d = Uuid::new_v4();
-    let create = revision(&alice, "create", d, channel, None);
-    let update = revision(&alice, "update", d, channel, Some(&create));
+    let create = rev(&alice, "create", d, channel, None, "buzz.task", &[]);
+    let update = rev(&alice, "update", d, channel, Some(&create), "buzz.task", &[]);
     for ev in [&one, &two, &create, &update] {
         let (ok, msg) = ws.publish(ev).await;
         assert!(ok, "{msg}");

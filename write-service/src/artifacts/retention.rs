@@ -17,12 +17,8 @@ use uuid::Uuid;
 /// many. Replicas may run it concurrently (`SKIP LOCKED`). A revision that is not current can
 /// never become current again, so nothing a concurrent write does can make the choice wrong.
 pub async fn sweep_retention(pool: &PgPool, batch: i64) -> Result<u64, sqlx::Error> {
-    let communities: Vec<(Uuid, i32)> =
-        sqlx::query_as("SELECT id, retention_days FROM communities WHERE retention_days IS NOT NULL ORDER BY id")
-            .fetch_all(pool)
-            .await?;
     let mut total = 0;
-    for (community, days) in communities {
+    for (community, days) in with_retention(pool).await? {
         let left = batch - i64::try_from(total).unwrap_or(i64::MAX);
         if left <= 0 {
             break;
@@ -30,6 +26,13 @@ pub async fn sweep_retention(pool: &PgPool, batch: i64) -> Result<u64, sqlx::Err
         total += sweep_community(pool, community, days, left).await?;
     }
     Ok(total)
+}
+
+/// The communities that have a retention, with it in days.
+async fn with_retention(pool: &PgPool) -> Result<Vec<(Uuid, i32)>, sqlx::Error> {
+    sqlx::query_as("SELECT id, retention_days FROM communities WHERE retention_days IS NOT NULL ORDER BY id")
+        .fetch_all(pool)
+        .await
 }
 
 /// [`sweep_retention`] for one community whose retention is `days`.
@@ -55,14 +58,19 @@ async fn sweep_community(pool: &PgPool, community: Uuid, days: i32, batch: i64) 
     Ok(n)
 }
 
-/// Sweeps in batches of 1000 until a short batch; what the write-service's sweeper runs.
+/// Sweeps each community with a retention in batches of 1000 until a short batch; what the
+/// write-service's sweeper runs. (A community is walked once per pass: going back to
+/// [`sweep_retention`] for every batch would re-read the communities finished before.)
 pub async fn sweep_all(pool: &PgPool) -> Result<u64, sqlx::Error> {
     let mut total = 0;
-    loop {
-        let n = sweep_retention(pool, 1000).await?;
-        total += n;
-        if n < 1000 {
-            return Ok(total);
+    for (community, days) in with_retention(pool).await? {
+        loop {
+            let n = sweep_community(pool, community, days, 1000).await?;
+            total += n;
+            if n < 1000 {
+                break;
+            }
         }
     }
+    Ok(total)
 }
