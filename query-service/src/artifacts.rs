@@ -7,14 +7,16 @@
 //! - `current`: each artifact's current revision (`artifacts.current_revision`), omitted when the
 //!   artifact is deleted, retired (its current revision redacted) or expired, or when the reader
 //!   cannot read the current revision's channel. `#<name>` matches the name and FIRST value of a
-//!   tag of the current revision only (`artifact_current_tags`, maintained by the write path):
-//!   AND across names, OR within a name. Order:
+//!   tag of the current revision only (`artifact_current_tags`, maintained by the write path;
+//!   `#ar`, `#d` and `#prev` from the artifact's `d` and current revision,
+//!   `buzz_store::current_tags`): AND across names, OR within a name. Order:
 //!   most recently changed first (`artifacts.updated_at DESC`), then `d`, a total order.
 //! - `history`: the revisions of the `#d` artifacts, each under its own channel's access (a move
 //!   never lets the destination read the source's earlier revisions), redacted, deleted and
 //!   expired revisions withheld, in acceptance order (`artifact_revisions.accepted_seq`).
 
 use buzz_core::Filter;
+use buzz_store::current_tags::Predicates;
 use buzz_store::fragments::{not_expired, readable_channel_of, served_event, ReaderBinds};
 use sqlx::{Postgres, QueryBuilder};
 use uuid::Uuid;
@@ -41,7 +43,8 @@ fn served_current(qb: &mut QueryBuilder<'_, Postgres>, readable: &[Uuid]) {
         .push(served_event("e"));
 }
 
-/// `current` without tag predicates: every served artifact, from `artifacts` and `events`.
+/// `current` without predicates on current-tag rows: every served artifact, from `artifacts` and
+/// `events`, that meets the derived predicates (`#ar`, `#d`, `#prev`, `buzz_store::current_tags`).
 /// `readable` (the reader's readable channel ids, computed by the access rule when the query's
 /// transaction opened) is bound as an array value, which the planner can estimate.
 fn untagged<'a>(
@@ -49,6 +52,7 @@ fn untagged<'a>(
     select: &str,
     reader: &Reader<'a>,
     readable: &[Uuid],
+    p: &Predicates<'_>,
 ) -> QueryBuilder<'a, Postgres> {
     let mut qb = prefixed_with_reader(prefix, reader);
     qb.push(select).push(
@@ -56,6 +60,7 @@ fn untagged<'a>(
           WHERE a.community_id = $1",
     );
     served_current(&mut qb, readable);
+    p.push_conditions(&mut qb, reader.community, "a.d", "a.current_revision");
     qb
 }
 
@@ -70,7 +75,8 @@ fn push_hash_match(qb: &mut QueryBuilder<'_, Postgres>, column: &str, values: &[
     }
 }
 
-/// `current` with tag predicates: the matching artifacts as `t.d, t.updated_at, t.revision`
+/// `current` with predicates on current-tag rows (`p.rows`, not empty; the derived ones are
+/// conditions on the lead row's `d` and `revision`): the matching artifacts as `t.d, t.updated_at, t.revision`
 /// (the current revision's id), entirely from
 /// `artifact_current_tags`, which holds exactly the current revision's tags of each served
 /// artifact beside its home channel and expiry (older revisions cannot match). One predicate
@@ -85,9 +91,15 @@ fn push_hash_match(qb: &mut QueryBuilder<'_, Postgres>, column: &str, values: &[
 /// union's first `first` distinct artifacts are among them: an artifact ahead of one of them
 /// in its value's walk is ahead of it in the union too, and one value's rows are distinct
 /// artifacts. `None` (counts): every match.
-fn push_candidates(qb: &mut QueryBuilder<'_, Postgres>, readable: &[Uuid], f: &Filter, first: Option<i64>) {
-    let lead = f.tags.iter().find(|(_, v)| v.len() == 1).or_else(|| f.tags.iter().next());
-    let Some((lead_name, lead_values)) = lead else {
+fn push_candidates(
+    qb: &mut QueryBuilder<'_, Postgres>,
+    community: Uuid,
+    readable: &[Uuid],
+    p: &Predicates<'_>,
+    first: Option<i64>,
+) {
+    let lead = p.rows.iter().find(|(_, v)| v.len() == 1).or_else(|| p.rows.first());
+    let Some(&(lead_name, lead_values)) = lead else {
         return;
     };
     let lateral = first.filter(|_| lead_values.len() > 1);
@@ -98,22 +110,23 @@ fn push_candidates(qb: &mut QueryBuilder<'_, Postgres>, readable: &[Uuid], f: &F
             .push("::bytea[]) v(hash) CROSS JOIN LATERAL (");
     }
     qb.push("SELECT t.d, t.updated_at, t.revision FROM artifact_current_tags t WHERE t.community_id = $1 AND t.name = ")
-        .push_bind(lead_name.clone());
+        .push_bind(lead_name.to_owned());
     if lateral.is_some() {
         qb.push(" AND t.value_hash = v.hash");
     } else {
         push_hash_match(qb, "t.value_hash", lead_values);
     }
     qb.push(" AND t.home_channel = ANY(").push_bind(readable.to_vec()).push(") AND ").push(not_expired("t"));
-    for (name, values) in f.tags.iter().filter(|(n, _)| *n != lead_name) {
+    for &(name, values) in p.rows.iter().filter(|(n, _)| *n != lead_name) {
         qb.push(
             " AND EXISTS (SELECT 1 FROM artifact_current_tags u WHERE u.community_id = $1 \
               AND u.d = t.d AND u.name = ",
         )
-        .push_bind(name.clone());
+        .push_bind(name.to_owned());
         push_hash_match(qb, "u.value_hash", values);
         qb.push(")");
     }
+    p.push_conditions(qb, community, "t.d", "t.revision");
     if let Some(first) = lateral {
         qb.push(" ORDER BY t.updated_at DESC, t.d LIMIT ").push_bind(first).push(") t");
     }
@@ -182,9 +195,10 @@ fn select_after<'a>(
     let page = |qb: &mut QueryBuilder<'a, Postgres>| {
         qb.push(" LIMIT ").push_bind(i64::from(limit)).push(" OFFSET ").push_bind(i64::from(offset));
     };
+    let p = Predicates::split(&f.tags);
     match form {
-        Form::Current if f.tags.is_empty() => {
-            let mut qb = untagged(prefix, "SELECT e.id, e.raw", reader, readable);
+        Form::Current if p.rows.is_empty() => {
+            let mut qb = untagged(prefix, "SELECT e.id, e.raw", reader, readable, &p);
             qb.push(" ORDER BY a.updated_at DESC, a.d");
             page(&mut qb);
             qb
@@ -193,7 +207,13 @@ fn select_after<'a>(
             // The page is chosen in the index; events are read for its rows only.
             let mut qb = prefixed_with_reader(prefix, reader);
             qb.push("SELECT e.id, e.raw FROM (");
-            push_candidates(&mut qb, readable, f, Some(i64::from(limit) + i64::from(offset)));
+            push_candidates(
+                &mut qb,
+                reader.community,
+                readable,
+                &p,
+                Some(i64::from(limit) + i64::from(offset)),
+            );
             qb.push(" ORDER BY t.updated_at DESC, t.d");
             page(&mut qb);
             // Each candidate carries its current revision's id: events are read by id, and
@@ -224,12 +244,13 @@ pub fn count<'a>(
     readable: &[Uuid],
     f: &Filter,
 ) -> QueryBuilder<'a, Postgres> {
+    let p = Predicates::split(&f.tags);
     match form {
-        Form::Current if f.tags.is_empty() => untagged("", "SELECT count(*)", reader, readable),
+        Form::Current if p.rows.is_empty() => untagged("", "SELECT count(*)", reader, readable, &p),
         Form::Current => {
             let mut qb = with_reader(reader);
             qb.push("SELECT count(*) FROM (");
-            push_candidates(&mut qb, readable, f, None);
+            push_candidates(&mut qb, reader.community, readable, &p, None);
             qb.push(") m");
             qb
         }

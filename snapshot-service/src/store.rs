@@ -5,6 +5,7 @@
 
 use buzz_bus::snapshot::{SnapshotCode, LIMITS};
 use buzz_core::Filter;
+use buzz_store::current_tags::Predicates;
 use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder, Transaction};
 use uuid::Uuid;
 
@@ -153,17 +154,21 @@ pub async fn matches(
         "SELECT a.d, a.current_revision, a.home_channel, c.ttl_seconds IS NOT NULL FROM (SELECT t.d",
     );
     push_lead(&mut qb, community, query, readable);
-    for (name, values) in query.tags.iter().filter(|(n, _)| *n != "type") {
+    // `#ar`, `#d` and `#prev` have no current-tag rows: conditions on the lead row's `d` and
+    // current revision (`buzz_store::current_tags`).
+    let predicates = Predicates::split(&query.tags);
+    for &(name, values) in predicates.rows.iter().filter(|(n, _)| *n != "type") {
         let hashes: Vec<Vec<u8>> = values.iter().map(|v| buzz_store::tag_value_hash(v)).collect();
         qb.push(
             " AND EXISTS (SELECT 1 FROM artifact_current_tags u WHERE u.community_id = t.community_id \
               AND u.d = t.d AND u.name = ",
         )
-        .push_bind(name.clone())
+        .push_bind(name.to_owned())
         .push(" AND u.value_hash = ANY(")
         .push_bind(hashes)
         .push("))");
     }
+    predicates.push_conditions(&mut qb, community, "t.d", "t.revision");
     qb.push(") m JOIN artifacts a ON a.community_id = ")
         .push_bind(community)
         .push(

@@ -2,6 +2,7 @@
 #![warn(missing_docs)]
 
 pub mod access;
+pub mod current_tags;
 pub mod domain;
 pub mod fragments;
 
@@ -13,7 +14,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 
 /// The newest migration this build knows. Services refuse to start on an older schema.
-pub const SCHEMA_VERSION: i64 = 12;
+pub const SCHEMA_VERSION: i64 = 13;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 

@@ -422,8 +422,8 @@ impl Cluster {
     }
 
     /// For tests that seed artifacts by SQL (bypassing the write path): builds their
-    /// `artifact_current_tags` rows from the current revisions' `event_tags`, as the write path
-    /// would have, and analyses the table.
+    /// `artifact_current_tags` rows from the current revisions' `event_tags` (but the derived
+    /// `buzz_store::current_tags::DERIVED`), as the write path would have, and analyses the table.
     pub async fn index_seeded_artifacts(&self, community: Uuid) {
         sqlx::query(
             "INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at, expires_at, revision) \
@@ -432,9 +432,11 @@ impl Cluster {
              FROM artifacts a JOIN events e ON e.community_id = a.community_id AND e.id = a.current_revision \
              JOIN event_tags t ON t.community_id = a.community_id AND t.event_id = a.current_revision \
              WHERE a.community_id = $1 AND NOT a.deleted AND e.redacted_at IS NULL AND e.deleted_at IS NULL \
+               AND NOT (t.name = ANY($2)) \
              ON CONFLICT DO NOTHING",
         )
         .bind(community)
+        .bind(buzz_store::current_tags::DERIVED.to_vec())
         .execute(&self.pool)
         .await
         .unwrap();

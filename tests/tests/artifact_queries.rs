@@ -143,6 +143,99 @@ async fn project_queries_return_exactly_the_current_members_and_older_revisions_
     cluster.stop().await;
 }
 
+/// `#ar`, `#d` and `#prev` have no current-tag rows (migration 0013, `buzz_store::current_tags`):
+/// they are answered from the artifact's `d` and current revision, alone, together, beside row
+/// predicates (as the lead or not), in counts, and the current revision only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn envelope_predicates_without_rows_match_exactly_the_current_revisions_that_carry_them() {
+    let Setup { cluster, alice, mut a, open, .. } = setup().await;
+    let project = Uuid::new_v4().to_string();
+    let (d1, t1) = task(&mut a, &alice, open, TASK, &[tag("project", &project)]).await;
+    let (d2, t2) = task(&mut a, &alice, open, "buzz.note", &[tag("project", &project)]).await;
+    let t1b = rev(&alice, "update", d1, open, Some(&t1), TASK, &[tag("project", &project)]);
+    ok(&mut a, &t1b).await;
+    let t1c = rev(&alice, "update", d1, open, Some(&t1b), TASK, &[tag("project", &project)]);
+    ok(&mut a, &t1c).await;
+    let cur = |extra: Value| {
+        let mut q = json!({"artifact": "current"});
+        q.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        q
+    };
+    let (s1, s2) = (d1.to_string(), d2.to_string());
+    let cases = [
+        (json!({"#d": [s1]}), vec![&t1c]),
+        (json!({"#d": [s1, s2]}), vec![&t1c, &t2]),
+        (json!({"#d": [s1], "#type": [TASK]}), vec![&t1c]),
+        (json!({"#d": [s2], "#type": [TASK]}), vec![]),
+        (json!({"#d": [s1, s2], "#project": [project], "#type": ["buzz.note"]}), vec![&t2]),
+        // Only the lowercase hyphenated form is a d value, as in the stored tag.
+        (json!({"#d": [s1.to_uppercase()]}), vec![]),
+        (json!({"#d": ["not-a-uuid", s2]}), vec![&t2]),
+        (json!({"#ar": ["1"], "#project": [project]}), vec![&t1c, &t2]),
+        (json!({"#ar": ["1", "2"], "#d": [s1]}), vec![&t1c]),
+        (json!({"#ar": ["2"]}), vec![]),
+        (json!({"#ar": ["2"], "#project": [project]}), vec![]),
+        // The current revision's prev only: t1b is named by the current revision, t1 no longer.
+        (json!({"#prev": [t1b.id]}), vec![&t1c]),
+        (json!({"#prev": [t1.id]}), vec![]),
+        (json!({"#prev": [t1.id, t1b.id], "#type": [TASK], "#d": [s1]}), vec![&t1c]),
+        (json!({"#prev": [t1b.id], "#type": ["buzz.note"]}), vec![]),
+        (json!({"#prev": [t2.id]}), vec![]),
+    ];
+    for (extra, want) in cases {
+        let q = cur(extra);
+        assert_eq!(ids(&mut a, q.clone()).await, idv(&want), "{q}");
+        assert_eq!(count(&mut a, q.clone()).await, want.len() as u64, "{q}");
+    }
+    // A deleted artifact matches none of them.
+    let gone = rev(&alice, "delete", d2, open, Some(&t2), "buzz.note", &[]);
+    ok(&mut a, &gone).await;
+    assert!(ids(&mut a, cur(json!({"#d": [s2]}))).await.is_empty());
+    assert!(ids(&mut a, cur(json!({"#prev": [t2.id]}))).await.is_empty());
+    assert_eq!(ids(&mut a, cur(json!({"#ar": ["1"]}))).await, idv(&[&t1c]));
+    // No rows for them were stored.
+    let rows: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM artifact_current_tags WHERE d = ANY($1) AND name IN ('ar', 'd', 'prev')",
+    )
+    .bind(vec![d1, d2])
+    .fetch_one(&cluster.pool)
+    .await
+    .unwrap();
+    assert_eq!(rows, 0);
+    cluster.stop().await;
+}
+
+/// A live `current` subscription on a derived predicate is told when the artifact leaves it: the
+/// replaced revision's `prev` (and its `ar` and `d`) travel in `replaced_tags` like its rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_current_subscription_on_prev_or_d_is_told_when_the_artifact_leaves_it() {
+    let Setup { cluster, alice, mut a, mut b, open, .. } = setup().await;
+    let secret = channel(&mut a, &alice, "private").await;
+    let (d, t1) = task(&mut a, &alice, open, TASK, &[]).await;
+    let t2 = rev(&alice, "update", d, open, Some(&t1), TASK, &[]);
+    ok(&mut a, &t2).await;
+    assert!(b.req("p", &[json!({"artifact": "current", "#prev": [t1.id]})]).await.closed.is_none());
+    // The next revision names t2, so the artifact leaves `#prev: [t1]`: Bob hears of it.
+    let t3 = rev(&alice, "update", d, open, Some(&t2), TASK, &[]);
+    ok(&mut a, &t3).await;
+    assert_eq!(next(&mut b, "p").await.id, t3.id);
+    // `#d` with a row predicate the next revision drops: told too (ar and d replaced as well).
+    let q = json!({"artifact": "current", "#d": [d.to_string()], "#ar": ["1"], "#status": ["open"]});
+    assert!(b.req("d", &[q]).await.closed.is_none());
+    let t4 = rev(&alice, "update", d, open, Some(&t3), TASK, &[tag("status", "open")]);
+    ok(&mut a, &t4).await;
+    assert_eq!(next(&mut b, "d").await.id, t4.id);
+    let t5 = rev(&alice, "update", d, open, Some(&t4), TASK, &[tag("status", "done")]);
+    ok(&mut a, &t5).await;
+    assert_eq!(next(&mut b, "d").await.id, t5.id);
+    // A move to a channel Bob cannot read: the removal the move leaves in the source reaches him.
+    let away = rev(&alice, "move", d, secret, Some(&t5), TASK, &[]);
+    assert!(b.req("m", &[json!({"artifact": "current", "#d": [d.to_string()]})]).await.closed.is_none());
+    ok(&mut a, &away).await;
+    assert_eq!(next(&mut b, "m").await.kind, 45011);
+    cluster.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleted_and_retired_artifacts_are_omitted_from_current_queries_and_counts_until_restored() {
     let Setup { cluster, alice, mut a, open, .. } = setup().await;

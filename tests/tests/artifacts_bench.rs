@@ -82,7 +82,7 @@ async fn seed(cluster: &Cluster, community: Uuid, channel: Uuid, author: &str, s
              JOIN events e ON e.community_id = $1 AND e.id = s.id WHERE $3 <> '' ORDER BY s.id",
         "INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at, revision) \
              SELECT $1, s.d, t.name, sha256(convert_to(t.value, 'UTF8')), $2, now(), s.id FROM seed s, \
-             LATERAL (VALUES ('d', s.d::text), ('h', $2::text), ('type', 'buzz.task'), ('status', 'open')) \
+             LATERAL (VALUES ('h', $2::text), ('type', 'buzz.task'), ('status', 'open')) \
              AS t(name, value) WHERE $3 <> '' ORDER BY 2, 3, 4",
     ];
     let mut tx = sqlx::Connection::begin(&mut *conn).await.unwrap();

@@ -1,7 +1,8 @@
 //! Upgrading a database that already holds artifacts: the migrations up to 0010 applied and
 //! recorded as an older release left them, rows written the old way, then `buzz_store::migrate`
-//! (the real migrator, which runs 0011) must fill each current-tag row with its artifact's
-//! current revision and leave the column mandatory.
+//! (the real migrator, which runs 0011 and later) must fill each current-tag row with its
+//! artifact's current revision and leave the column mandatory; 0013 removes the rows of the
+//! derived envelope tags (`ar`, `d`, `prev`), which queries answer from the artifact's columns.
 
 #![allow(clippy::unwrap_used)]
 
@@ -45,7 +46,8 @@ async fn migration_0011_backfills_the_current_revision_of_existing_current_tags(
     .unwrap();
     sqlx::query(
         "INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at) \
-         VALUES ($1, $2, 'type', sha256('buzz.task'), $3, now()), ($1, $2, 'h', sha256(convert_to($3::text, 'UTF8')), $3, now())",
+         VALUES ($1, $2, 'type', sha256('buzz.task'), $3, now()), ($1, $2, 'h', sha256(convert_to($3::text, 'UTF8')), $3, now()), \
+                ($1, $2, 'd', sha256(convert_to($2::text, 'UTF8')), $3, now()), ($1, $2, 'ar', sha256('1'), $3, now())",
     )
     .bind(community)
     .bind(d)

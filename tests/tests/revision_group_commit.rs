@@ -77,9 +77,11 @@ async fn current_tags_match_current_revisions(pool: &sqlx::PgPool, community: Uu
          JOIN events e ON e.community_id = a.community_id AND e.id = a.current_revision \
          JOIN event_tags t ON t.community_id = a.community_id AND t.event_id = a.current_revision \
          WHERE a.community_id = $1 AND NOT a.deleted AND e.redacted_at IS NULL AND e.deleted_at IS NULL \
+           AND NOT (t.name = ANY($2)) \
          ORDER BY 1, 2, 3",
     )
     .bind(community)
+    .bind(buzz_store::current_tags::DERIVED.to_vec())
     .fetch_all(pool)
     .await
     .unwrap();

@@ -216,11 +216,10 @@ async fn store(
     if current.is_some() {
         sql::advance(tx, community, env, &event.id, &carried).await?;
     }
-    let replaced: Vec<[String; 2]> = sql::index_current_tags(tx, community, env.d)
-        .await?
-        .into_iter()
-        .map(|(name, hash)| [name, hex::encode(hash)])
-        .collect();
+    let before =
+        sql::index_current_tags(tx, community, env.d, current.map(|row| row.current_revision.as_str()))
+            .await?;
+    let replaced = replaced_tags(env.d, before);
     sql::record(tx, community, env, &event.id, seq).await?;
     let added: Vec<String> = match current {
         Some(row) => mentioned.iter().filter(|k| !row.mentioned.contains(k)).cloned().collect(),
@@ -257,6 +256,19 @@ async fn store(
 }
 
 /// The distinct well-formed `p` pubkeys of a revision, sorted.
+/// An artifact's `replaced_tags` (the live payload) from the current-tag rows it had before a
+/// revision and the `prev` row of the revision they belonged to: when it was served (it had a row
+/// that is not derived, as its `type` row always is), those rows with the derived `ar` and `d`
+/// rows added (`buzz_store::current_tags`), as `[name, hex(sha256(value))]` sorted; else none.
+pub(crate) fn replaced_tags(d: Uuid, mut rows: Vec<(String, Vec<u8>)>) -> Vec<[String; 2]> {
+    if !rows.iter().any(|(name, _)| !buzz_store::current_tags::is_derived(name)) {
+        return Vec::new();
+    }
+    rows.extend(buzz_store::current_tags::derived_rows(d, None));
+    rows.sort_unstable();
+    rows.into_iter().map(|(name, hash)| [name, hex::encode(hash)]).collect()
+}
+
 pub(crate) fn p_keys(event: &Event) -> Vec<String> {
     let mut keys: Vec<String> = event
         .tags_named("p")

@@ -127,16 +127,18 @@ pub async fn record(
 }
 
 /// Makes `artifact_current_tags` hold exactly the tags of the artifact's current revision (none
-/// while it is deleted), with its home channel, change time, expiry and id. Runs after the revision's
-/// event (and so its `event_tags`) is stored and the artifact advanced, in the same transaction.
-/// Rows that stay are updated in place; the delete and the upsert never touch the same row.
-/// Returns the rows as they were before (the replaced revision's tags, if it was served), as
-/// `(name, sha256(first value))`.
+/// while it is deleted) that have rows (not `buzz_store::current_tags::DERIVED`), with its home
+/// channel, change time, expiry and id. Runs after the revision's event (and so its `event_tags`)
+/// is stored and the artifact advanced, in the same transaction. Returns the rows as they were
+/// before (the replaced revision's tags, if it was served), as `(name, sha256(first value))`, and
+/// the `prev` row of `replaced` (the revision that was current, if any).
 pub async fn index_current_tags(
     conn: &mut PgConnection,
     community: Uuid,
     d: Uuid,
+    replaced: Option<&str>,
 ) -> Result<Vec<(String, Vec<u8>)>, sqlx::Error> {
+    let derived: Vec<&str> = buzz_store::current_tags::DERIVED.to_vec();
     // Every part of one statement sees the same snapshot: `before` reads the rows as they were.
     sqlx::query_as(
         "WITH before AS (SELECT name, value_hash FROM artifact_current_tags WHERE community_id = $1 AND d = $2), \
@@ -146,7 +148,7 @@ pub async fn index_current_tags(
                       WHERE a.community_id = $1 AND a.d = $2), \
               tags AS (SELECT DISTINCT t.name, t.value_hash FROM cur \
                        JOIN event_tags t ON t.community_id = cur.community_id AND t.event_id = cur.current_revision \
-                       WHERE cur.served), \
+                       WHERE cur.served AND NOT (t.name = ANY($3::text[]))), \
               gone AS (DELETE FROM artifact_current_tags x WHERE x.community_id = $1 AND x.d = $2 \
                        AND (x.name, x.value_hash) NOT IN (SELECT name, value_hash FROM tags)), \
               upsert AS (INSERT INTO artifact_current_tags \
@@ -157,10 +159,15 @@ pub async fn index_current_tags(
                          ON CONFLICT (community_id, d, name, value_hash) DO UPDATE \
                          SET home_channel = EXCLUDED.home_channel, updated_at = EXCLUDED.updated_at, \
                              expires_at = EXCLUDED.expires_at, revision = EXCLUDED.revision) \
-         SELECT name, value_hash FROM before ORDER BY name, value_hash",
+         SELECT name, value_hash FROM before \
+         UNION ALL \
+         SELECT 'prev', sha256(convert_to(r.prev, 'UTF8')) FROM artifact_revisions r \
+         WHERE r.community_id = $1 AND r.revision_id = $4 AND r.prev IS NOT NULL",
     )
     .bind(community)
     .bind(d)
+    .bind(derived)
+    .bind(replaced)
     .fetch_all(conn)
     .await
 }

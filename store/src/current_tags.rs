@@ -1,0 +1,143 @@
+//! Which tags of a current NIP-AR revision are rows of `artifact_current_tags`, and how a
+//! current-state predicate on the others is answered (migration 0013, docs/design.md "Envelope
+//! tags without current-tag rows").
+//!
+//! Three envelope tags are answered from what every current-tag row and every revision record
+//! already holds, so the write path stores no row for them:
+//! - `ar`: every served revision carries `["ar", "1"]` (any other version is refused), so a
+//!   predicate matches every served artifact when its values include `1`, and none otherwise;
+//! - `d`: the artifact's identity, the `d` column of each of its rows (and of `artifacts`); only
+//!   the canonical lowercase form is a `d` value, as the write path accepts no other;
+//! - `prev`: the current revision's `prev` is `artifact_revisions.prev` of the current revision
+//!   (`revision` of each row, `current_revision` of `artifacts`), found by its successor index.
+//!
+//! Every other tag (the other envelope tags `h`, `type`, `title`, `op`, `root` among them) keeps
+//! its rows. A served artifact always has a `type` row.
+
+use std::collections::BTreeMap;
+
+use sqlx::{Postgres, QueryBuilder};
+use uuid::Uuid;
+
+/// The tag names that have no rows in `artifact_current_tags`.
+pub const DERIVED: [&str; 3] = ["ar", "d", "prev"];
+
+/// The envelope version every served revision carries in `ar`.
+const AR_VERSION: &str = "1";
+
+/// Whether a tag of a current revision has no current-tag row (see [`DERIVED`]).
+#[must_use]
+pub fn is_derived(name: &str) -> bool {
+    DERIVED.contains(&name)
+}
+
+/// A current-state query's tag predicates, split into those matched against current-tag rows and
+/// the [`DERIVED`] ones, which become conditions on an artifact's `d` and current revision.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Predicates<'f> {
+    /// Predicates matched against `artifact_current_tags` rows: (name, values).
+    pub rows: Vec<(&'f str, &'f [String])>,
+    /// `#d`: the artifacts named (canonical values only).
+    d: Option<Vec<Uuid>>,
+    /// `#prev`: the revisions the current revision must name in `prev`.
+    prev: Option<Vec<String>>,
+    /// A derived predicate that no served artifact can meet (`#ar` without `1`, `#d` with no
+    /// canonical value).
+    never: bool,
+}
+
+impl<'f> Predicates<'f> {
+    /// Splits a filter's tag predicates (AND across names, OR within one).
+    #[must_use]
+    pub fn split(tags: &'f BTreeMap<String, Vec<String>>) -> Self {
+        let mut p = Self::default();
+        for (name, values) in tags {
+            match name.as_str() {
+                "ar" => p.never |= !values.iter().any(|v| v == AR_VERSION),
+                "d" => {
+                    let ds: Vec<Uuid> = values.iter().filter_map(|v| canonical_uuid(v)).collect();
+                    p.never |= ds.is_empty();
+                    p.d = Some(ds);
+                }
+                "prev" => p.prev = Some(values.clone()),
+                _ => p.rows.push((name.as_str(), values.as_slice())),
+            }
+        }
+        p
+    }
+
+    /// Conditions for the derived predicates (each starting with ` AND `, none when there are
+    /// none) on an artifact whose `d` and current revision id are the SQL expressions `d` and
+    /// `revision`, in `community`.
+    pub fn push_conditions(
+        &self,
+        qb: &mut QueryBuilder<'_, Postgres>,
+        community: Uuid,
+        d: &str,
+        revision: &str,
+    ) {
+        if self.never {
+            qb.push(" AND FALSE");
+            return;
+        }
+        if let Some(ds) = &self.d {
+            qb.push(format!(" AND {d} = ANY(")).push_bind(ds.clone()).push("::uuid[])");
+        }
+        if let Some(prevs) = &self.prev {
+            // The successor index (`artifact_revisions_one_successor`) yields at most one
+            // revision per value; the row of the artifact it belongs to is then found by `d`.
+            qb.push(format!(" AND ({d}, {revision}) IN (SELECT r.d, r.revision_id FROM artifact_revisions r WHERE r.community_id = "))
+                .push_bind(community)
+                .push(" AND r.prev = ANY(")
+                .push_bind(prevs.clone())
+                .push("::text[]))");
+        }
+    }
+}
+
+/// `s` as a UUID when it is one in the lowercase hyphenated form a `d` value takes.
+fn canonical_uuid(s: &str) -> Option<Uuid> {
+    let uuid = Uuid::try_parse(s).ok()?;
+    let mut buf = Uuid::encode_buffer();
+    (*uuid.hyphenated().encode_lower(&mut buf) == *s).then_some(uuid)
+}
+
+/// The rows a replaced served revision had for the [`DERIVED`] tags, as `(name, sha256(value))`,
+/// for the live `replaced_tags`: `ar` and `d` always, `prev` when it named one.
+#[must_use]
+pub fn derived_rows(d: Uuid, prev: Option<&str>) -> Vec<(String, Vec<u8>)> {
+    let mut rows = vec![
+        ("ar".to_owned(), crate::tag_value_hash(AR_VERSION)),
+        ("d".to_owned(), crate::tag_value_hash(&d.to_string())),
+    ];
+    if let Some(prev) = prev {
+        rows.push(("prev".to_owned(), crate::tag_value_hash(prev)));
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tags(pairs: &[(&str, &[&str])]) -> BTreeMap<String, Vec<String>> {
+        pairs.iter().map(|(n, v)| ((*n).to_owned(), v.iter().map(|s| (*s).to_owned()).collect())).collect()
+    }
+
+    #[test]
+    fn derived_predicates_leave_the_rows_and_never_match_what_no_revision_carries() {
+        let t = tags(&[("ar", &["1"]), ("type", &["buzz.task"]), ("status", &["open", "done"])]);
+        let p = Predicates::split(&t);
+        assert_eq!(p.rows.iter().map(|(n, _)| *n).collect::<Vec<_>>(), ["status", "type"]);
+        assert!(!p.never);
+        assert!(Predicates::split(&tags(&[("ar", &["2"])])).never);
+        // Only the canonical form of a d is a d value.
+        let upper = "6F1C2A4E-8A51-4B0E-9D3F-0C1B2A3D4E5F";
+        assert!(Predicates::split(&tags(&[("d", &[upper])])).never);
+        let lower = upper.to_lowercase();
+        let t = tags(&[("d", &[upper, lower.as_str()])]);
+        let p = Predicates::split(&t);
+        assert!(!p.never && p.rows.is_empty());
+        assert_eq!(p.d, Some(vec![Uuid::parse_str(&lower).unwrap()]));
+    }
+}
