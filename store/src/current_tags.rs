@@ -16,14 +16,13 @@
 
 use std::collections::BTreeMap;
 
+use buzz_core::ids::parse_uuid;
+use buzz_core::nipar::ENVELOPE_VERSION;
 use sqlx::{Postgres, QueryBuilder};
 use uuid::Uuid;
 
 /// The tag names that have no rows in `artifact_current_tags`.
 pub const DERIVED: [&str; 3] = ["ar", "d", "prev"];
-
-/// The envelope version every served revision carries in `ar`.
-const AR_VERSION: &str = "1";
 
 /// Whether a tag of a current revision has no current-tag row (see [`DERIVED`]).
 #[must_use]
@@ -53,9 +52,9 @@ impl<'f> Predicates<'f> {
         let mut p = Self::default();
         for (name, values) in tags {
             match name.as_str() {
-                "ar" => p.never |= !values.iter().any(|v| v == AR_VERSION),
+                "ar" => p.never |= !values.iter().any(|v| v == ENVELOPE_VERSION),
                 "d" => {
-                    let ds: Vec<Uuid> = values.iter().filter_map(|v| canonical_uuid(v)).collect();
+                    let ds: Vec<Uuid> = values.iter().filter_map(|v| parse_uuid(v)).collect();
                     p.never |= ds.is_empty();
                     p.d = Some(ds);
                 }
@@ -95,25 +94,15 @@ impl<'f> Predicates<'f> {
     }
 }
 
-/// `s` as a UUID when it is one in the lowercase hyphenated form a `d` value takes.
-fn canonical_uuid(s: &str) -> Option<Uuid> {
-    let uuid = Uuid::try_parse(s).ok()?;
-    let mut buf = Uuid::encode_buffer();
-    (*uuid.hyphenated().encode_lower(&mut buf) == *s).then_some(uuid)
-}
-
-/// The rows a replaced served revision had for the [`DERIVED`] tags, as `(name, sha256(value))`,
-/// for the live `replaced_tags`: `ar` and `d` always, `prev` when it named one.
+/// The `ar` and `d` rows every served revision of artifact `d` would have had, as
+/// `(name, sha256(value))`, for the live `replaced_tags` (its `prev` row is read from its
+/// revision record).
 #[must_use]
-pub fn derived_rows(d: Uuid, prev: Option<&str>) -> Vec<(String, Vec<u8>)> {
-    let mut rows = vec![
-        ("ar".to_owned(), crate::tag_value_hash(AR_VERSION)),
+pub fn derived_rows(d: Uuid) -> [(String, Vec<u8>); 2] {
+    [
+        ("ar".to_owned(), crate::tag_value_hash(ENVELOPE_VERSION)),
         ("d".to_owned(), crate::tag_value_hash(&d.to_string())),
-    ];
-    if let Some(prev) = prev {
-        rows.push(("prev".to_owned(), crate::tag_value_hash(prev)));
-    }
-    rows
+    ]
 }
 
 #[cfg(test)]

@@ -255,7 +255,6 @@ async fn store(
     })
 }
 
-/// The distinct well-formed `p` pubkeys of a revision, sorted.
 /// An artifact's `replaced_tags` (the live payload) from the current-tag rows it had before a
 /// revision and the `prev` row of the revision they belonged to: when it was served (it had a row
 /// that is not derived, as its `type` row always is), those rows with the derived `ar` and `d`
@@ -264,11 +263,12 @@ pub(crate) fn replaced_tags(d: Uuid, mut rows: Vec<(String, Vec<u8>)>) -> Vec<[S
     if !rows.iter().any(|(name, _)| !buzz_store::current_tags::is_derived(name)) {
         return Vec::new();
     }
-    rows.extend(buzz_store::current_tags::derived_rows(d, None));
+    rows.extend(buzz_store::current_tags::derived_rows(d));
     rows.sort_unstable();
     rows.into_iter().map(|(name, hash)| [name, hex::encode(hash)]).collect()
 }
 
+/// The distinct well-formed `p` pubkeys of a revision, sorted.
 pub(crate) fn p_keys(event: &Event) -> Vec<String> {
     let mut keys: Vec<String> = event
         .tags_named("p")
