@@ -170,6 +170,44 @@ async fn bodies_are_exactly_the_captured_revisions_and_an_ordinary_update_keeps_
     cluster.stop().await;
 }
 
+/// `#ar`, `#d` and `#prev` have no current-tag rows (`buzz_store::current_tags`): a capture
+/// answers them from the artifact's `d` and current revision, as current-state queries do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_capture_matches_ar_d_and_prev_on_the_current_revision_only() {
+    let Setup { cluster, team, alice, mut a, open } = setup().await;
+    let (d1, t1) = create(&mut a, &alice, open, TASK, &[]).await;
+    let (d2, t2) = create(&mut a, &alice, open, TASK, &[]).await;
+    let t1b = rev(&alice, "update", d1, open, Some(&t1), TASK, &[]);
+    ok(&mut a, &t1b).await;
+    let captured = |v: &Value| {
+        let mut revs: Vec<String> = entries(v).into_iter().map(|e| e.1).collect();
+        revs.sort();
+        revs
+    };
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
+    let cases = [
+        (json!({"#type": [TASK], "#d": [d1.to_string()]}), ids(&[&t1b])),
+        (json!({"#d": [d1.to_string(), d2.to_string()], "#ar": ["1"]}), sorted(ids(&[&t1b, &t2]))),
+        (json!({"#d": [d1.to_string().to_uppercase()]}), vec![]),
+        (json!({"#ar": ["2"]}), vec![]),
+        (json!({"#prev": [t1.id]}), ids(&[&t1b])),
+        (json!({"#type": [TASK], "#prev": [t1b.id]}), vec![]),
+    ];
+    for (extra, want) in cases {
+        let mut query = json!({"artifact": "current"});
+        query.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        // A reader holds at most two captures until they expire: one reader per capture.
+        let reader = cluster.member(&team).await;
+        let got = snap(&cluster, 0, &team, &reader, start(query.clone())).await;
+        assert_eq!(got.0, 200, "{query}: {}", got.1);
+        assert_eq!(captured(&got.1), want, "{query}");
+    }
+    cluster.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_query_takes_current_state_tag_predicates_only_and_every_error_is_bounded() {
     let Setup { cluster, team, alice, .. } = setup().await;
