@@ -115,3 +115,65 @@ async fn single_reply_requests_are_acknowledged_only_when_slow() {
     shutdown.cancel();
     served.await.unwrap().unwrap();
 }
+
+/// A replica whose handlers are all busy acknowledges a request at once and answers it when a
+/// handler is free: the requester does not take the wait for a stall, so the request is not sent
+/// again and runs once (a hedge under load would double an overloaded service's work, and a
+/// revision answered by its own retry would read `duplicate:`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_waits_for_a_busy_handler_is_acknowledged_and_runs_once() {
+    let client = nats().await;
+    let subject = subject("busy");
+    let shutdown = CancellationToken::new();
+    let runs = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen_runs = runs.clone();
+    let served = tokio::spawn(serve::serve(
+        client.clone(),
+        subject.clone(),
+        "acks",
+        1,
+        shutdown.clone(),
+        move |m: Incoming<Value>| {
+            let runs = seen_runs.clone();
+            async move {
+                let name = m.body["name"].as_str().unwrap().to_owned();
+                runs.lock().unwrap().push(name.clone());
+                let delay = m.body["delay_ms"].as_u64().unwrap_or(0);
+                tokio::time::sleep(Duration::from_millis(delay)).await;
+                Some(json!({ "done": name }))
+            }
+        },
+    ));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let bus = buzz_bus::Bus::new(client.clone());
+    // The one handler is busy for three times the hedge delay with the first request.
+    let long_ms = u64::try_from((RETRY.first * 3).as_millis()).unwrap();
+    let first = {
+        let bus = bus.clone();
+        let subject = subject.clone();
+        tokio::spawn(async move {
+            retry::request_retrying::<_, Value>(
+                &bus,
+                subject,
+                &json!({"name": "long", "delay_ms": long_ms}),
+                RETRY,
+            )
+            .await
+            .unwrap()
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let waited = std::time::Instant::now();
+    let second: Value =
+        retry::request_retrying(&bus, subject.clone(), &json!({"name": "queued", "delay_ms": 0}), RETRY)
+            .await
+            .unwrap();
+    assert_eq!(second, json!({"done": "queued"}));
+    assert!(waited.elapsed() >= RETRY.first * 2, "the queued request waited for the handler");
+    assert_eq!(first.await.unwrap(), json!({"done": "long"}));
+    // Let any hedge that was sent arrive before counting.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(*runs.lock().unwrap(), ["long", "queued"], "each request ran once");
+    shutdown.cancel();
+    served.await.unwrap().unwrap();
+}
