@@ -4,7 +4,8 @@
 //! than kept as counters: they are exact under any interleaving of concurrent posts (a counter would
 //! need a hot row per channel and per anchor locked by every post), and deletion, redaction and
 //! expiry (which happens by the clock, with no write to hang a decrement on) are simply filtered
-//! out. The cost is a scan of the channel's visible messages through `events_by_channel_seq`.
+//! out. The cost is a scan of the channel's visible messages through `events_by_channel_seq` (kind-9
+//! messages only, migration 0014).
 //!
 //! A message is *visible* when it is a kind-9 event of the channel that is not deleted, redacted or
 //! expired. Then, for the caller:
@@ -94,7 +95,7 @@ async fn summary(
              WHERE community_id = $1 AND channel_id = $2 AND pubkey = $3), \
          msgs AS ( \
              SELECT e.seq, e.pubkey FROM events e \
-             WHERE e.community_id = $1 AND e.channel_id = $2 AND e.kind = $4 AND {vis_e}) \
+             WHERE e.community_id = $1 AND e.channel_id = $2 AND e.kind = {message} AND {vis_e}) \
          SELECT \
              (SELECT count(*) FROM msgs), \
              (SELECT count(*) FROM msgs, marker WHERE msgs.seq > marker.seq AND msgs.pubkey <> $3), \
@@ -105,11 +106,13 @@ async fn summary(
              (SELECT event_id FROM marker)",
             vis_e = served_event("e"),
             vis_m = served_event("m"),
+            // A literal, not a bind: it is what lets the planner use the partial index
+            // `events_by_channel_seq` (`WHERE kind = 9`, migration 0014) in every plan.
+            message = kinds::MESSAGE,
         ))
         .bind(community)
         .bind(channel_id)
         .bind(&reader.pubkey)
-        .bind(i64::from(kinds::MESSAGE))
         .fetch_one(&mut *tx)
         .await
         .map_err(sql_error)?;

@@ -2,6 +2,7 @@
 
 use buzz_core::{kinds, Filter};
 use buzz_store::fragments::{readable_channel_of, served_event, ReaderBinds};
+use buzz_store::revision_tags;
 use sqlx::{Postgres, QueryBuilder};
 use uuid::Uuid;
 
@@ -44,17 +45,51 @@ pub(crate) fn prefixed_with_reader<'a>(prefix: &str, reader: &Reader<'a>) -> Que
     qb
 }
 
-fn start<'a>(select: &str, reader: &Reader<'a>) -> QueryBuilder<'a, Postgres> {
-    let mut qb = with_reader(reader);
-    qb.push(select)
-        .push(" FROM events e WHERE e.community_id = $1 AND ")
+/// Which stored events a filter's conditions are written for. A predicate on an envelope tag of
+/// NIP-AR revisions (`buzz_store::revision_tags::DERIVED`) is answered from revision records on
+/// revisions and from tag rows on every other event, so a filter with one that can match both is
+/// run as two parts whose results are merged; every other filter is one part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// Every event; tag predicates from `event_tags` (no derived predicate can meet a revision).
+    All,
+    /// Revisions only (kind 45010): derived predicates from their records.
+    Revisions,
+    /// Every other kind.
+    Others,
+}
+
+/// The parts `f` runs as (see [`Part`]).
+fn parts(f: &Filter) -> &'static [Part] {
+    let derived = f.tags.keys().any(|name| revision_tags::is_derived(name));
+    let revisions = f.kinds.as_ref().is_none_or(|k| k.contains(&kinds::ARTIFACT_REVISION));
+    let others = f.kinds.as_ref().is_none_or(|k| k.iter().any(|&k| k != kinds::ARTIFACT_REVISION));
+    match (derived && revisions, others) {
+        (false, _) => &[Part::All],
+        (true, false) => &[Part::Revisions],
+        (true, true) => &[Part::Others, Part::Revisions],
+    }
+}
+
+/// `FROM events e WHERE` the community, served and readable (the reader's binds, `$1`..`$3`).
+fn push_from(qb: &mut QueryBuilder<'_, Postgres>) {
+    qb.push(" FROM events e WHERE e.community_id = $1 AND ")
         .push(served_event("e"))
         .push(" AND ")
         .push(readable_channel_of("e", ReaderBinds::FIRST));
-    qb
 }
 
-fn push_conditions(qb: &mut QueryBuilder<'_, Postgres>, f: &Filter) {
+fn push_conditions(qb: &mut QueryBuilder<'_, Postgres>, f: &Filter, part: Part) {
+    let revision = i64::from(kinds::ARTIFACT_REVISION);
+    match part {
+        Part::All => {}
+        Part::Revisions => {
+            qb.push(" AND e.kind = ").push_bind(revision);
+        }
+        Part::Others => {
+            qb.push(" AND e.kind <> ").push_bind(revision);
+        }
+    }
     if let Some(ids) = &f.ids {
         qb.push(" AND e.id = ANY(").push_bind(ids.clone()).push(")");
     }
@@ -72,12 +107,23 @@ fn push_conditions(qb: &mut QueryBuilder<'_, Postgres>, f: &Filter) {
         qb.push(" AND e.created_at <= ").push_bind(until);
     }
     if only_current_revisions(f) {
-        qb.push(" AND (e.kind <> ").push_bind(i64::from(kinds::ARTIFACT_REVISION)).push(
-            " OR EXISTS (SELECT 1 FROM artifacts a WHERE a.community_id = e.community_id \
-                   AND a.current_revision = e.id))",
-        );
+        const CURRENT: &str =
+            "EXISTS (SELECT 1 FROM artifacts a WHERE a.community_id = e.community_id AND a.current_revision = e.id)";
+        match part {
+            Part::All => {
+                qb.push(" AND (e.kind <> ").push_bind(revision).push(format!(" OR {CURRENT})"));
+            }
+            Part::Revisions => {
+                qb.push(format!(" AND {CURRENT}"));
+            }
+            Part::Others => {}
+        }
     }
     for (name, values) in &f.tags {
+        if part == Part::Revisions && revision_tags::is_derived(name) {
+            revision_tags::push_condition(qb, "e", name, values);
+            continue;
+        }
         let hashes: Vec<Vec<u8>> = values.iter().map(|v| buzz_store::tag_value_hash(v)).collect();
         qb.push(" AND EXISTS (SELECT 1 FROM event_tags t WHERE t.community_id = e.community_id AND t.event_id = e.id AND t.name = ")
             .push_bind(name.clone())
@@ -98,27 +144,62 @@ fn only_current_revisions(f: &Filter) -> bool {
     can_match_revisions && f.ids.is_none() && !f.tags.contains_key("d")
 }
 
-/// Newest first, as NIP-01 asks for the initial query.
+/// Newest first, as NIP-01 asks for the initial query. A filter of two parts ([`Part`]) takes
+/// each part's first `limit` and keeps the first `limit` of both.
 pub fn select_events<'a>(reader: &Reader<'a>, f: &Filter, limit: u32) -> QueryBuilder<'a, Postgres> {
-    let mut qb = start("SELECT e.id, e.raw", reader);
-    push_conditions(&mut qb, f);
-    qb.push(" ORDER BY e.created_at DESC, e.id LIMIT ").push_bind(i64::from(limit));
+    let mut qb = with_reader(reader);
+    let limit = i64::from(limit);
+    match parts(f) {
+        [part] => {
+            qb.push("SELECT e.id, e.raw");
+            push_from(&mut qb);
+            push_conditions(&mut qb, f, *part);
+            qb.push(" ORDER BY e.created_at DESC, e.id LIMIT ").push_bind(limit);
+        }
+        parts => {
+            qb.push("SELECT x.id, x.raw FROM (");
+            for (i, part) in parts.iter().enumerate() {
+                if i > 0 {
+                    qb.push(" UNION ALL ");
+                }
+                qb.push("(SELECT e.id, e.raw, e.created_at");
+                push_from(&mut qb);
+                push_conditions(&mut qb, f, *part);
+                qb.push(" ORDER BY e.created_at DESC, e.id LIMIT ").push_bind(limit).push(")");
+            }
+            qb.push(") x ORDER BY x.created_at DESC, x.id LIMIT ").push_bind(limit);
+        }
+    }
     qb
 }
 
-/// COUNT over the union of the filters (an event matching two filters counts once).
+/// COUNT over the union of the filters (an event matching two filters counts once). When a filter
+/// has two parts ([`Part`]), revisions and other events are counted apart and added (no event is
+/// both), each filter conditioned for each.
 pub fn count_events<'a>(reader: &Reader<'a>, filters: &[&Filter]) -> QueryBuilder<'a, Postgres> {
-    let mut qb = start("SELECT count(*)", reader);
-    qb.push(" AND (");
-    for (i, f) in filters.iter().enumerate() {
+    let mut qb = with_reader(reader);
+    // One count when every filter is one part (each written as its own part), else one per part
+    // with every filter written for that part (each part's conditions restrict the kind).
+    let split = filters.iter().any(|f| parts(f).len() > 1);
+    let counted: &[Option<Part>] = if split { &[Some(Part::Others), Some(Part::Revisions)] } else { &[None] };
+    qb.push("SELECT ");
+    for (i, &part) in counted.iter().enumerate() {
         if i > 0 {
-            qb.push(" OR ");
+            qb.push(" + ");
         }
-        qb.push("(TRUE");
-        push_conditions(&mut qb, f);
-        qb.push(")");
+        qb.push("(SELECT count(*)");
+        push_from(&mut qb);
+        qb.push(" AND (");
+        for (j, f) in filters.iter().enumerate() {
+            if j > 0 {
+                qb.push(" OR ");
+            }
+            qb.push("(TRUE");
+            push_conditions(&mut qb, f, part.unwrap_or(parts(f)[0]));
+            qb.push(")");
+        }
+        qb.push("))");
     }
-    qb.push(")");
     qb
 }
 

@@ -1,18 +1,20 @@
 //! Which tags of a current NIP-AR revision are rows of `artifact_current_tags`, and how a
-//! current-state predicate on the others is answered (migration 0013, docs/design.md "Envelope
-//! tags without current-tag rows").
+//! current-state predicate on the others is answered (migrations 0013 and 0014, docs/design.md
+//! "Envelope tags without current-tag rows").
 //!
-//! Three envelope tags are answered from what every current-tag row and every revision record
+//! Four envelope tags are answered from what every current-tag row and every revision record
 //! already holds, so the write path stores no row for them:
 //! - `ar`: every served revision carries `["ar", "1"]` (any other version is refused), so a
 //!   predicate matches every served artifact when its values include `1`, and none otherwise;
 //! - `d`: the artifact's identity, the `d` column of each of its rows (and of `artifacts`); only
 //!   the canonical lowercase form is a `d` value, as the write path accepts no other;
-//! - `prev`: the current revision's `prev` is `artifact_revisions.prev` of the current revision
-//!   (`revision` of each row, `current_revision` of `artifacts`), found by its successor index.
+//! - `op`: `artifact_revisions.op` of the current revision (`revision` of each row,
+//!   `current_revision` of `artifacts`), found by its primary key (0014);
+//! - `prev`: the current revision's `prev` is `artifact_revisions.prev` of the current revision,
+//!   found by its successor index.
 //!
-//! Every other tag (the other envelope tags `h`, `type`, `title`, `op`, `root` among them) keeps
-//! its rows. A served artifact always has a `type` row.
+//! Every other tag (the other envelope tags `h`, `type`, `title`, `root` among them) keeps its
+//! rows. A served artifact always has a `type` row.
 
 use std::collections::BTreeMap;
 
@@ -22,7 +24,7 @@ use sqlx::{Postgres, QueryBuilder};
 use uuid::Uuid;
 
 /// The tag names that have no rows in `artifact_current_tags`.
-pub const DERIVED: [&str; 3] = ["ar", "d", "prev"];
+pub const DERIVED: [&str; 4] = ["ar", "d", "op", "prev"];
 
 /// Whether a tag of a current revision has no current-tag row (see [`DERIVED`]).
 #[must_use]
@@ -38,6 +40,8 @@ pub struct Predicates<'f> {
     pub rows: Vec<(&'f str, &'f [String])>,
     /// `#d`: the artifacts named (canonical values only).
     d: Option<Vec<Uuid>>,
+    /// `#op`: the current revision's `op` values.
+    op: Option<Vec<String>>,
     /// `#prev`: the revisions the current revision must name in `prev`.
     prev: Option<Vec<String>>,
     /// A derived predicate that no served artifact can meet (`#ar` without `1`, `#d` with no
@@ -58,6 +62,7 @@ impl<'f> Predicates<'f> {
                     p.never |= ds.is_empty();
                     p.d = Some(ds);
                 }
+                "op" => p.op = Some(values.clone()),
                 "prev" => p.prev = Some(values.clone()),
                 _ => p.rows.push((name.as_str(), values.as_slice())),
             }
@@ -82,6 +87,13 @@ impl<'f> Predicates<'f> {
         if let Some(ds) = &self.d {
             qb.push(format!(" AND {d} = ANY(")).push_bind(ds.clone()).push("::uuid[])");
         }
+        if let Some(ops) = &self.op {
+            qb.push(" AND EXISTS (SELECT 1 FROM artifact_revisions o WHERE o.community_id = ")
+                .push_bind(community)
+                .push(format!(" AND o.revision_id = {revision} AND o.op = ANY("))
+                .push_bind(ops.clone())
+                .push("::text[]))");
+        }
         if let Some(prevs) = &self.prev {
             // The successor index (`artifact_revisions_one_successor`) yields at most one
             // revision per value; the row of the artifact it belongs to is then found by `d`.
@@ -95,8 +107,8 @@ impl<'f> Predicates<'f> {
 }
 
 /// The `ar` and `d` rows every served revision of artifact `d` would have had, as
-/// `(name, sha256(value))`, for the live `replaced_tags` (its `prev` row is read from its
-/// revision record).
+/// `(name, sha256(value))`, for the live `replaced_tags` (its `op` and `prev` rows are read from
+/// its revision record).
 #[must_use]
 pub fn derived_rows(d: Uuid) -> [(String, Vec<u8>); 2] {
     [

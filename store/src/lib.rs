@@ -5,6 +5,7 @@ pub mod access;
 pub mod current_tags;
 pub mod domain;
 pub mod fragments;
+pub mod revision_tags;
 
 pub use domain::{ChannelType, Role, Visibility};
 
@@ -14,7 +15,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 
 /// The newest migration this build knows. Services refuse to start on an older schema.
-pub const SCHEMA_VERSION: i64 = 13;
+pub const SCHEMA_VERSION: i64 = 14;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 

@@ -423,16 +423,20 @@ impl Cluster {
 
     /// For tests that seed artifacts by SQL (bypassing the write path): builds their
     /// `artifact_current_tags` rows from the current revisions' `event_tags` (but the derived
-    /// `buzz_store::current_tags::DERIVED`), as the write path would have, and analyses the table.
+    /// `buzz_store::current_tags::DERIVED`) and their home's `h` row (a revision's `h` has no
+    /// `event_tags` row, `buzz_store::revision_tags`), as the write path would have, and analyses
+    /// the table.
     pub async fn index_seeded_artifacts(&self, community: Uuid) {
         sqlx::query(
             "INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at, expires_at, revision) \
              SELECT DISTINCT a.community_id, a.d, t.name, t.value_hash, a.home_channel, a.updated_at, e.expires_at, \
                     a.current_revision \
              FROM artifacts a JOIN events e ON e.community_id = a.community_id AND e.id = a.current_revision \
-             JOIN event_tags t ON t.community_id = a.community_id AND t.event_id = a.current_revision \
+             CROSS JOIN LATERAL (SELECT t.name, t.value_hash FROM event_tags t \
+                                 WHERE t.community_id = a.community_id AND t.event_id = a.current_revision \
+                                   AND NOT (t.name = ANY($2)) \
+                                 UNION SELECT 'h', sha256(convert_to(a.home_channel::text, 'UTF8'))) t \
              WHERE a.community_id = $1 AND NOT a.deleted AND e.redacted_at IS NULL AND e.deleted_at IS NULL \
-               AND NOT (t.name = ANY($2)) \
              ON CONFLICT DO NOTHING",
         )
         .bind(community)

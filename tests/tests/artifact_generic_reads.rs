@@ -165,3 +165,172 @@ async fn generic_reads_keep_each_revision_under_its_own_channels_access_across_a
     }
     cluster.stop().await;
 }
+
+/// The served, channel events of `community` that `filter` matches, read from their stored JSON
+/// (NIP-01: a tag predicate matches a tag's name and first value), revisions only when current
+/// unless the filter is a lookup (`ids` or `#d`), newest first (ties by id), `limit` applied: the
+/// truth generic reads are checked against, without tag rows or revision records.
+async fn truth(pool: &sqlx::PgPool, community: Uuid, filter: &Value) -> Vec<String> {
+    let mut qb =
+        sqlx::QueryBuilder::<sqlx::Postgres>::new("SELECT e.id FROM events e WHERE e.community_id = ");
+    qb.push_bind(community).push(
+        " AND e.channel_id IS NOT NULL AND e.deleted_at IS NULL AND e.redacted_at IS NULL \
+          AND (e.expires_at IS NULL OR e.expires_at > now())",
+    );
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_owned()).collect()
+    };
+    let object = filter.as_object().unwrap();
+    for (key, value) in object {
+        match key.as_str() {
+            "kinds" => {
+                let kinds: Vec<i64> = value.as_array().unwrap().iter().map(|k| k.as_i64().unwrap()).collect();
+                qb.push(" AND e.kind = ANY(").push_bind(kinds).push(")");
+            }
+            "ids" => {
+                qb.push(" AND e.id = ANY(").push_bind(strings(value)).push(")");
+            }
+            "authors" => {
+                qb.push(" AND e.pubkey = ANY(").push_bind(strings(value)).push(")");
+            }
+            "limit" => {}
+            name => {
+                let name = name.strip_prefix('#').unwrap().to_owned();
+                qb.push(
+                    " AND EXISTS (SELECT 1 FROM jsonb_array_elements(e.raw::jsonb -> 'tags') t(tag) \
+                      WHERE jsonb_array_length(t.tag) >= 2 AND t.tag->>0 = ",
+                )
+                .push_bind(name)
+                .push(" AND t.tag->>1 = ANY(")
+                .push_bind(strings(value))
+                .push("))");
+            }
+        }
+    }
+    if !object.contains_key("ids") && !object.contains_key("#d") {
+        qb.push(
+            " AND (e.kind <> 45010 OR EXISTS (SELECT 1 FROM artifacts a \
+              WHERE a.community_id = e.community_id AND a.current_revision = e.id))",
+        );
+    }
+    qb.push(" ORDER BY e.created_at DESC, e.id");
+    if let Some(limit) = object.get("limit") {
+        qb.push(" LIMIT ").push_bind(limit.as_i64().unwrap());
+    }
+    let mut ids: Vec<String> = qb.build_query_scalar().fetch_all(pool).await.unwrap();
+    ids.sort();
+    ids
+}
+
+/// A revision's `ar`, `d`, `h`, `op` and `prev` have no tag rows: generic filters answer `#d` and
+/// `#h` (the ones a generic filter can name) from the revision record and event row
+/// (`buzz_store::revision_tags`), every other event's from its tag rows. Every combination
+/// (revisions only, no kinds, other kinds only, lookups, limits, several values, a non-canonical
+/// uuid, a value no revision carries) must return exactly what each event's own tags say, in REQ
+/// and COUNT, and a reader still never gets a revision of a channel it cannot read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn envelope_tag_predicates_match_each_events_own_tags_without_tag_rows() {
+    let Setup { cluster, team, alice, mut a, mut b, .. } = setup().await;
+    let open = channel(&mut a, &alice, "open").await;
+    let private = channel(&mut a, &alice, "private").await;
+    let (d1, d2, d3) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+    let status = |s: &str| vec![tag("status", s)];
+    let c1 = rev(&alice, "create", d1, open, None);
+    ok(&mut a, &c1).await;
+    let u1 = buzz_tests::snapshot::rev(&alice, "update", d1, open, Some(&c1), TYPE, &status("doing"));
+    ok(&mut a, &u1).await;
+    let u2 = buzz_tests::snapshot::rev(&alice, "update", d1, open, Some(&u1), TYPE, &status("done"));
+    ok(&mut a, &u2).await;
+    let c2 = rev(&alice, "create", d2, private, None);
+    ok(&mut a, &c2).await;
+    let u3 = rev(&alice, "update", d2, private, Some(&c2));
+    ok(&mut a, &u3).await;
+    let moved = rev(&alice, "move", d2, open, Some(&u3));
+    ok(&mut a, &moved).await;
+    let u4 = rev(&alice, "update", d2, open, Some(&moved));
+    ok(&mut a, &u4).await;
+    let c3 = rev(&alice, "create", d3, open, None);
+    ok(&mut a, &c3).await;
+    let deletion = rev(&alice, "delete", d3, open, Some(&c3));
+    ok(&mut a, &deletion).await;
+    // Messages carrying the same tag names keep their rows and must still match by them.
+    let m1 = alice.sign_new(
+        9,
+        vec![tag("h", open), tag("d", d1), tag("d", "free"), tag("e", &c1.id)],
+        "a message with envelope-like tags",
+    );
+    ok(&mut a, &m1).await;
+    let m2 = alice.sign_new(9, vec![tag("h", private), tag("d", d2)], "in private");
+    ok(&mut a, &m2).await;
+    let all = [&c1, &u1, &u2, &c2, &u3, &moved, &u4, &c3, &deletion, &m1, &m2];
+    let all_ids: Vec<String> = all.iter().map(|e| e.id.clone()).collect();
+    let (o, p) = (open.to_string(), private.to_string());
+    let upper = d1.to_string().to_uppercase();
+
+    // Generic filters take single-letter tags only: `#d` and `#h` are the derived ones they can
+    // name (`#e` here is a row on every kind).
+    let filters = [
+        json!({"#h": [o]}),
+        json!({"#h": [p]}),
+        json!({"#h": [o, p], "limit": 4}),
+        json!({"#h": [o, "not-a-channel"]}),
+        json!({"kinds": [45010], "#h": [o]}),
+        json!({"kinds": [9, 45010], "#h": [p]}),
+        json!({"kinds": [9], "#h": [o]}),
+        json!({"kinds": [45011], "#h": [p]}),
+        json!({"#d": [d1.to_string()]}),
+        json!({"#d": [d2.to_string(), "free"]}),
+        json!({"#d": [upper]}),
+        json!({"#d": [d2.to_string()], "kinds": [45011]}),
+        json!({"kinds": [45010], "#d": [d1.to_string(), d2.to_string(), d3.to_string()]}),
+        json!({"kinds": [45010], "#d": [d1.to_string()], "limit": 2}),
+        json!({"#d": [d1.to_string()], "limit": 2}),
+        json!({"#d": [d1.to_string(), d2.to_string()], "#h": [p]}),
+        json!({"#d": [d1.to_string()], "#h": [o], "#e": [c1.id]}),
+        json!({"#h": [o], "limit": 3}),
+        json!({"ids": all_ids, "#h": [o]}),
+        json!({"ids": all_ids, "#d": [d2.to_string()], "#h": [o]}),
+        json!({"ids": all_ids, "limit": 5}),
+        json!({"authors": [alice.public_hex()], "#h": [o, p]}),
+    ];
+    for filter in &filters {
+        let expected = truth(&cluster.pool, team.id, filter).await;
+        assert_eq!(ids(&mut a, filter.clone()).await, expected, "REQ {filter}");
+        if filter.get("limit").is_none() {
+            assert_eq!(count(&mut a, filter.clone()).await, expected.len() as u64, "COUNT {filter}");
+        }
+    }
+    // The truth is not empty where it must not be (the test would pass on an empty store).
+    assert!(truth(&cluster.pool, team.id, &json!({"#d": [d1.to_string()]})).await.len() >= 4);
+    assert!(truth(&cluster.pool, team.id, &json!({"#h": [p]})).await.contains(&m2.id));
+    // COUNT over several filters counts their union once.
+    for pair in [
+        [json!({"#h": [o]}), json!({"kinds": [9]})],
+        [json!({"#h": [p]}), json!({"#d": [d1.to_string()]})],
+        [json!({"kinds": [45010], "#h": [p]}), json!({"#d": [d2.to_string()], "kinds": [9]})],
+        [json!({"kinds": [45010], "#d": [d2.to_string()]}), json!({"kinds": [45010], "#h": [o]})],
+    ] {
+        let mut union = truth(&cluster.pool, team.id, &pair[0]).await;
+        union.extend(truth(&cluster.pool, team.id, &pair[1]).await);
+        union.sort();
+        union.dedup();
+        let n = count_all(&mut a, &pair).await;
+        assert_eq!(n, union.len() as u64, "COUNT {pair:?}");
+    }
+    // Bob reads the open channel only: the private channel's revisions never, by any predicate.
+    for filter in
+        [json!({"#h": [p]}), json!({"#d": [d2.to_string()]}), json!({"#d": [d2.to_string()], "#h": [p]})]
+    {
+        let seen = ids(&mut b, filter.clone()).await;
+        for hidden in [&c2, &u3, &m2] {
+            assert!(!seen.contains(&hidden.id), "{filter}: {seen:?}");
+        }
+    }
+    assert_eq!(ids(&mut b, json!({"#d": [d2.to_string()]})).await, sorted(&[&moved, &u4]));
+    cluster.stop().await;
+}
+
+/// COUNT of several filters at once.
+async fn count_all(c: &mut WsClient, filters: &[Value]) -> u64 {
+    c.count(&Uuid::new_v4().simple().to_string(), filters).await.unwrap()
+}

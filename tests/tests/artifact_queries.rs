@@ -181,6 +181,13 @@ async fn envelope_predicates_without_rows_match_exactly_the_current_revisions_th
         (json!({"#prev": [t1.id, t1b.id], "#type": [TASK], "#d": [s1]}), vec![&t1c]),
         (json!({"#prev": [t1b.id], "#type": ["buzz.note"]}), vec![]),
         (json!({"#prev": [t2.id]}), vec![]),
+        // The current revision's op only: t1c is an update, t2 still its create.
+        (json!({"#op": ["update"]}), vec![&t1c]),
+        (json!({"#op": ["create"]}), vec![&t2]),
+        (json!({"#op": ["create", "update"], "#project": [project]}), vec![&t1c, &t2]),
+        (json!({"#op": ["create"], "#d": [s1]}), vec![]),
+        (json!({"#op": ["delete", "move"]}), vec![]),
+        (json!({"#op": ["update"], "#type": [TASK], "#prev": [t1b.id]}), vec![&t1c]),
     ];
     for (extra, want) in cases {
         let q = cur(extra);
@@ -193,27 +200,42 @@ async fn envelope_predicates_without_rows_match_exactly_the_current_revisions_th
     assert!(ids(&mut a, cur(json!({"#d": [s2]}))).await.is_empty());
     assert!(ids(&mut a, cur(json!({"#prev": [t2.id]}))).await.is_empty());
     assert_eq!(ids(&mut a, cur(json!({"#ar": ["1"]}))).await, idv(&[&t1c]));
-    // No rows for them were stored.
+    assert!(ids(&mut a, cur(json!({"#op": ["delete"]}))).await.is_empty());
+    // No rows for them were stored: none in the current-tag index, and none of `ar`, `d`, `h`,
+    // `op`, `prev` in the revisions' tag rows.
     let rows: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM artifact_current_tags WHERE d = ANY($1) AND name IN ('ar', 'd', 'prev')",
+        "SELECT count(*) FROM artifact_current_tags WHERE d = ANY($1) AND name IN ('ar', 'd', 'op', 'prev')",
     )
     .bind(vec![d1, d2])
     .fetch_one(&cluster.pool)
     .await
     .unwrap();
     assert_eq!(rows, 0);
+    let revision_rows: Vec<String> = sqlx::query_scalar(
+        "SELECT DISTINCT t.name FROM event_tags t JOIN events e ON e.community_id = t.community_id AND e.id = t.event_id \
+         WHERE e.kind = 45010 AND t.event_id = ANY($1) ORDER BY 1",
+    )
+    .bind(vec![t1.id.clone(), t1b.id.clone(), t1c.id.clone(), t2.id.clone(), gone.id.clone()])
+    .fetch_all(&cluster.pool)
+    .await
+    .unwrap();
+    assert_eq!(revision_rows, ["project", "title", "type"]);
     cluster.stop().await;
 }
 
 /// A live `current` subscription on a derived predicate is told when the artifact leaves it: the
-/// replaced revision's `prev` (and its `ar` and `d`) travel in `replaced_tags` like its rows.
+/// replaced revision's `op` and `prev` (and its `ar` and `d`) travel in `replaced_tags` like its
+/// rows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_current_subscription_on_prev_or_d_is_told_when_the_artifact_leaves_it() {
     let Setup { cluster, alice, mut a, mut b, open, .. } = setup().await;
     let secret = channel(&mut a, &alice, "private").await;
     let (d, t1) = task(&mut a, &alice, open, TASK, &[]).await;
+    assert!(b.req("o", &[json!({"artifact": "current", "#op": ["create"]})]).await.closed.is_none());
     let t2 = rev(&alice, "update", d, open, Some(&t1), TASK, &[]);
     ok(&mut a, &t2).await;
+    // The update replaces the create: the artifact leaves `#op: [create]`, and Bob hears of it.
+    assert_eq!(next(&mut b, "o").await.id, t2.id);
     assert!(b.req("p", &[json!({"artifact": "current", "#prev": [t1.id]})]).await.closed.is_none());
     // The next revision names t2, so the artifact leaves `#prev: [t1]`: Bob hears of it.
     let t3 = rev(&alice, "update", d, open, Some(&t2), TASK, &[]);

@@ -46,9 +46,10 @@ fn revision(keys: &Keys, op: &str, d: Uuid, h: Uuid, prev: Option<&str>, n: usiz
     keys.sign_new(45010, tags, &json!({"version": 1, "n": n}).to_string())
 }
 
-/// `seed` artifacts of one revision each, with their events, tag rows, `artifact_revisions` rows
-/// and current-tag index rows (those `Cluster::index_seeded_artifacts` would derive: the
-/// revision's `d`, `h`, `type` and `status` tags), one statement per table in one transaction,
+/// `seed` artifacts of one revision each, with their events, tag rows (the revision's `type` and
+/// `status` tags: its envelope `d` and `h` have none, `buzz_store::revision_tags`),
+/// `artifact_revisions` rows and current-tag index rows (those `Cluster::index_seeded_artifacts`
+/// would derive: its `h`, `type` and `status` tags), one statement per table in one transaction,
 /// each table filled in its primary key's order; from `seed::BULK` on, the tables' secondary
 /// indexes are built after the load.
 async fn seed(cluster: &Cluster, community: Uuid, channel: Uuid, author: &str, seed: i64) {
@@ -73,7 +74,7 @@ async fn seed(cluster: &Cluster, community: Uuid, channel: Uuid, author: &str, s
              SELECT $1, id, $3, 45010, 1700000000 + g, $2, '{}' FROM seed ORDER BY id",
         "INSERT INTO event_tags (community_id, event_id, name, value_hash, created_at) \
              SELECT $1, s.id, t.name, sha256(convert_to(t.value, 'UTF8')), 1700000000 + s.g FROM seed s, \
-             LATERAL (VALUES ('d', s.d::text), ('h', $2::text), ('type', 'buzz.task'), ('status', 'open')) \
+             LATERAL (VALUES ('type', 'buzz.task'), ('status', 'open')) \
              AS t(name, value) WHERE $3 <> ''",
         "INSERT INTO artifacts (community_id, d, type, current_revision, home_channel) \
              SELECT $1, d, 'buzz.task', id, $2 FROM seed WHERE $3 <> '' ORDER BY d",

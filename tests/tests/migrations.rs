@@ -1,8 +1,11 @@
 //! Upgrading a database that already holds artifacts: the migrations up to 0010 applied and
 //! recorded as an older release left them, rows written the old way, then `buzz_store::migrate`
 //! (the real migrator, which runs 0011 and later) must fill each current-tag row with its
-//! artifact's current revision and leave the column mandatory; 0013 removes the rows of the
-//! derived envelope tags (`ar`, `d`, `prev`), which queries answer from the artifact's columns.
+//! artifact's current revision and leave the column mandatory; 0013 removes the current-tag rows
+//! of the derived envelope tags (`ar`, `d`, `prev`), which queries answer from the artifact's
+//! columns; 0014 removes the current-tag rows of `op` and the `event_tags` rows of revisions'
+//! `ar`, `d`, `h`, `op` and `prev`, which queries answer from revision records, and keeps every
+//! other event's rows.
 
 #![allow(clippy::unwrap_used)]
 
@@ -47,7 +50,8 @@ async fn migration_0011_backfills_the_current_revision_of_existing_current_tags(
     sqlx::query(
         "INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at) \
          VALUES ($1, $2, 'type', sha256('buzz.task'), $3, now()), ($1, $2, 'h', sha256(convert_to($3::text, 'UTF8')), $3, now()), \
-                ($1, $2, 'd', sha256(convert_to($2::text, 'UTF8')), $3, now()), ($1, $2, 'ar', sha256('1'), $3, now())",
+                ($1, $2, 'd', sha256(convert_to($2::text, 'UTF8')), $3, now()), ($1, $2, 'ar', sha256('1'), $3, now()), \
+                ($1, $2, 'op', sha256('create'), $3, now())",
     )
     .bind(community)
     .bind(d)
@@ -55,6 +59,32 @@ async fn migration_0011_backfills_the_current_revision_of_existing_current_tags(
     .execute(&mut conn)
     .await
     .unwrap();
+    // The revision's event and a kind-9 message, each with a row for every tag.
+    let message = "c".repeat(64);
+    for (id, kind) in [(&revision, 45010_i64), (&message, 9)] {
+        sqlx::query(
+            "INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw) \
+             VALUES ($1, $2, $3, $4, 1700000000, $5, '{}')",
+        )
+        .bind(community)
+        .bind(id)
+        .bind("a".repeat(64))
+        .bind(kind)
+        .bind(home)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+        sqlx::query(
+            "INSERT INTO event_tags (community_id, event_id, name, value_hash, created_at) \
+             SELECT $1, $2, n, sha256(convert_to(n, 'UTF8')), 1700000000 \
+             FROM unnest(ARRAY['ar', 'd', 'h', 'op', 'prev', 'type', 'title']) n",
+        )
+        .bind(community)
+        .bind(id)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    }
     conn.close().await.unwrap();
 
     let pool = buzz_store::connect(&url, 2).await.unwrap();
@@ -70,7 +100,18 @@ async fn migration_0011_backfills_the_current_revision_of_existing_current_tags(
             .fetch_all(&pool)
             .await
             .unwrap();
-    assert_eq!(revisions, vec![("h".to_owned(), revision.clone()), ("type".to_owned(), revision)]);
+    assert_eq!(revisions, vec![("h".to_owned(), revision.clone()), ("type".to_owned(), revision.clone())]);
+    for (id, names) in
+        [(&revision, vec!["title", "type"]), (&message, vec!["ar", "d", "h", "op", "prev", "title", "type"])]
+    {
+        let stored: Vec<String> =
+            sqlx::query_scalar("SELECT name FROM event_tags WHERE event_id = $1 ORDER BY name")
+                .bind(id)
+                .fetch_all(&pool)
+                .await
+                .unwrap();
+        assert_eq!(stored, names, "event_tags of {id}");
+    }
     // Mandatory from now on: a writer that leaves it out (an older write-service) is refused.
     let old_writer = sqlx::query(
         "INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at) \

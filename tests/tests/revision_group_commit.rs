@@ -72,12 +72,16 @@ async fn current_tags_match_current_revisions(pool: &sqlx::PgPool, community: Uu
     .fetch_all(pool)
     .await
     .unwrap();
+    // The truth is the current revision's own tags, read from its stored JSON (the envelope tags
+    // of a revision have no `event_tags` rows).
     let expected: Vec<(Uuid, String, Vec<u8>, Uuid, String)> = sqlx::query_as(
-        "SELECT DISTINCT a.d, t.name, t.value_hash, a.home_channel, a.current_revision FROM artifacts a \
+        "SELECT DISTINCT a.d, t.tag->>0, sha256(convert_to(t.tag->>1, 'UTF8')), a.home_channel, a.current_revision \
+         FROM artifacts a \
          JOIN events e ON e.community_id = a.community_id AND e.id = a.current_revision \
-         JOIN event_tags t ON t.community_id = a.community_id AND t.event_id = a.current_revision \
+         CROSS JOIN LATERAL jsonb_array_elements(e.raw::jsonb -> 'tags') AS t(tag) \
          WHERE a.community_id = $1 AND NOT a.deleted AND e.redacted_at IS NULL AND e.deleted_at IS NULL \
-           AND NOT (t.name = ANY($2)) \
+           AND jsonb_array_length(t.tag) >= 2 AND octet_length(t.tag->>0) BETWEEN 1 AND 64 \
+           AND NOT (t.tag->>0 = ANY($2)) \
          ORDER BY 1, 2, 3",
     )
     .bind(community)

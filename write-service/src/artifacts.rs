@@ -256,7 +256,7 @@ async fn store(
 }
 
 /// An artifact's `replaced_tags` (the live payload) from the current-tag rows it had before a
-/// revision and the `prev` row of the revision they belonged to: when it was served (it had a row
+/// revision and the `op` and `prev` rows of the revision they belonged to: when it was served (it had a row
 /// that is not derived, as its `type` row always is), those rows with the derived `ar` and `d`
 /// rows added (`buzz_store::current_tags`), as `[name, hex(sha256(value))]` sorted; else none.
 pub(crate) fn replaced_tags(d: Uuid, mut rows: Vec<(String, Vec<u8>)>) -> Vec<[String; 2]> {

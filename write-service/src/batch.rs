@@ -495,7 +495,7 @@ pub(crate) async fn insert_events(
         raw.push(e.to_json());
         ttl.push(new.channel.ttl_seconds);
         root.push(new.thread_root);
-        for (name, hash) in crate::store::indexed_tags(e) {
+        for (name, hash) in crate::store::event_tag_rows(e) {
             tag_community.push(new.community);
             tag_event.push(e.id.as_str());
             tag_name.push(name);

@@ -464,7 +464,7 @@ async fn advance(
             t_hash.push(hash);
         }
     }
-    // The replaced revision's `prev` (its record, by key) is read per updated artifact: `LIMIT 1`
+    // The replaced revision's `prev` and `op` (its record, by key) are read per updated artifact: `LIMIT 1`
     // keeps the lookup a lateral probe; as a join, the planner chose a scan of every revision
     // against the batch (1 133 against 1 700 revisions/s at 20 000 artifacts).
     // `gone` keeps a row unless the batch's tag rows `t` have it: `NOT IN` over `t` (never NULL)
@@ -504,10 +504,11 @@ async fn advance(
              SELECT u.c, u.rev, u.d, u.prev, u.op, u.h, u.seq FROM u) \
          SELECT community_id, d, name, value_hash FROM before \
          UNION ALL \
-         SELECT u.c, u.d, 'prev', sha256(convert_to(r.prev, 'UTF8')) FROM u \
-         CROSS JOIN LATERAL (SELECT r.prev FROM artifact_revisions r \
+         SELECT u.c, u.d, x.name, sha256(convert_to(x.value, 'UTF8')) FROM u \
+         CROSS JOIN LATERAL (SELECT r.prev, r.op FROM artifact_revisions r \
                              WHERE r.community_id = u.c AND r.revision_id = u.prev LIMIT 1) r \
-         WHERE NOT u.created AND r.prev IS NOT NULL",
+         CROSS JOIN LATERAL (VALUES ('prev', r.prev), ('op', r.op)) AS x(name, value) \
+         WHERE NOT u.created AND x.value IS NOT NULL",
     )
     .bind(&a.community)
     .bind(&a.d)
@@ -529,8 +530,8 @@ async fn advance(
     Ok(replaced_tags(rows))
 }
 
-/// The replaced current-tag rows of [`advance`] (and the `prev` row of the revision they belonged
-/// to) as each updated artifact's `replaced_tags` ([`artifacts::replaced_tags`]).
+/// The replaced current-tag rows of [`advance`] (and the `op` and `prev` rows of the revision they
+/// belonged to) as each updated artifact's `replaced_tags` ([`artifacts::replaced_tags`]).
 fn replaced_tags(rows: Vec<(Uuid, Uuid, String, Vec<u8>)>) -> HashMap<(Uuid, Uuid), Vec<[String; 2]>> {
     let mut by_artifact: HashMap<(Uuid, Uuid), Vec<(String, Vec<u8>)>> = HashMap::new();
     for (c, d, name, hash) in rows {

@@ -16,6 +16,12 @@ pub fn indexed_tags(event: &Event) -> impl Iterator<Item = (&str, Vec<u8>)> {
     })
 }
 
+/// The `event_tags` rows of `event`: its [`indexed_tags`] but, on a NIP-AR revision, the envelope
+/// tags its revision record answers for (`buzz_store::revision_tags`).
+pub fn event_tag_rows(event: &Event) -> impl Iterator<Item = (&str, Vec<u8>)> {
+    indexed_tags(event).filter(|(name, _)| buzz_store::revision_tags::has_row(event.kind, name))
+}
+
 /// Stores the event and its tag index rows in one statement; returns its acceptance `seq`, or
 /// `None` when it was already there (a concurrent duplicate), in which case nothing was written.
 pub async fn insert_event(
@@ -26,7 +32,7 @@ pub async fn insert_event(
     ttl_seconds: Option<i32>,
     thread_root: Option<&str>,
 ) -> Result<Option<i64>, sqlx::Error> {
-    let (names, hashes): (Vec<&str>, Vec<Vec<u8>>) = indexed_tags(event).unzip();
+    let (names, hashes): (Vec<&str>, Vec<Vec<u8>>) = event_tag_rows(event).unzip();
     sqlx::query_scalar(
         "WITH e AS ( \
              INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw, expires_at, thread_root) \

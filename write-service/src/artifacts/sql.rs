@@ -129,9 +129,11 @@ pub async fn record(
 /// Makes `artifact_current_tags` hold exactly the tags of the artifact's current revision (none
 /// while it is deleted) that have rows (not `buzz_store::current_tags::DERIVED`), with its home
 /// channel, change time, expiry and id. Runs after the revision's event (and so its `event_tags`)
-/// is stored and the artifact advanced, in the same transaction. Returns the rows as they were
-/// before (the replaced revision's tags, if it was served), as `(name, sha256(first value))`, and
-/// the `prev` row of `replaced` (the revision that was current, if any).
+/// is stored and the artifact advanced, in the same transaction; the revision's `h`, which has
+/// no `event_tags` row (`buzz_store::revision_tags`), is its artifact's home. Returns the rows as
+/// they were before (the replaced revision's tags, if it was served), as
+/// `(name, sha256(first value))`, and the `op` and `prev` rows of `replaced` (the revision that
+/// was current, if any).
 pub async fn index_current_tags(
     conn: &mut PgConnection,
     community: Uuid,
@@ -146,9 +148,11 @@ pub async fn index_current_tags(
                              e.expires_at, NOT a.deleted AND e.redacted_at IS NULL AND e.deleted_at IS NULL AS served \
                       FROM artifacts a JOIN events e ON e.community_id = a.community_id AND e.id = a.current_revision \
                       WHERE a.community_id = $1 AND a.d = $2), \
-              tags AS (SELECT DISTINCT t.name, t.value_hash FROM cur \
+              tags AS (SELECT t.name, t.value_hash FROM cur \
                        JOIN event_tags t ON t.community_id = cur.community_id AND t.event_id = cur.current_revision \
-                       WHERE cur.served AND NOT (t.name = ANY($3::text[]))), \
+                       WHERE cur.served AND NOT (t.name = ANY($3::text[])) \
+                       UNION \
+                       SELECT 'h', sha256(convert_to(cur.home_channel::text, 'UTF8')) FROM cur WHERE cur.served), \
               gone AS (DELETE FROM artifact_current_tags x WHERE x.community_id = $1 AND x.d = $2 \
                        AND (x.name, x.value_hash) NOT IN (SELECT name, value_hash FROM tags)), \
               upsert AS (INSERT INTO artifact_current_tags \
@@ -161,8 +165,9 @@ pub async fn index_current_tags(
                              expires_at = EXCLUDED.expires_at, revision = EXCLUDED.revision) \
          SELECT name, value_hash FROM before \
          UNION ALL \
-         SELECT 'prev', sha256(convert_to(r.prev, 'UTF8')) FROM artifact_revisions r \
-         WHERE r.community_id = $1 AND r.revision_id = $4 AND r.prev IS NOT NULL",
+         SELECT x.name, sha256(convert_to(x.value, 'UTF8')) FROM artifact_revisions r \
+         CROSS JOIN LATERAL (VALUES ('prev', r.prev), ('op', r.op)) AS x(name, value) \
+         WHERE r.community_id = $1 AND r.revision_id = $4 AND x.value IS NOT NULL",
     )
     .bind(community)
     .bind(d)
