@@ -22,9 +22,7 @@ pub struct Incoming<Req> {
 }
 
 /// Serves `subject` in queue group `group` until `shutdown`, running at most `concurrency` handlers
-/// at once; a request that asked for an acknowledgement and finds them all busy is acknowledged at
-/// once and waits for one (at most [`TAKEN_PER_HANDLER`] × `concurrency` requests are taken off the
-/// bus at a time). Undecodable requests get `Err(BusError::invalid)` as the reply. When `shutdown` fires,
+/// at once. Undecodable requests get `Err(BusError::invalid)` as the reply. When `shutdown` fires,
 /// in-flight handlers finish before this returns. Each loop also serves its own direct subject
 /// (`retry::direct_subject`) and names itself in its replies, so that requesters can retry on a
 /// replica known to answer when a request drew a stalled one.
@@ -45,13 +43,7 @@ where
     let mut sub = client.queue_subscribe(subject.clone(), group.to_owned()).await?;
     let instance: Arc<str> = uuid::Uuid::new_v4().simple().to_string().into();
     let mut direct = client.subscribe(retry::direct_subject(&subject, &instance)).await?;
-    // `running` bounds the handlers at work; `taken` bounds the requests this loop has taken off
-    // the bus (running, or acknowledged and waiting for a handler), so that a busy replica says
-    // so at once instead of leaving its queue unacknowledged (which requesters would take for a
-    // stall and hedge, doubling the work of an overloaded service), while requests past the bound
-    // stay on the bus, where a hedge can reach a less busy replica.
-    let running = Arc::new(Semaphore::new(concurrency));
-    let taken = Arc::new(Semaphore::new(concurrency.saturating_mul(TAKEN_PER_HANDLER)));
+    let limit = Arc::new(Semaphore::new(concurrency));
     let handler = Arc::new(handler);
     let mut tasks = tokio::task::JoinSet::new();
     loop {
@@ -60,8 +52,7 @@ where
             m = sub.next() => match m { Some(m) => m, None => break },
             m = direct.next() => match m { Some(m) => m, None => break },
         };
-        let Ok(taken_permit) = taken.clone().acquire_owned().await else { break };
-        let running = running.clone();
+        let Ok(permit) = limit.clone().acquire_owned().await else { break };
         let handler = handler.clone();
         let client = client.clone();
         let instance = instance.clone();
@@ -69,24 +60,12 @@ where
         trace::continue_from(msg.headers.as_ref(), &span);
         tasks.spawn(
             async move {
-                let _taken = taken_permit;
-                let mut ack = msg
+                let _permit = permit;
+                let ack = msg
                     .headers
                     .as_ref()
                     .and_then(|h| h.get(retry::ACK_HEADER))
                     .map(|v| v.as_str() == retry::ACK_IF_SLOW);
-                let _running = match running.clone().try_acquire_owned() {
-                    Ok(permit) => permit,
-                    Err(_) => {
-                        // Every handler is busy: acknowledged now, answered when one is free.
-                        if ack.is_some() {
-                            rpc::ack(&client, msg.reply.as_ref(), &instance).await;
-                            ack = None;
-                        }
-                        let Ok(permit) = running.acquire_owned().await else { return };
-                        permit
-                    }
-                };
                 if ack == Some(false) {
                     // A streamed request: acknowledged before any frame.
                     rpc::ack(&client, msg.reply.as_ref(), &instance).await;
@@ -120,10 +99,6 @@ where
     while tasks.join_next().await.is_some() {}
     Ok(())
 }
-
-/// Requests one serve loop takes off the bus per handler it may run: the running ones and those
-/// acknowledged while they wait for a handler (see [`serve`]).
-pub const TAKEN_PER_HANDLER: usize = 4;
 
 /// How long a request that asked for an acknowledgement may run before it gets one. A request
 /// answered sooner needs none (the answer says the same and more), which saves a message per
