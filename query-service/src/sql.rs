@@ -2,7 +2,7 @@
 
 use buzz_core::{kinds, Filter};
 use buzz_store::fragments::{readable_channel_of, served_event, ReaderBinds};
-use buzz_store::revision_tags;
+use buzz_store::tag_rows;
 use sqlx::{Postgres, QueryBuilder};
 use uuid::Uuid;
 
@@ -46,7 +46,7 @@ pub(crate) fn prefixed_with_reader<'a>(prefix: &str, reader: &Reader<'a>) -> Que
 }
 
 /// Which stored events a filter's conditions are written for. A predicate on an envelope tag of
-/// NIP-AR revisions (`buzz_store::revision_tags::DERIVED`) is answered from revision records on
+/// NIP-AR revisions (`buzz_store::tag_rows::DERIVED`) is answered from revision records on
 /// revisions and from tag rows on every other event, so a filter with one that can match both is
 /// run as two parts whose results are merged; every other filter is one part.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +61,7 @@ enum Part {
 
 /// The parts `f` runs as (see [`Part`]).
 fn parts(f: &Filter) -> &'static [Part] {
-    let derived = f.tags.keys().any(|name| revision_tags::is_derived(name));
+    let derived = f.tags.keys().any(|name| tag_rows::is_derived(name));
     let revisions = f.kinds.as_ref().is_none_or(|k| k.contains(&kinds::ARTIFACT_REVISION));
     let others = f.kinds.as_ref().is_none_or(|k| k.iter().any(|&k| k != kinds::ARTIFACT_REVISION));
     match (derived && revisions, others) {
@@ -120,8 +120,8 @@ fn push_conditions(qb: &mut QueryBuilder<'_, Postgres>, f: &Filter, part: Part) 
         }
     }
     for (name, values) in &f.tags {
-        if part == Part::Revisions && revision_tags::is_derived(name) {
-            revision_tags::push_condition(qb, "e", name, values);
+        if part == Part::Revisions && tag_rows::is_derived(name) {
+            tag_rows::push_condition(qb, "e", name, values);
             continue;
         }
         let hashes: Vec<Vec<u8>> = values.iter().map(|v| buzz_store::tag_value_hash(v)).collect();

@@ -5,7 +5,7 @@ pub mod access;
 pub mod current_tags;
 pub mod domain;
 pub mod fragments;
-pub mod revision_tags;
+pub mod tag_rows;
 
 pub use domain::{ChannelType, Role, Visibility};
 

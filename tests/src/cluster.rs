@@ -422,10 +422,11 @@ impl Cluster {
     }
 
     /// For tests that seed artifacts by SQL (bypassing the write path): builds their
-    /// `artifact_current_tags` rows from the current revisions' `event_tags` (but the derived
-    /// `buzz_store::current_tags::DERIVED`) and their home's `h` row (a revision's `h` has no
-    /// `event_tags` row, `buzz_store::revision_tags`), as the write path would have, and analyses
-    /// the table.
+    /// `artifact_current_tags` rows from the tag rows the seed wrote for their current revisions
+    /// (seeds write `type`, `project`, ... rows in `event_tags` only as this input: the write path
+    /// keeps no multi-character tag rows there, `buzz_store::tag_rows`), but the derived
+    /// `buzz_store::current_tags::DERIVED`, and their home's `h` row, as the write path would have,
+    /// and analyses the table.
     pub async fn index_seeded_artifacts(&self, community: Uuid) {
         sqlx::query(
             "INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at, expires_at, revision) \

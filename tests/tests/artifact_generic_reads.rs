@@ -222,9 +222,9 @@ async fn truth(pool: &sqlx::PgPool, community: Uuid, filter: &Value) -> Vec<Stri
     ids
 }
 
-/// A revision's `ar`, `d`, `h`, `op` and `prev` have no tag rows: generic filters answer `#d` and
-/// `#h` (the ones a generic filter can name) from the revision record and event row
-/// (`buzz_store::revision_tags`), every other event's from its tag rows. Every combination
+/// A revision's `d` and `h` have no tag rows: generic filters answer them from the revision record
+/// and event row (`buzz_store::tag_rows`), every other event's (and a revision's other
+/// single-character tags, `e` here) from its tag rows. Every combination
 /// (revisions only, no kinds, other kinds only, lookups, limits, several values, a non-canonical
 /// uuid, a value no revision carries) must return exactly what each event's own tags say, in REQ
 /// and COUNT, and a reader still never gets a revision of a channel it cannot read.
@@ -239,7 +239,9 @@ async fn envelope_tag_predicates_match_each_events_own_tags_without_tag_rows() {
     ok(&mut a, &c1).await;
     let u1 = buzz_tests::snapshot::rev(&alice, "update", d1, open, Some(&c1), TYPE, &status("doing"));
     ok(&mut a, &u1).await;
-    let u2 = buzz_tests::snapshot::rev(&alice, "update", d1, open, Some(&u1), TYPE, &status("done"));
+    let mut done = status("done");
+    done.push(tag("e", &c1.id));
+    let u2 = buzz_tests::snapshot::rev(&alice, "update", d1, open, Some(&u1), TYPE, &done);
     ok(&mut a, &u2).await;
     let c2 = rev(&alice, "create", d2, private, None);
     ok(&mut a, &c2).await;
@@ -287,6 +289,8 @@ async fn envelope_tag_predicates_match_each_events_own_tags_without_tag_rows() {
         json!({"#d": [d1.to_string()], "limit": 2}),
         json!({"#d": [d1.to_string(), d2.to_string()], "#h": [p]}),
         json!({"#d": [d1.to_string()], "#h": [o], "#e": [c1.id]}),
+        json!({"#e": [c1.id]}),
+        json!({"kinds": [45010], "#e": [c1.id], "#h": [o]}),
         json!({"#h": [o], "limit": 3}),
         json!({"ids": all_ids, "#h": [o]}),
         json!({"ids": all_ids, "#d": [d2.to_string()], "#h": [o]}),

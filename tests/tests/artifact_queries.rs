@@ -201,8 +201,8 @@ async fn envelope_predicates_without_rows_match_exactly_the_current_revisions_th
     assert!(ids(&mut a, cur(json!({"#prev": [t2.id]}))).await.is_empty());
     assert_eq!(ids(&mut a, cur(json!({"#ar": ["1"]}))).await, idv(&[&t1c]));
     assert!(ids(&mut a, cur(json!({"#op": ["delete"]}))).await.is_empty());
-    // No rows for them were stored: none in the current-tag index, and none of `ar`, `d`, `h`,
-    // `op`, `prev` in the revisions' tag rows.
+    // No rows for them were stored: none in the current-tag index, and no tag rows for these
+    // revisions at all (their tags are `d`, `h` and multi-character names, `buzz_store::tag_rows`).
     let rows: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM artifact_current_tags WHERE d = ANY($1) AND name IN ('ar', 'd', 'op', 'prev')",
     )
@@ -219,7 +219,7 @@ async fn envelope_predicates_without_rows_match_exactly_the_current_revisions_th
     .fetch_all(&cluster.pool)
     .await
     .unwrap();
-    assert_eq!(revision_rows, ["project", "title", "type"]);
+    assert!(revision_rows.is_empty(), "{revision_rows:?}");
     cluster.stop().await;
 }
 

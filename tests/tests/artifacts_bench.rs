@@ -46,12 +46,11 @@ fn revision(keys: &Keys, op: &str, d: Uuid, h: Uuid, prev: Option<&str>, n: usiz
     keys.sign_new(45010, tags, &json!({"version": 1, "n": n}).to_string())
 }
 
-/// `seed` artifacts of one revision each, with their events, tag rows (the revision's `type` and
-/// `status` tags: its envelope `d` and `h` have none, `buzz_store::revision_tags`),
-/// `artifact_revisions` rows and current-tag index rows (those `Cluster::index_seeded_artifacts`
-/// would derive: its `h`, `type` and `status` tags), one statement per table in one transaction,
-/// each table filled in its primary key's order; from `seed::BULK` on, the tables' secondary
-/// indexes are built after the load.
+/// `seed` artifacts of one revision each, with their events (no tag rows: a revision's `d` and
+/// `h` have none, and multi-character names none at all, `buzz_store::tag_rows`),
+/// `artifact_revisions` rows and current-tag index rows (its `h`, `type` and `status` tags), one
+/// statement per table in one transaction, each table filled in its primary key's order; from
+/// `seed::BULK` on, the tables' secondary indexes are built after the load.
 async fn seed(cluster: &Cluster, community: Uuid, channel: Uuid, author: &str, seed: i64) {
     let mut conn = cluster.pool.acquire().await.unwrap();
     sqlx::query(
@@ -62,7 +61,7 @@ async fn seed(cluster: &Cluster, community: Uuid, channel: Uuid, author: &str, s
     .execute(&mut *conn)
     .await
     .unwrap();
-    let tables = ["events", "event_tags", "artifacts", "artifact_revisions", "artifact_current_tags"];
+    let tables = ["events", "artifacts", "artifact_revisions", "artifact_current_tags"];
     let deferred = if seed >= buzz_tests::seed::BULK {
         buzz_tests::seed::defer_indexes(&mut conn, &tables).await
     } else {
@@ -72,10 +71,6 @@ async fn seed(cluster: &Cluster, community: Uuid, channel: Uuid, author: &str, s
         "SET LOCAL work_mem = '256MB'",
         "INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw) \
              SELECT $1, id, $3, 45010, 1700000000 + g, $2, '{}' FROM seed ORDER BY id",
-        "INSERT INTO event_tags (community_id, event_id, name, value_hash, created_at) \
-             SELECT $1, s.id, t.name, sha256(convert_to(t.value, 'UTF8')), 1700000000 + s.g FROM seed s, \
-             LATERAL (VALUES ('type', 'buzz.task'), ('status', 'open')) \
-             AS t(name, value) WHERE $3 <> ''",
         "INSERT INTO artifacts (community_id, d, type, current_revision, home_channel) \
              SELECT $1, d, 'buzz.task', id, $2 FROM seed WHERE $3 <> '' ORDER BY d",
         "INSERT INTO artifact_revisions (community_id, revision_id, d, op, channel_id, accepted_seq) \

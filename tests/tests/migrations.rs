@@ -3,9 +3,9 @@
 //! (the real migrator, which runs 0011 and later) must fill each current-tag row with its
 //! artifact's current revision and leave the column mandatory; 0013 removes the current-tag rows
 //! of the derived envelope tags (`ar`, `d`, `prev`), which queries answer from the artifact's
-//! columns; 0014 removes the current-tag rows of `op` and the `event_tags` rows of revisions'
-//! `ar`, `d`, `h`, `op` and `prev`, which queries answer from revision records, and keeps every
-//! other event's rows.
+//! columns; 0014 removes the current-tag rows of `op` (answered from revision records), every
+//! `event_tags` row of a multi-character name (generic filters cannot name one) and those of
+//! revisions' `d` and `h` (answered from revision records and event rows).
 
 #![allow(clippy::unwrap_used)]
 
@@ -77,7 +77,7 @@ async fn migration_0011_backfills_the_current_revision_of_existing_current_tags(
         sqlx::query(
             "INSERT INTO event_tags (community_id, event_id, name, value_hash, created_at) \
              SELECT $1, $2, n, sha256(convert_to(n, 'UTF8')), 1700000000 \
-             FROM unnest(ARRAY['ar', 'd', 'h', 'op', 'prev', 'type', 'title']) n",
+             FROM unnest(ARRAY['ar', 'd', 'h', 'op', 'prev', 'type', 'title', 'e', 'p']) n",
         )
         .bind(community)
         .bind(id)
@@ -101,9 +101,8 @@ async fn migration_0011_backfills_the_current_revision_of_existing_current_tags(
             .await
             .unwrap();
     assert_eq!(revisions, vec![("h".to_owned(), revision.clone()), ("type".to_owned(), revision.clone())]);
-    for (id, names) in
-        [(&revision, vec!["title", "type"]), (&message, vec!["ar", "d", "h", "op", "prev", "title", "type"])]
-    {
+    // Only single-character names keep rows, and a revision's `d` and `h` none.
+    for (id, names) in [(&revision, vec!["e", "p"]), (&message, vec!["d", "e", "h", "p"])] {
         let stored: Vec<String> =
             sqlx::query_scalar("SELECT name FROM event_tags WHERE event_id = $1 ORDER BY name")
                 .bind(id)

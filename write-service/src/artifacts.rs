@@ -216,9 +216,14 @@ async fn store(
     if current.is_some() {
         sql::advance(tx, community, env, &event.id, &carried).await?;
     }
-    let before =
-        sql::index_current_tags(tx, community, env.d, current.map(|row| row.current_revision.as_str()))
-            .await?;
+    let before = sql::index_current_tags(
+        tx,
+        community,
+        env.d,
+        &current_tag_rows(&event),
+        current.map(|row| row.current_revision.as_str()),
+    )
+    .await?;
     let replaced = replaced_tags(env.d, before);
     sql::record(tx, community, env, &event.id, seq).await?;
     let added: Vec<String> = match current {
@@ -253,6 +258,15 @@ async fn store(
         seq: Some(seq),
         bans_resolved: true,
     })
+}
+
+/// The current-tag rows of revision `event` were it current and served: its distinct
+/// `(name, sha256(first value))` pairs but `buzz_store::current_tags::DERIVED`.
+pub(crate) fn current_tag_rows(event: &Event) -> Vec<(&str, Vec<u8>)> {
+    let rows: std::collections::BTreeSet<(&str, Vec<u8>)> = crate::store::indexed_tags(event)
+        .filter(|(name, _)| !buzz_store::current_tags::is_derived(name))
+        .collect();
+    rows.into_iter().collect()
 }
 
 /// An artifact's `replaced_tags` (the live payload) from the current-tag rows it had before a

@@ -454,10 +454,7 @@ async fn advance(
         } else {
             String::new()
         });
-        let tags: BTreeSet<(&str, Vec<u8>)> = crate::store::indexed_tags(post.event)
-            .filter(|(name, _)| !buzz_store::current_tags::is_derived(name))
-            .collect();
-        for (name, hash) in tags {
+        for (name, hash) in artifacts::current_tag_rows(post.event) {
             t_community.push(post.community);
             t_d.push(env.d);
             t_name.push(name);

@@ -16,10 +16,11 @@ pub fn indexed_tags(event: &Event) -> impl Iterator<Item = (&str, Vec<u8>)> {
     })
 }
 
-/// The `event_tags` rows of `event`: its [`indexed_tags`] but, on a NIP-AR revision, the envelope
-/// tags its revision record answers for (`buzz_store::revision_tags`).
+/// The `event_tags` rows of `event`: its [`indexed_tags`] that a generic filter can name and no
+/// other row answers for (single-character names, but a NIP-AR revision's `d` and `h`:
+/// `buzz_store::tag_rows`).
 pub fn event_tag_rows(event: &Event) -> impl Iterator<Item = (&str, Vec<u8>)> {
-    indexed_tags(event).filter(|(name, _)| buzz_store::revision_tags::has_row(event.kind, name))
+    indexed_tags(event).filter(|(name, _)| buzz_store::tag_rows::has_row(event.kind, name))
 }
 
 /// Stores the event and its tag index rows in one statement; returns its acceptance `seq`, or

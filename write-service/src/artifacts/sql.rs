@@ -127,20 +127,20 @@ pub async fn record(
 }
 
 /// Makes `artifact_current_tags` hold exactly the tags of the artifact's current revision (none
-/// while it is deleted) that have rows (not `buzz_store::current_tags::DERIVED`), with its home
-/// channel, change time, expiry and id. Runs after the revision's event (and so its `event_tags`)
-/// is stored and the artifact advanced, in the same transaction; the revision's `h`, which has
-/// no `event_tags` row (`buzz_store::revision_tags`), is its artifact's home. Returns the rows as
-/// they were before (the replaced revision's tags, if it was served), as
-/// `(name, sha256(first value))`, and the `op` and `prev` rows of `replaced` (the revision that
-/// was current, if any).
+/// while it is deleted) that have rows, `tags` (its `(name, sha256(first value))` pairs but
+/// `buzz_store::current_tags::DERIVED`, distinct), with its home channel, change time, expiry and
+/// id. Runs once the revision's event is stored and the artifact advanced, in the same
+/// transaction. Returns the rows as they were before (the replaced revision's tags, if it was
+/// served), as `(name, sha256(first value))`, and the `op` and `prev` rows of `replaced` (the
+/// revision that was current, if any).
 pub async fn index_current_tags(
     conn: &mut PgConnection,
     community: Uuid,
     d: Uuid,
+    tags: &[(&str, Vec<u8>)],
     replaced: Option<&str>,
 ) -> Result<Vec<(String, Vec<u8>)>, sqlx::Error> {
-    let derived: Vec<&str> = buzz_store::current_tags::DERIVED.to_vec();
+    let (names, hashes): (Vec<&str>, Vec<&[u8]>) = tags.iter().map(|(n, h)| (*n, h.as_slice())).unzip();
     // Every part of one statement sees the same snapshot: `before` reads the rows as they were.
     sqlx::query_as(
         "WITH before AS (SELECT name, value_hash FROM artifact_current_tags WHERE community_id = $1 AND d = $2), \
@@ -148,11 +148,8 @@ pub async fn index_current_tags(
                              e.expires_at, NOT a.deleted AND e.redacted_at IS NULL AND e.deleted_at IS NULL AS served \
                       FROM artifacts a JOIN events e ON e.community_id = a.community_id AND e.id = a.current_revision \
                       WHERE a.community_id = $1 AND a.d = $2), \
-              tags AS (SELECT t.name, t.value_hash FROM cur \
-                       JOIN event_tags t ON t.community_id = cur.community_id AND t.event_id = cur.current_revision \
-                       WHERE cur.served AND NOT (t.name = ANY($3::text[])) \
-                       UNION \
-                       SELECT 'h', sha256(convert_to(cur.home_channel::text, 'UTF8')) FROM cur WHERE cur.served), \
+              tags AS (SELECT t.name, t.value_hash FROM cur, UNNEST($3::text[], $4::bytea[]) AS t(name, value_hash) \
+                       WHERE cur.served), \
               gone AS (DELETE FROM artifact_current_tags x WHERE x.community_id = $1 AND x.d = $2 \
                        AND (x.name, x.value_hash) NOT IN (SELECT name, value_hash FROM tags)), \
               upsert AS (INSERT INTO artifact_current_tags \
@@ -167,11 +164,12 @@ pub async fn index_current_tags(
          UNION ALL \
          SELECT x.name, sha256(convert_to(x.value, 'UTF8')) FROM artifact_revisions r \
          CROSS JOIN LATERAL (VALUES ('prev', r.prev), ('op', r.op)) AS x(name, value) \
-         WHERE r.community_id = $1 AND r.revision_id = $4 AND x.value IS NOT NULL",
+         WHERE r.community_id = $1 AND r.revision_id = $5 AND x.value IS NOT NULL",
     )
     .bind(community)
     .bind(d)
-    .bind(derived)
+    .bind(names)
+    .bind(hashes)
     .bind(replaced)
     .fetch_all(conn)
     .await
