@@ -84,7 +84,9 @@ fn push_conditions(qb: &mut QueryBuilder<'_, Postgres>, f: &Filter, part: Part) 
     match part {
         Part::All => {}
         Part::Revisions => {
-            qb.push(" AND e.kind = ").push_bind(revision);
+            // A literal, so that every plan may use the partial indexes on revisions
+            // (`events_revisions_by_channel` for `#h`, migration 0014).
+            qb.push(format!(" AND e.kind = {}", kinds::ARTIFACT_REVISION));
         }
         Part::Others => {
             qb.push(" AND e.kind <> ").push_bind(revision);
@@ -147,7 +149,21 @@ fn only_current_revisions(f: &Filter) -> bool {
 /// Newest first, as NIP-01 asks for the initial query. A filter of two parts ([`Part`]) takes
 /// each part's first `limit` and keeps the first `limit` of both.
 pub fn select_events<'a>(reader: &Reader<'a>, f: &Filter, limit: u32) -> QueryBuilder<'a, Postgres> {
-    let mut qb = with_reader(reader);
+    select_events_after("", reader, f, limit)
+}
+
+/// [`select_events`] under `EXPLAIN (ANALYZE, BUFFERS)`: one text row per plan line (plan checks).
+pub fn explain_select_events<'a>(reader: &Reader<'a>, f: &Filter, limit: u32) -> QueryBuilder<'a, Postgres> {
+    select_events_after("EXPLAIN (ANALYZE, BUFFERS) ", reader, f, limit)
+}
+
+fn select_events_after<'a>(
+    prefix: &str,
+    reader: &Reader<'a>,
+    f: &Filter,
+    limit: u32,
+) -> QueryBuilder<'a, Postgres> {
+    let mut qb = prefixed_with_reader(prefix, reader);
     let limit = i64::from(limit);
     match parts(f) {
         [part] => {

@@ -25,3 +25,7 @@ DELETE FROM artifact_current_tags WHERE name = 'op';
 -- The summary query states `kind = 9` literally, so every plan can use it.
 DROP INDEX events_by_channel_seq;
 CREATE INDEX events_by_channel_seq ON events (community_id, channel_id, seq) WHERE kind = 9;
+
+-- A generic `#h` filter on revisions reads their channel from `events.channel_id`: their own index,
+-- newest first, so that a channel's revisions are found without walking its messages.
+CREATE INDEX events_revisions_by_channel ON events (community_id, channel_id, created_at DESC) WHERE kind = 45010;
