@@ -63,19 +63,6 @@ pub fn bench_param<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::percentile;
-
-    #[test]
-    fn percentiles_are_nearest_rank() {
-        let v: Vec<u32> = (1..=10).collect();
-        assert_eq!((percentile(&v, 50), percentile(&v, 99), percentile(&v, 100)), (5, 10, 10));
-        assert_eq!(percentile(&v, 0), 1);
-        assert_eq!(percentile(&[7], 50), 7);
-    }
-}
-
 /// A storage failure only some events run into: a trigger refusing to store any event whose JSON
 /// contains "poison pill" (group-commit failure isolation).
 pub async fn poison_pills_fail_to_store(pool: &sqlx::PgPool) {
@@ -88,4 +75,17 @@ pub async fn poison_pills_fail_to_store(pool: &sqlx::PgPool) {
     .execute(pool)
     .await
     .expect("create the poison trigger");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percentile;
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let v: Vec<u32> = (1..=10).collect();
+        assert_eq!((percentile(&v, 50), percentile(&v, 99), percentile(&v, 100)), (5, 10, 10));
+        assert_eq!(percentile(&v, 0), 1);
+        assert_eq!(percentile(&[7], 50), 7);
+    }
 }

@@ -162,7 +162,7 @@ async fn one_batch_answers_every_revision_as_the_single_revision_path_does() {
         (
             community,
             member.clone(),
-            rev(m, "create", Uuid::new_v4(), s.open, None, &[tag("root", &"cd".repeat(32))]),
+            rev(m, "create", Uuid::new_v4(), s.open, None, &[tag("root", "cd".repeat(32))]),
         ),
         /* 17 */
         (
@@ -174,7 +174,7 @@ async fn one_batch_answers_every_revision_as_the_single_revision_path_does() {
         (
             community,
             member.clone(),
-            rev(m, "update", c, s.open, Some(&created[2].id), &[tag("root", &"ef".repeat(32))]),
+            rev(m, "update", c, s.open, Some(&created[2].id), &[tag("root", "ef".repeat(32))]),
         ),
         /* 19 */
         (
@@ -338,7 +338,7 @@ async fn racing_update_chains_through_the_gateways_never_fork_and_every_ok_is_cu
                         .fetch_one(&pool)
                         .await
                         .unwrap();
-                let ev = rev(&keys, "update", d, open, Some(&current), &[tag("status", &format!("{w}/{i}"))]);
+                let ev = rev(&keys, "update", d, open, Some(&current), &[tag("status", format!("{w}/{i}"))]);
                 let (ok, msg) = ws.publish(&ev).await;
                 if ok {
                     assert!(msg.is_empty(), "{msg}");

@@ -530,7 +530,8 @@ async fn advance(
 /// The replaced current-tag rows of [`advance`] (and the `op` and `prev` rows of the revision they
 /// belonged to) as each updated artifact's `replaced_tags` ([`artifacts::replaced_tags`]).
 fn replaced_tags(rows: Vec<(Uuid, Uuid, String, Vec<u8>)>) -> HashMap<(Uuid, Uuid), Vec<[String; 2]>> {
-    let mut by_artifact: HashMap<(Uuid, Uuid), Vec<(String, Vec<u8>)>> = HashMap::new();
+    type Rows = Vec<(String, Vec<u8>)>;
+    let mut by_artifact: HashMap<(Uuid, Uuid), Rows> = HashMap::new();
     for (c, d, name, hash) in rows {
         by_artifact.entry((c, d)).or_default().push((name, hash));
     }
