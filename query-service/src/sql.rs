@@ -51,7 +51,8 @@ pub(crate) fn prefixed_with_reader<'a>(prefix: &str, reader: &Reader<'a>) -> Que
 /// run as two parts whose results are merged; every other filter is one part.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Part {
-    /// Every event; tag predicates from `event_tags` (no derived predicate can meet a revision).
+    /// Every event; tag predicates from `event_tags` (the filter names no derived tag, or cannot
+    /// match a revision).
     All,
     /// Revisions only (kind 45010): derived predicates from their records.
     Revisions,

@@ -109,11 +109,7 @@ async fn bench_artifact_revisions() {
             s.rate_pubkey_per_min = 100_000_000;
         }),
         // `BUZZ_WRITE_BATCH_LANES` as the services read it (default 1).
-        write_settings: Some(|s| {
-            if let Some(lanes) = std::env::var("BUZZ_WRITE_BATCH_LANES").ok().and_then(|v| v.parse().ok()) {
-                s.batch.lanes = lanes;
-            }
-        }),
+        write_settings: Some(|s| s.batch.lanes = bench_param("BUZZ_WRITE_BATCH_LANES", s.batch.lanes)),
         ..Default::default()
     })
     .await;

@@ -263,9 +263,8 @@ async fn store(
 /// The current-tag rows of revision `event` were it current and served: its distinct
 /// `(name, sha256(first value))` pairs but `buzz_store::current_tags::DERIVED`.
 pub(crate) fn current_tag_rows(event: &Event) -> Vec<(&str, Vec<u8>)> {
-    let rows: std::collections::BTreeSet<(&str, Vec<u8>)> = crate::store::indexed_tags(event)
-        .filter(|(name, _)| !buzz_store::current_tags::is_derived(name))
-        .collect();
+    let rows: std::collections::BTreeSet<(&str, Vec<u8>)> =
+        crate::store::indexed_tags(event, |name| !buzz_store::current_tags::is_derived(name)).collect();
     rows.into_iter().collect()
 }
 

@@ -6,10 +6,14 @@ use buzz_store::{access, ChannelType, Role, Visibility};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-/// The tag index rows of `event`: each tag's name (1 to 64 bytes) with the hash of its first value.
-pub fn indexed_tags(event: &Event) -> impl Iterator<Item = (&str, Vec<u8>)> {
-    event.tags.iter().filter_map(|t| match t.as_slice() {
-        [name, value, ..] if !name.is_empty() && name.len() <= 64 => {
+/// The tag index rows of `event` whose name `keep` accepts: each such tag's name (1 to 64 bytes)
+/// with the hash of its first value (hashed only when kept).
+pub fn indexed_tags<'e>(
+    event: &'e Event,
+    keep: impl Fn(&str) -> bool + 'e,
+) -> impl Iterator<Item = (&'e str, Vec<u8>)> {
+    event.tags.iter().filter_map(move |t| match t.as_slice() {
+        [name, value, ..] if !name.is_empty() && name.len() <= 64 && keep(name) => {
             Some((name.as_str(), buzz_store::tag_value_hash(value)))
         }
         _ => None,
@@ -20,7 +24,8 @@ pub fn indexed_tags(event: &Event) -> impl Iterator<Item = (&str, Vec<u8>)> {
 /// other row answers for (single-character names, but a NIP-AR revision's `d` and `h`:
 /// `buzz_store::tag_rows`).
 pub fn event_tag_rows(event: &Event) -> impl Iterator<Item = (&str, Vec<u8>)> {
-    indexed_tags(event).filter(|(name, _)| buzz_store::tag_rows::has_row(event.kind, name))
+    let kind = event.kind;
+    indexed_tags(event, move |name| buzz_store::tag_rows::has_row(kind, name))
 }
 
 /// Stores the event and its tag index rows in one statement; returns its acceptance `seq`, or
