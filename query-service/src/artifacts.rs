@@ -8,7 +8,7 @@
 //!   artifact is deleted, retired (its current revision redacted) or expired, or when the reader
 //!   cannot read the current revision's channel. `#<name>` matches the name and FIRST value of a
 //!   tag of the current revision only (`artifact_current_tags`, maintained by the write path;
-//!   `#ar`, `#d` and `#prev` from the artifact's `d` and current revision,
+//!   `#ar`, `#d`, `#op`, `#prev` and `#type` from the artifact's `d`, type and current revision,
 //!   `buzz_store::current_tags`): AND across names, OR within a name. Order:
 //!   most recently changed first (`artifacts.updated_at DESC`), then `d`, a total order.
 //! - `history`: the revisions of the `#d` artifacts, each under its own channel's access (a move
@@ -16,7 +16,7 @@
 //!   expired revisions withheld, in acceptance order (`artifact_revisions.accepted_seq`).
 
 use buzz_core::Filter;
-use buzz_store::current_tags::Predicates;
+use buzz_store::current_tags::{push_type_match, Columns, Predicates, ANCHOR};
 use buzz_store::fragments::{not_expired, readable_channel_of, served_event, ReaderBinds};
 use sqlx::{Postgres, QueryBuilder};
 use uuid::Uuid;
@@ -43,8 +43,9 @@ fn served_current(qb: &mut QueryBuilder<'_, Postgres>, readable: &[Uuid]) {
         .push(served_event("e"));
 }
 
-/// `current` without predicates on current-tag rows: every served artifact, from `artifacts` and
-/// `events`, that meets the derived predicates (`#ar`, `#d`, `#prev`, `buzz_store::current_tags`).
+/// `current` without predicates on current-tag rows nor `#type`: every served artifact, from
+/// `artifacts` and `events`, that meets the derived predicates (`#ar`, `#d`, `#op`, `#prev`,
+/// `buzz_store::current_tags`).
 /// `readable` (the reader's readable channel ids, computed by the access rule when the query's
 /// transaction opened) is bound as an array value, which the planner can estimate.
 fn untagged<'a>(
@@ -60,8 +61,43 @@ fn untagged<'a>(
           WHERE a.community_id = $1",
     );
     served_current(&mut qb, readable);
-    p.push_conditions(&mut qb, reader.community, "a.d", "a.current_revision");
+    let at = Columns { d: "a.d", revision: "a.current_revision", type_name: Some("a.type") };
+    p.push_conditions(&mut qb, reader.community, at);
     qb
+}
+
+/// Whether a current-state query walks `artifacts` ([`untagged`]) rather than current-tag rows:
+/// it has no predicate on current-tag rows and no `#type`.
+fn walks_artifacts(p: &Predicates<'_>) -> bool {
+    p.rows.is_empty() && p.types.is_none()
+}
+
+/// The current-tag rows a tagged current-state query walks: those of one row predicate, or, for
+/// `#type` without one, every served artifact's [`ANCHOR`] row of those types.
+#[derive(Clone, Copy)]
+enum Lead<'f> {
+    /// `#name` with these values.
+    Row(&'f str, &'f [String]),
+    /// `#type` with these values, over the anchor rows (`artifact_current_tags_by_type`).
+    Type(&'f [String]),
+}
+
+impl<'f> Lead<'f> {
+    /// A row predicate with a single value when there is one (one row per artifact), else the
+    /// first row predicate, else `#type`.
+    fn of(p: &Predicates<'f>) -> Option<Self> {
+        let row = p.rows.iter().find(|(_, v)| v.len() == 1).or_else(|| p.rows.first());
+        match row {
+            Some(&(name, values)) => Some(Self::Row(name, values)),
+            None => p.types.map(Self::Type),
+        }
+    }
+
+    fn values(self) -> usize {
+        match self {
+            Self::Row(_, values) | Self::Type(values) => values.len(),
+        }
+    }
 }
 
 /// `= value` for one value (so that an index on `(…, value_hash, updated_at DESC)` yields rows in
@@ -75,15 +111,15 @@ fn push_hash_match(qb: &mut QueryBuilder<'_, Postgres>, column: &str, values: &[
     }
 }
 
-/// `current` with predicates on current-tag rows (`p.rows`, not empty; the derived ones are
-/// conditions on the lead row's `d` and `revision`): the matching artifacts as `t.d, t.updated_at, t.revision`
+/// `current` with predicates on current-tag rows or `#type` (not [`walks_artifacts`]; the derived
+/// ones are conditions on the lead row's `d`, `revision` and `type`): the matching artifacts as `t.d, t.updated_at, t.revision`
 /// (the current revision's id), entirely from
 /// `artifact_current_tags`, which holds exactly the current revision's tags of each served
 /// artifact beside its home channel and expiry (older revisions cannot match). One predicate
 /// leads, filtered by readable channel and expiry inside the index; the others are index-only
 /// probes on the same artifact (the planner may start from any of them). The lead is a
 /// predicate with a single value when there is one (one row per artifact); otherwise rows are
-/// de-duplicated.
+/// de-duplicated. Without a row predicate, `#type` leads over the anchor rows (one per artifact).
 ///
 /// `first` (a page's `limit + offset`): with several lead values, each value's matches are
 /// walked newest first and cut at `first` in a lateral subquery (one ordered index walk per
@@ -98,26 +134,47 @@ fn push_candidates(
     p: &Predicates<'_>,
     first: Option<i64>,
 ) {
-    let lead = p.rows.iter().find(|(_, v)| v.len() == 1).or_else(|| p.rows.first());
-    let Some(&(lead_name, lead_values)) = lead else {
+    let Some(lead) = Lead::of(p) else {
         return;
     };
-    let lateral = first.filter(|_| lead_values.len() > 1);
+    let lateral = first.filter(|_| lead.values() > 1);
     if lateral.is_some() {
-        let hashes: Vec<Vec<u8>> = lead_values.iter().map(|v| buzz_store::tag_value_hash(v)).collect();
-        qb.push("SELECT t.d, t.updated_at, t.revision FROM unnest(")
-            .push_bind(hashes)
-            .push("::bytea[]) v(hash) CROSS JOIN LATERAL (");
+        qb.push("SELECT t.d, t.updated_at, t.revision FROM unnest(");
+        match lead {
+            Lead::Row(_, values) => {
+                let hashes: Vec<Vec<u8>> = values.iter().map(|v| buzz_store::tag_value_hash(v)).collect();
+                qb.push_bind(hashes).push("::bytea[]) v(value)");
+            }
+            Lead::Type(types) => {
+                qb.push_bind(types.to_vec()).push("::text[]) v(value)");
+            }
+        }
+        qb.push(" CROSS JOIN LATERAL (");
     }
-    qb.push("SELECT t.d, t.updated_at, t.revision FROM artifact_current_tags t WHERE t.community_id = $1 AND t.name = ")
-        .push_bind(lead_name.to_owned());
-    if lateral.is_some() {
-        qb.push(" AND t.value_hash = v.hash");
-    } else {
-        push_hash_match(qb, "t.value_hash", lead_values);
-    }
+    qb.push("SELECT t.d, t.updated_at, t.revision FROM artifact_current_tags t WHERE t.community_id = $1");
+    let lead_name = match lead {
+        Lead::Row(name, values) => {
+            qb.push(" AND t.name = ").push_bind(name.to_owned());
+            if lateral.is_some() {
+                qb.push(" AND t.value_hash = v.value");
+            } else {
+                push_hash_match(qb, "t.value_hash", values);
+            }
+            Some(name)
+        }
+        Lead::Type(types) => {
+            // A literal, so that every plan may use the partial `artifact_current_tags_by_type`.
+            qb.push(format!(" AND t.name = '{ANCHOR}'"));
+            if lateral.is_some() {
+                qb.push(" AND t.type = v.value");
+            } else {
+                push_type_match(qb, "t.type", types);
+            }
+            None
+        }
+    };
     qb.push(" AND t.home_channel = ANY(").push_bind(readable.to_vec()).push(") AND ").push(not_expired("t"));
-    for &(name, values) in p.rows.iter().filter(|(n, _)| *n != lead_name) {
+    for &(name, values) in p.rows.iter().filter(|(n, _)| Some(*n) != lead_name) {
         qb.push(
             " AND EXISTS (SELECT 1 FROM artifact_current_tags u WHERE u.community_id = $1 \
               AND u.d = t.d AND u.name = ",
@@ -126,11 +183,15 @@ fn push_candidates(
         push_hash_match(qb, "u.value_hash", values);
         qb.push(")");
     }
-    p.push_conditions(qb, community, "t.d", "t.revision");
+    // `#type` is a condition on the lead row's own column (included in every index it walks),
+    // unless it is the lead.
+    let type_name = matches!(lead, Lead::Row(..)).then_some("t.type");
+    p.push_conditions(qb, community, Columns { d: "t.d", revision: "t.revision", type_name });
     if let Some(first) = lateral {
         qb.push(" ORDER BY t.updated_at DESC, t.d LIMIT ").push_bind(first).push(") t");
     }
-    if lead_values.len() > 1 {
+    // One row predicate's several values can match one artifact twice; an artifact has one type.
+    if matches!(lead, Lead::Row(_, values) if values.len() > 1) {
         qb.push(" GROUP BY t.d, t.updated_at, t.revision");
     }
 }
@@ -197,7 +258,7 @@ fn select_after<'a>(
     };
     let p = Predicates::split(&f.tags);
     match form {
-        Form::Current if p.rows.is_empty() => {
+        Form::Current if walks_artifacts(&p) => {
             let mut qb = untagged(prefix, "SELECT e.id, e.raw", reader, readable, &p);
             qb.push(" ORDER BY a.updated_at DESC, a.d");
             page(&mut qb);
@@ -246,7 +307,7 @@ pub fn count<'a>(
 ) -> QueryBuilder<'a, Postgres> {
     let p = Predicates::split(&f.tags);
     match form {
-        Form::Current if p.rows.is_empty() => untagged("", "SELECT count(*)", reader, readable, &p),
+        Form::Current if walks_artifacts(&p) => untagged("", "SELECT count(*)", reader, readable, &p),
         Form::Current => {
             let mut qb = with_reader(reader);
             qb.push("SELECT count(*) FROM (");

@@ -5,7 +5,7 @@
 
 use buzz_bus::snapshot::{SnapshotCode, LIMITS};
 use buzz_core::Filter;
-use buzz_store::current_tags::Predicates;
+use buzz_store::current_tags::{Columns, Predicates, ANCHOR};
 use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder, Transaction};
 use uuid::Uuid;
 
@@ -103,20 +103,20 @@ pub async fn reader_state(
     })
 }
 
-fn type_hashes(query: &Filter) -> Option<Vec<Vec<u8>>> {
-    query.tags.get("type").map(|v| v.iter().map(|t| buzz_store::tag_value_hash(t)).collect())
-}
-
-/// The lead of every capture statement: current artifacts in readable channels by their `type`
-/// tag (every served artifact has exactly one), restricted to the query's types when it names any.
+/// The lead of every capture statement: current artifacts in readable channels by their anchor
+/// row (`buzz_store::current_tags::ANCHOR`, the `h` row every served artifact has exactly one
+/// of), restricted to the query's types when it names any (the `type` column of the row: the
+/// type is immutable).
 fn push_lead(qb: &mut QueryBuilder<'_, Postgres>, community: Uuid, query: &Filter, readable: &[Uuid]) {
+    // The anchor name is a literal, so that every plan may use the partial
+    // `artifact_current_tags_by_type`.
     qb.push(" FROM artifact_current_tags t WHERE t.community_id = ")
         .push_bind(community)
-        .push(" AND t.name = 'type' AND t.home_channel = ANY(")
+        .push(format!(" AND t.name = '{ANCHOR}' AND t.home_channel = ANY("))
         .push_bind(readable.to_vec())
         .push(")");
-    if let Some(hashes) = type_hashes(query) {
-        qb.push(" AND t.value_hash = ANY(").push_bind(hashes).push(")");
+    if let Some(types) = query.tags.get("type") {
+        qb.push(" AND t.type = ANY(").push_bind(types.clone()).push("::text[])");
     }
 }
 
@@ -154,10 +154,10 @@ pub async fn matches(
         "SELECT a.d, a.current_revision, a.home_channel, c.ttl_seconds IS NOT NULL FROM (SELECT t.d",
     );
     push_lead(&mut qb, community, query, readable);
-    // `#ar`, `#d` and `#prev` have no current-tag rows: conditions on the lead row's `d` and
-    // current revision (`buzz_store::current_tags`).
+    // `#ar`, `#d`, `#op` and `#prev` have no current-tag rows: conditions on the lead row's `d`
+    // and current revision (`buzz_store::current_tags`); `#type` is the lead's.
     let predicates = Predicates::split(&query.tags);
-    for &(name, values) in predicates.rows.iter().filter(|(n, _)| *n != "type") {
+    for &(name, values) in &predicates.rows {
         let hashes: Vec<Vec<u8>> = values.iter().map(|v| buzz_store::tag_value_hash(v)).collect();
         qb.push(
             " AND EXISTS (SELECT 1 FROM artifact_current_tags u WHERE u.community_id = t.community_id \
@@ -168,7 +168,11 @@ pub async fn matches(
         .push_bind(hashes)
         .push("))");
     }
-    predicates.push_conditions(&mut qb, community, "t.d", "t.revision");
+    predicates.push_conditions(
+        &mut qb,
+        community,
+        Columns { d: "t.d", revision: "t.revision", type_name: None },
+    );
     qb.push(") m JOIN artifacts a ON a.community_id = ")
         .push_bind(community)
         .push(
@@ -192,13 +196,13 @@ pub async fn matches(
 
 /// True when every captured entry still stands: the artifact exists, is not deleted and still
 /// lives in the captured channel, which the reader can read; an unchanged entry's revision is
-/// still served (its `type` row in the current-state index, which a redaction or event deletion
+/// still served (its anchor row in the current-state index, which a redaction or event deletion
 /// removes, unexpired); a changed entry's captured revision is stored, not redacted or expired, in
 /// that channel, and no delete, move or restore was accepted after it (a delete followed by a
 /// restore, or a move and a move back, still count).
 ///
 /// One set-based statement: the captured arrays are unnested and hash-joined to the community's
-/// artifacts and current `type` rows (a custom plan sees the array sizes), so 50 000 entries cost
+/// artifacts and current anchor rows (a custom plan sees the array sizes), so 50 000 entries cost
 /// two scans, not 100 000 index probes; the history is read only for entries whose artifact
 /// changed since the capture.
 pub async fn entries_intact(
@@ -213,7 +217,7 @@ pub async fn entries_intact(
     let broken: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM unnest($2::uuid[], $3::text[], $4::uuid[]) AS m(d, rev, ch) \
          LEFT JOIN artifacts a ON a.community_id = $1 AND a.d = m.d \
-         LEFT JOIN artifact_current_tags t ON t.community_id = $1 AND t.d = m.d AND t.name = 'type' \
+         LEFT JOIN artifact_current_tags t ON t.community_id = $1 AND t.d = m.d AND t.name = 'h' \
          WHERE a.d IS NULL OR a.deleted OR a.home_channel <> m.ch OR NOT (m.ch = ANY($5::uuid[])) \
             OR (a.current_revision = m.rev AND (t.d IS NULL OR t.expires_at <= now())) \
             OR (a.current_revision <> m.rev AND ( \

@@ -2,7 +2,7 @@
 //! current-state predicate on the others is answered (migrations 0013 and 0014, docs/design.md
 //! "Envelope tags without current-tag rows").
 //!
-//! Four envelope tags are answered from what every current-tag row and every revision record
+//! Five envelope tags are answered from what every current-tag row and every revision record
 //! already holds, so the write path stores no row for them:
 //! - `ar`: every served revision carries `["ar", "1"]` (any other version is refused), so a
 //!   predicate matches every served artifact when its values include `1`, and none otherwise;
@@ -11,10 +11,13 @@
 //! - `op`: `artifact_revisions.op` of the current revision (`revision` of each row,
 //!   `current_revision` of `artifacts`), found by its primary key (0014);
 //! - `prev`: the current revision's `prev` is `artifact_revisions.prev` of the current revision,
-//!   found by its successor index.
+//!   found by its successor index;
+//! - `type`: immutable and carried once by every revision, it is the `type` column of each of the
+//!   artifact's rows (and of `artifacts`) (0015); without another row predicate, a query walks the
+//!   artifacts' `h` rows by type (`artifact_current_tags_by_type`).
 //!
-//! Every other tag (the other envelope tags `h`, `type`, `title`, `root` among them) keeps its
-//! rows. A served artifact always has a `type` row.
+//! Every other tag (the other envelope tags `h`, `title`, `root` among them) keeps its rows. A
+//! served artifact always has exactly one `h` row (every revision carries `h` once).
 
 use std::collections::BTreeMap;
 
@@ -24,7 +27,7 @@ use sqlx::{Postgres, QueryBuilder};
 use uuid::Uuid;
 
 /// The tag names that have no rows in `artifact_current_tags`.
-pub const DERIVED: [&str; 4] = ["ar", "d", "op", "prev"];
+pub const DERIVED: [&str; 5] = ["ar", "d", "op", "prev", "type"];
 
 /// Whether a tag of a current revision has no current-tag row (see [`DERIVED`]).
 #[must_use]
@@ -32,8 +35,11 @@ pub fn is_derived(name: &str) -> bool {
     DERIVED.contains(&name)
 }
 
+/// The current-tag row every served artifact has exactly one of: its home channel's `h` row.
+pub const ANCHOR: &str = "h";
+
 /// A current-state query's tag predicates, split into those matched against current-tag rows and
-/// the [`DERIVED`] ones, which become conditions on an artifact's `d` and current revision.
+/// the [`DERIVED`] ones, which become conditions on an artifact's `d`, type and current revision.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Predicates<'f> {
     /// Predicates matched against `artifact_current_tags` rows: (name, values).
@@ -44,6 +50,8 @@ pub struct Predicates<'f> {
     op: Option<Vec<String>>,
     /// `#prev`: the revisions the current revision must name in `prev`.
     prev: Option<Vec<String>>,
+    /// `#type`: the artifact types (a column: the type is immutable).
+    pub types: Option<&'f [String]>,
     /// A derived predicate that no served artifact can meet (`#ar` without `1`, `#d` with no
     /// canonical value).
     never: bool,
@@ -64,6 +72,7 @@ impl<'f> Predicates<'f> {
                 }
                 "op" => p.op = Some(values.clone()),
                 "prev" => p.prev = Some(values.clone()),
+                "type" => p.types = Some(values.as_slice()),
                 _ => p.rows.push((name.as_str(), values.as_slice())),
             }
         }
@@ -71,18 +80,16 @@ impl<'f> Predicates<'f> {
     }
 
     /// Conditions for the derived predicates (each starting with ` AND `, none when there are
-    /// none) on an artifact whose `d` and current revision id are the SQL expressions `d` and
-    /// `revision`, in `community`.
-    pub fn push_conditions(
-        &self,
-        qb: &mut QueryBuilder<'_, Postgres>,
-        community: Uuid,
-        d: &str,
-        revision: &str,
-    ) {
+    /// none) on an artifact whose `d`, current revision id and type are the SQL expressions of
+    /// `at`, in `community`. With `at.type_name` `None` the caller matches `#type` itself.
+    pub fn push_conditions(&self, qb: &mut QueryBuilder<'_, Postgres>, community: Uuid, at: Columns<'_>) {
+        let Columns { d, revision, type_name } = at;
         if self.never {
             qb.push(" AND FALSE");
             return;
+        }
+        if let (Some(types), Some(column)) = (self.types, type_name) {
+            push_type_match(qb, column, types);
         }
         if let Some(ds) = &self.d {
             qb.push(format!(" AND {d} = ANY(")).push_bind(ds.clone()).push("::uuid[])");
@@ -106,14 +113,37 @@ impl<'f> Predicates<'f> {
     }
 }
 
-/// The `ar` and `d` rows every served revision of artifact `d` would have had, as
-/// `(name, sha256(value))`, for the live `replaced_tags` (its `op` and `prev` rows are read from
-/// its revision record).
+/// The SQL expressions of an artifact's `d`, current revision id and type that
+/// [`Predicates::push_conditions`] puts conditions on.
+#[derive(Debug, Clone, Copy)]
+pub struct Columns<'a> {
+    /// The artifact's `d`.
+    pub d: &'a str,
+    /// Its current revision's id.
+    pub revision: &'a str,
+    /// Its type; `None` when the caller matches `#type` itself.
+    pub type_name: Option<&'a str>,
+}
+
+/// `AND column = type` for one type (so that an index on `(…, type, updated_at DESC)` yields rows
+/// in page order), `= ANY(types)` for several.
+pub fn push_type_match(qb: &mut QueryBuilder<'_, Postgres>, column: &str, types: &[String]) {
+    if let [one] = types {
+        qb.push(format!(" AND {column} = ")).push_bind(one.clone());
+    } else {
+        qb.push(format!(" AND {column} = ANY(")).push_bind(types.to_vec()).push("::text[])");
+    }
+}
+
+/// The `ar`, `d` and `type` rows every served revision of artifact `d` of type `type_name` would
+/// have had, as `(name, sha256(value))`, for the live `replaced_tags` (its `op` and `prev` rows
+/// are read from its revision record).
 #[must_use]
-pub fn derived_rows(d: Uuid) -> [(String, Vec<u8>); 2] {
+pub fn derived_rows(d: Uuid, type_name: &str) -> [(String, Vec<u8>); 3] {
     [
         ("ar".to_owned(), crate::tag_value_hash(ENVELOPE_VERSION)),
         ("d".to_owned(), crate::tag_value_hash(&d.to_string())),
+        ("type".to_owned(), crate::tag_value_hash(type_name)),
     ]
 }
 
@@ -129,7 +159,8 @@ mod tests {
     fn derived_predicates_leave_the_rows_and_never_match_what_no_revision_carries() {
         let t = tags(&[("ar", &["1"]), ("type", &["buzz.task"]), ("status", &["open", "done"])]);
         let p = Predicates::split(&t);
-        assert_eq!(p.rows.iter().map(|(n, _)| *n).collect::<Vec<_>>(), ["status", "type"]);
+        assert_eq!(p.rows.iter().map(|(n, _)| *n).collect::<Vec<_>>(), ["status"]);
+        assert_eq!(p.types, Some(&["buzz.task".to_owned()][..]));
         assert!(!p.never);
         assert!(Predicates::split(&tags(&[("ar", &["2"])])).never);
         // Only the canonical form of a d is a d value.

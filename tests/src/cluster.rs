@@ -429,9 +429,9 @@ impl Cluster {
     /// and analyses the table.
     pub async fn index_seeded_artifacts(&self, community: Uuid) {
         sqlx::query(
-            "INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at, expires_at, revision) \
+            "INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at, expires_at, revision, type) \
              SELECT DISTINCT a.community_id, a.d, t.name, t.value_hash, a.home_channel, a.updated_at, e.expires_at, \
-                    a.current_revision \
+                    a.current_revision, a.type \
              FROM artifacts a JOIN events e ON e.community_id = a.community_id AND e.id = a.current_revision \
              CROSS JOIN LATERAL (SELECT t.name, t.value_hash FROM event_tags t \
                                  WHERE t.community_id = a.community_id AND t.event_id = a.current_revision \

@@ -113,14 +113,16 @@ pub async fn artifact_corpus(
     ];
     if bulk {
         // The rows `Cluster::index_seeded_artifacts` derives by joining the tables above (each
-        // artifact's type and project tag, its home channel and change time, no expiry), built
-        // from the same expressions instead of joins over a million wide rows, in key order.
+        // artifact's `h` row and project tag, with its type, home channel and change time, no
+        // expiry), built from the same expressions instead of joins over a million wide rows, in
+        // key order.
         seed.push(
-            "INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at, revision) \
+            "INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at, revision, type) \
              SELECT $1, md5('d' || g)::uuid, t.name, t.value_hash, md5('ch' || (g % $4))::uuid, \
-                    now() - make_interval(secs => g), encode(sha256(('a' || g)::bytea), 'hex') \
+                    now() - make_interval(secs => g), encode(sha256(('a' || g)::bytea), 'hex'), \
+                    CASE WHEN (g / 3) % 2 = 0 THEN 'buzz.task' ELSE 'buzz.note' END \
              FROM generate_series(1, $3) g, LATERAL (VALUES \
-                    ('type', sha256((CASE WHEN (g / 3) % 2 = 0 THEN 'buzz.task' ELSE 'buzz.note' END)::bytea)), \
+                    ('h', sha256(convert_to(md5('ch' || (g % $4))::uuid::text, 'UTF8'))), \
                     ('project', sha256(md5('p' || ((g / 7) % 100))::uuid::text::bytea))) AS t(name, value_hash) \
              WHERE $2 <> '' AND $4 > 0 ORDER BY 2, 3, 4"
                 .to_owned(),

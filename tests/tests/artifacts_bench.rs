@@ -48,7 +48,7 @@ fn revision(keys: &Keys, op: &str, d: Uuid, h: Uuid, prev: Option<&str>, n: usiz
 
 /// `seed` artifacts of one revision each, with their events (no tag rows: a revision's `d` and
 /// `h` have none, and multi-character names none at all, `buzz_store::tag_rows`),
-/// `artifact_revisions` rows and current-tag index rows (its `h`, `type` and `status` tags), one
+/// `artifact_revisions` rows and current-tag index rows (its `h` and `status` tags, with its type), one
 /// statement per table in one transaction, each table filled in its primary key's order; from
 /// `seed::BULK` on, the tables' secondary indexes are built after the load.
 async fn seed(cluster: &Cluster, community: Uuid, channel: Uuid, author: &str, seed: i64) {
@@ -76,9 +76,9 @@ async fn seed(cluster: &Cluster, community: Uuid, channel: Uuid, author: &str, s
         "INSERT INTO artifact_revisions (community_id, revision_id, d, op, channel_id, accepted_seq) \
              SELECT $1, s.id, s.d, 'create', $2, e.seq FROM seed s \
              JOIN events e ON e.community_id = $1 AND e.id = s.id WHERE $3 <> '' ORDER BY s.id",
-        "INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at, revision) \
-             SELECT $1, s.d, t.name, sha256(convert_to(t.value, 'UTF8')), $2, now(), s.id FROM seed s, \
-             LATERAL (VALUES ('h', $2::text), ('type', 'buzz.task'), ('status', 'open')) \
+        "INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at, revision, type) \
+             SELECT $1, s.d, t.name, sha256(convert_to(t.value, 'UTF8')), $2, now(), s.id, 'buzz.task' FROM seed s, \
+             LATERAL (VALUES ('h', $2::text), ('status', 'open')) \
              AS t(name, value) WHERE $3 <> '' ORDER BY 2, 3, 4",
     ];
     let mut tx = sqlx::Connection::begin(&mut *conn).await.unwrap();

@@ -5,7 +5,8 @@
 //! of the derived envelope tags (`ar`, `d`, `prev`), which queries answer from the artifact's
 //! columns; 0014 removes the current-tag rows of `op` (answered from revision records), every
 //! `event_tags` row of a multi-character name (generic filters cannot name one) and those of
-//! revisions' `d` and `h` (answered from revision records and event rows).
+//! revisions' `d` and `h` (answered from revision records and event rows); 0015 moves `type` from
+//! rows of its own to a column of every current-tag row (the artifact's type, immutable).
 
 #![allow(clippy::unwrap_used)]
 
@@ -94,13 +95,13 @@ async fn migration_0011_backfills_the_current_revision_of_existing_current_tags(
     ));
     buzz_store::migrate(&pool).await.unwrap();
     buzz_store::check_schema(&pool).await.unwrap();
-    let revisions: Vec<(String, String)> =
-        sqlx::query_as("SELECT name, revision FROM artifact_current_tags WHERE d = $1 ORDER BY name")
+    let revisions: Vec<(String, String, String)> =
+        sqlx::query_as("SELECT name, revision, type FROM artifact_current_tags WHERE d = $1 ORDER BY name")
             .bind(d)
             .fetch_all(&pool)
             .await
             .unwrap();
-    assert_eq!(revisions, vec![("h".to_owned(), revision.clone()), ("type".to_owned(), revision.clone())]);
+    assert_eq!(revisions, vec![("h".to_owned(), revision.clone(), "buzz.task".to_owned())]);
     // Only single-character names keep rows, and a revision's `d` and `h` none.
     for (id, names) in [(&revision, vec!["e", "p"]), (&message, vec!["d", "e", "h", "p"])] {
         let stored: Vec<String> =
@@ -111,19 +112,21 @@ async fn migration_0011_backfills_the_current_revision_of_existing_current_tags(
                 .unwrap();
         assert_eq!(stored, names, "event_tags of {id}");
     }
-    // Mandatory from now on: a writer that leaves it out (an older write-service) is refused.
-    let old_writer = sqlx::query(
+    // Mandatory from now on: writers that leave them out (older write-services: the revision id
+    // before 0011, the type before 0015) are refused.
+    let old_writers = [
         "INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at) \
          VALUES ($1, $2, 'type', sha256('buzz.task'), $3, now()) \
          ON CONFLICT (community_id, d, name, value_hash) DO UPDATE SET updated_at = EXCLUDED.updated_at",
-    )
-    .bind(community)
-    .bind(d)
-    .bind(home)
-    .execute(&pool)
-    .await
-    .unwrap_err();
-    assert!(old_writer.to_string().contains("not-null"), "{old_writer}");
+        "INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at, revision) \
+         VALUES ($1, $2, 'h', sha256(convert_to($3::text, 'UTF8')), $3, now(), repeat('b', 64)) \
+         ON CONFLICT (community_id, d, name, value_hash) DO UPDATE SET updated_at = EXCLUDED.updated_at",
+    ];
+    for sql in old_writers {
+        let old_writer =
+            sqlx::query(sql).bind(community).bind(d).bind(home).execute(&pool).await.unwrap_err();
+        assert!(old_writer.to_string().contains("not-null"), "{old_writer}");
+    }
     pool.close().await;
 
     let admin = buzz_store::connect(&base_database_url(), 1).await.unwrap();

@@ -62,10 +62,12 @@ fn answer(outcome: &WriteResult<Accepted>) -> Result<(bool, String), BusError> {
     }
 }
 
-/// Every current-tag row, and what it must be: the tags of every served current revision.
+/// Every current-tag row, and what it must be: the tags of every served current revision, each
+/// row with the revision's type.
 async fn current_tags_match_current_revisions(pool: &sqlx::PgPool, community: Uuid) {
-    let index: Vec<(Uuid, String, Vec<u8>, Uuid, String)> = sqlx::query_as(
-        "SELECT d, name, value_hash, home_channel, revision FROM artifact_current_tags \
+    type Row = (Uuid, String, Vec<u8>, Uuid, String, String);
+    let index: Vec<Row> = sqlx::query_as(
+        "SELECT d, name, value_hash, home_channel, revision, type FROM artifact_current_tags \
          WHERE community_id = $1 ORDER BY d, name, value_hash",
     )
     .bind(community)
@@ -74,8 +76,9 @@ async fn current_tags_match_current_revisions(pool: &sqlx::PgPool, community: Uu
     .unwrap();
     // The truth is the current revision's own tags, read from its stored JSON (the envelope tags
     // of a revision have no `event_tags` rows).
-    let expected: Vec<(Uuid, String, Vec<u8>, Uuid, String)> = sqlx::query_as(
-        "SELECT DISTINCT a.d, t.tag->>0, sha256(convert_to(t.tag->>1, 'UTF8')), a.home_channel, a.current_revision \
+    let expected: Vec<Row> = sqlx::query_as(
+        "SELECT DISTINCT a.d, t.tag->>0, sha256(convert_to(t.tag->>1, 'UTF8')), a.home_channel, a.current_revision, \
+                (SELECT y.tag->>1 FROM jsonb_array_elements(e.raw::jsonb -> 'tags') AS y(tag) WHERE y.tag->>0 = 'type') \
          FROM artifacts a \
          JOIN events e ON e.community_id = a.community_id AND e.id = a.current_revision \
          CROSS JOIN LATERAL jsonb_array_elements(e.raw::jsonb -> 'tags') AS t(tag) \

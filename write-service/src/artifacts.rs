@@ -224,7 +224,7 @@ async fn store(
         current.map(|row| row.current_revision.as_str()),
     )
     .await?;
-    let replaced = replaced_tags(env.d, before);
+    let replaced = replaced_tags(env.d, &env.type_name, before);
     sql::record(tx, community, env, &event.id, seq).await?;
     let added: Vec<String> = match current {
         Some(row) => mentioned.iter().filter(|k| !row.mentioned.contains(k)).cloned().collect(),
@@ -270,13 +270,14 @@ pub(crate) fn current_tag_rows(event: &Event) -> Vec<(&str, Vec<u8>)> {
 
 /// An artifact's `replaced_tags` (the live payload) from the current-tag rows it had before a
 /// revision and the `op` and `prev` rows of the revision they belonged to: when it was served (it had a row
-/// that is not derived, as its `type` row always is), those rows with the derived `ar` and `d`
-/// rows added (`buzz_store::current_tags`), as `[name, hex(sha256(value))]` sorted; else none.
-pub(crate) fn replaced_tags(d: Uuid, mut rows: Vec<(String, Vec<u8>)>) -> Vec<[String; 2]> {
+/// that is not derived, as its `h` row always is), those rows with the derived `ar`, `d` and
+/// `type` rows added (`buzz_store::current_tags`; `type_name` is the artifact's, immutable), as
+/// `[name, hex(sha256(value))]` sorted; else none.
+pub(crate) fn replaced_tags(d: Uuid, type_name: &str, mut rows: Vec<(String, Vec<u8>)>) -> Vec<[String; 2]> {
     if !rows.iter().any(|(name, _)| !buzz_store::current_tags::is_derived(name)) {
         return Vec::new();
     }
-    rows.extend(buzz_store::current_tags::derived_rows(d));
+    rows.extend(buzz_store::current_tags::derived_rows(d, type_name));
     rows.sort_unstable();
     rows.into_iter().map(|(name, hash)| [name, hex::encode(hash)]).collect()
 }

@@ -423,7 +423,7 @@ async fn claim<'p>(
 }
 
 /// Makes each stored revision current: the updated artifacts advanced, every stored revision's
-/// artifact's current-tag rows replaced by its tags (with its home, change time, expiry and id),
+/// artifact's current-tag rows replaced by its tags (with its home, change time, expiry, id and type),
 /// and every revision recorded forever, in one statement. Returns the current-tag rows each updated
 /// artifact had before, with its derived rows, as `[name, hex(hash)]` sorted ([`replaced_tags`]).
 async fn advance(
@@ -447,6 +447,7 @@ async fn advance(
         a.root.push(env.root.as_deref());
         a.prev.push(env.prev.as_deref());
         a.op.push(env.op.as_str());
+        a.type_name.push(env.type_name.as_str());
         a.seq.push(seq);
         a.ttl.push(p.channel.ttl_seconds);
         a.mentioned.push(if locked.contains_key(&(post.community, env.d)) {
@@ -470,8 +471,8 @@ async fn advance(
     let rows: Vec<(Uuid, Uuid, String, Vec<u8>)> = sqlx::query_as(
         "WITH u AS MATERIALIZED ( \
              SELECT * FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::bool[], $5::uuid[], $6::text[], \
-                                  $7::text[], $8::text[], $9::int8[], $10::int4[], $11::text[]) \
-                 AS u(c, d, rev, created, h, root, prev, op, seq, ttl, m)), \
+                                  $7::text[], $8::text[], $9::int8[], $10::int4[], $11::text[], $16::text[]) \
+                 AS u(c, d, rev, created, h, root, prev, op, seq, ttl, m, ty)), \
          t AS MATERIALIZED ( \
              SELECT * FROM UNNEST($12::uuid[], $13::uuid[], $14::text[], $15::bytea[]) AS t(c, d, n, h)), \
          before AS ( \
@@ -488,9 +489,9 @@ async fn advance(
                AND (x.community_id, x.d, x.name, x.value_hash) NOT IN (SELECT t.c, t.d, t.n, t.h FROM t)), \
          up AS ( \
              INSERT INTO artifact_current_tags \
-                 (community_id, d, name, value_hash, home_channel, updated_at, expires_at, revision) \
+                 (community_id, d, name, value_hash, home_channel, updated_at, expires_at, revision, type) \
              SELECT t.c, t.d, t.n, t.h, u.h, now(), \
-                    CASE WHEN u.ttl IS NULL THEN NULL ELSE now() + make_interval(secs => u.ttl) END, u.rev \
+                    CASE WHEN u.ttl IS NULL THEN NULL ELSE now() + make_interval(secs => u.ttl) END, u.rev, u.ty \
              FROM t JOIN u ON u.c = t.c AND u.d = t.d \
              ORDER BY t.c, t.d, t.n, t.h \
              ON CONFLICT (community_id, d, name, value_hash) DO UPDATE \
@@ -522,14 +523,21 @@ async fn advance(
     .bind(&t_d)
     .bind(&t_name)
     .bind(&t_hash)
+    .bind(&a.type_name)
     .fetch_all(&mut *tx)
     .await?;
-    Ok(replaced_tags(rows))
+    let types: HashMap<(Uuid, Uuid), &str> =
+        a.community.iter().zip(&a.d).zip(&a.type_name).map(|((&c, &d), &t)| ((c, d), t)).collect();
+    Ok(replaced_tags(rows, &types))
 }
 
 /// The replaced current-tag rows of [`advance`] (and the `op` and `prev` rows of the revision they
-/// belonged to) as each updated artifact's `replaced_tags` ([`artifacts::replaced_tags`]).
-fn replaced_tags(rows: Vec<(Uuid, Uuid, String, Vec<u8>)>) -> HashMap<(Uuid, Uuid), Vec<[String; 2]>> {
+/// belonged to) as each updated artifact's `replaced_tags` ([`artifacts::replaced_tags`]), with
+/// each artifact's type from `types`.
+fn replaced_tags(
+    rows: Vec<(Uuid, Uuid, String, Vec<u8>)>,
+    types: &HashMap<(Uuid, Uuid), &str>,
+) -> HashMap<(Uuid, Uuid), Vec<[String; 2]>> {
     type Rows = Vec<(String, Vec<u8>)>;
     let mut by_artifact: HashMap<(Uuid, Uuid), Rows> = HashMap::new();
     for (c, d, name, hash) in rows {
@@ -537,7 +545,10 @@ fn replaced_tags(rows: Vec<(Uuid, Uuid, String, Vec<u8>)>) -> HashMap<(Uuid, Uui
     }
     by_artifact
         .into_iter()
-        .map(|((c, d), rows)| ((c, d), artifacts::replaced_tags(d, rows)))
+        .map(|((c, d), rows)| {
+            let type_name = types.get(&(c, d)).copied().unwrap_or_default();
+            ((c, d), artifacts::replaced_tags(d, type_name, rows))
+        })
         .filter(|(_, rows)| !rows.is_empty())
         .collect()
 }
@@ -552,6 +563,7 @@ struct Columns<'a> {
     root: Vec<Option<&'a str>>,
     prev: Vec<Option<&'a str>>,
     op: Vec<&'static str>,
+    type_name: Vec<&'a str>,
     seq: Vec<i64>,
     ttl: Vec<Option<i32>>,
     mentioned: Vec<String>,
@@ -568,6 +580,7 @@ impl Columns<'_> {
             root: Vec::with_capacity(n),
             prev: Vec::with_capacity(n),
             op: Vec::with_capacity(n),
+            type_name: Vec::with_capacity(n),
             seq: Vec::with_capacity(n),
             ttl: Vec::with_capacity(n),
             mentioned: Vec::with_capacity(n),

@@ -128,8 +128,8 @@ pub async fn record(
 
 /// Makes `artifact_current_tags` hold exactly the tags of the artifact's current revision (none
 /// while it is deleted) that have rows, `tags` (its `(name, sha256(first value))` pairs but
-/// `buzz_store::current_tags::DERIVED`, distinct), with its home channel, change time, expiry and
-/// id. Runs once the revision's event is stored and the artifact advanced, in the same
+/// `buzz_store::current_tags::DERIVED`, distinct), with its home channel, change time, expiry,
+/// id and the artifact's type. Runs once the revision's event is stored and the artifact advanced, in the same
 /// transaction. Returns the rows as they were before (the replaced revision's tags, if it was
 /// served), as `(name, sha256(first value))`, and the `op` and `prev` rows of `replaced` (the
 /// revision that was current, if any).
@@ -144,7 +144,7 @@ pub async fn index_current_tags(
     // Every part of one statement sees the same snapshot: `before` reads the rows as they were.
     sqlx::query_as(
         "WITH before AS (SELECT name, value_hash FROM artifact_current_tags WHERE community_id = $1 AND d = $2), \
-              cur AS (SELECT a.community_id, a.d, a.current_revision, a.home_channel, a.updated_at, \
+              cur AS (SELECT a.community_id, a.d, a.current_revision, a.home_channel, a.updated_at, a.type, \
                              e.expires_at, NOT a.deleted AND e.redacted_at IS NULL AND e.deleted_at IS NULL AS served \
                       FROM artifacts a JOIN events e ON e.community_id = a.community_id AND e.id = a.current_revision \
                       WHERE a.community_id = $1 AND a.d = $2), \
@@ -153,9 +153,9 @@ pub async fn index_current_tags(
               gone AS (DELETE FROM artifact_current_tags x WHERE x.community_id = $1 AND x.d = $2 \
                        AND (x.name, x.value_hash) NOT IN (SELECT name, value_hash FROM tags)), \
               upsert AS (INSERT INTO artifact_current_tags \
-                             (community_id, d, name, value_hash, home_channel, updated_at, expires_at, revision) \
+                             (community_id, d, name, value_hash, home_channel, updated_at, expires_at, revision, type) \
                          SELECT cur.community_id, cur.d, tags.name, tags.value_hash, cur.home_channel, \
-                                cur.updated_at, cur.expires_at, cur.current_revision \
+                                cur.updated_at, cur.expires_at, cur.current_revision, cur.type \
                          FROM cur CROSS JOIN tags \
                          ON CONFLICT (community_id, d, name, value_hash) DO UPDATE \
                          SET home_channel = EXCLUDED.home_channel, updated_at = EXCLUDED.updated_at, \
