@@ -83,14 +83,19 @@ enum Lead<'f> {
 }
 
 impl<'f> Lead<'f> {
-    /// A row predicate with a single value when there is one (one row per artifact), else the
-    /// first row predicate, else `#type`.
-    fn of(p: &Predicates<'f>) -> Option<Self> {
-        let row = p.rows.iter().find(|(_, v)| v.len() == 1).or_else(|| p.rows.first());
-        match row {
-            Some(&(name, values)) => Some(Self::Row(name, values)),
-            None => p.types.map(Self::Type),
+    /// A predicate with a single value when there is one (one ordered walk that stops at the
+    /// page): a row predicate first, else `#type` (so that `#type` of a rare type with a
+    /// several-valued row predicate walks that type's artifacts only); else the first row
+    /// predicate, else `#type`.
+    fn of(p: &'f Predicates<'f>) -> Option<Self> {
+        let types = p.types.as_deref().map(Self::Type);
+        if let Some(&(name, values)) = p.rows.iter().find(|(_, v)| v.len() == 1) {
+            return Some(Self::Row(name, values));
         }
+        if let Some(single) = types.filter(|t| t.values() == 1) {
+            return Some(single);
+        }
+        p.rows.first().map(|&(name, values)| Self::Row(name, values)).or(types)
     }
 
     fn values(self) -> usize {
@@ -119,7 +124,8 @@ fn push_hash_match(qb: &mut QueryBuilder<'_, Postgres>, column: &str, values: &[
 /// leads, filtered by readable channel and expiry inside the index; the others are index-only
 /// probes on the same artifact (the planner may start from any of them). The lead is a
 /// predicate with a single value when there is one (one row per artifact); otherwise rows are
-/// de-duplicated. Without a row predicate, `#type` leads over the anchor rows (one per artifact).
+/// de-duplicated. `#type` leads over the anchor rows (one per artifact) when it is the only
+/// predicate with a single value, or without a row predicate ([`Lead::of`]).
 ///
 /// `first` (a page's `limit + offset`): with several lead values, each value's matches are
 /// walked newest first and cut at `first` in a lateral subquery (one ordered index walk per

@@ -4,8 +4,11 @@
 #     and its indexes, divided by the row counts (the seed's raw JSON is 600 bytes);
 #  2. per NIP-AR artifact: seeds ARTIFACTS artifacts (default 50000) in community 0's channels,
 #     each with REVISIONS revisions (default 3: create + 2 updates), every revision a kind-45010
-#     event of about 800 bytes with 4 tags (d, type, h, project), its 4 `event_tags` rows and its
-#     `artifact_revisions` row; the current revision's 4 `artifact_current_tags` rows; and prints
+#     event of about 800 bytes with 4 tags (d, type, h, project) and its `artifact_revisions` row,
+#     stored as the write path stores them since migrations 0014 and 0015: no `event_tags` rows (a
+#     revision's `d` and `h` are its record and event row, `type` and `project` are
+#     multi-character names), and the current revision's `artifact_current_tags` rows for `h` and
+#     `project` (`d` and `type` are columns), each with the revision id and the type; and prints
 #     the growth of every table and its indexes per artifact and per revision.
 #
 #   scripts/scaling/pg-sizes.sh      # once per fresh scratch database (it refuses a second run)
@@ -53,10 +56,6 @@ e AS (
   SELECT md5('c0')::uuid, id, md5('m0-1') || md5('n0-1'), 45010, 1700000000 + g * 10 + v, md5('ch0-' || (g % 4))::uuid,
          rpad('{"id":"' || id || '","kind":45010,"tags":[["d","' || d || '"],["type","buzz.task"]],"content":"', 800, 'x')
   FROM r RETURNING id),
-t AS (
-  INSERT INTO event_tags (community_id, event_id, name, value_hash, created_at)
-  SELECT md5('c0')::uuid, r.id, n, sha256((n || g)::bytea), 1700000000 + g * 10 + v
-  FROM r, unnest(ARRAY['d', 'type', 'h', 'project']) n),
 ar AS (
   INSERT INTO artifacts (community_id, d, type, current_revision, home_channel)
   SELECT md5('c0')::uuid, d, 'buzz.task', md5('rev' || g || '-' || $REVISIONS) || md5('rvs' || g || '-' || $REVISIONS), ch FROM a)
@@ -66,9 +65,10 @@ SELECT md5('c0')::uuid, md5('rev' || g || '-' || v) || md5('rvs' || g || '-' || 
        CASE WHEN v > 1 THEN md5('rev' || g || '-' || (v - 1)) || md5('rvs' || g || '-' || (v - 1)) END,
        CASE WHEN v = 1 THEN 'create' ELSE 'update' END, md5('ch0-' || (g % 4))::uuid, g * 10 + v
 FROM generate_series(1, $ARTIFACTS) g, generate_series(1, $REVISIONS) v;
-INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at)
-SELECT md5('c0')::uuid, md5('art' || g)::uuid, n, sha256((n || g)::bytea), md5('ch0-' || (g % 4))::uuid, now()
-FROM generate_series(1, $ARTIFACTS) g, unnest(ARRAY['d', 'type', 'h', 'project']) n;
+INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at, revision, type)
+SELECT md5('c0')::uuid, md5('art' || g)::uuid, n, sha256((n || g)::bytea), md5('ch0-' || (g % 4))::uuid, now(),
+       md5('rev' || g || '-' || $REVISIONS) || md5('rvs' || g || '-' || $REVISIONS), 'buzz.task'
+FROM generate_series(1, $ARTIFACTS) g, unnest(ARRAY['h', 'project']) n;
 VACUUM ANALYZE;
 SQL
 after=$(sizes)

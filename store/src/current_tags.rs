@@ -50,8 +50,9 @@ pub struct Predicates<'f> {
     op: Option<Vec<String>>,
     /// `#prev`: the revisions the current revision must name in `prev`.
     prev: Option<Vec<String>>,
-    /// `#type`: the artifact types (a column: the type is immutable).
-    pub types: Option<&'f [String]>,
+    /// `#type`: the artifact types (a column: the type is immutable), sorted and distinct, so
+    /// that one walk per value never meets an artifact twice.
+    pub types: Option<Vec<String>>,
     /// A derived predicate that no served artifact can meet (`#ar` without `1`, `#d` with no
     /// canonical value).
     never: bool,
@@ -72,7 +73,12 @@ impl<'f> Predicates<'f> {
                 }
                 "op" => p.op = Some(values.clone()),
                 "prev" => p.prev = Some(values.clone()),
-                "type" => p.types = Some(values.as_slice()),
+                "type" => {
+                    let mut types = values.clone();
+                    types.sort_unstable();
+                    types.dedup();
+                    p.types = Some(types);
+                }
                 _ => p.rows.push((name.as_str(), values.as_slice())),
             }
         }
@@ -88,7 +94,7 @@ impl<'f> Predicates<'f> {
             qb.push(" AND FALSE");
             return;
         }
-        if let (Some(types), Some(column)) = (self.types, type_name) {
+        if let (Some(types), Some(column)) = (&self.types, type_name) {
             push_type_match(qb, column, types);
         }
         if let Some(ds) = &self.d {
@@ -160,7 +166,10 @@ mod tests {
         let t = tags(&[("ar", &["1"]), ("type", &["buzz.task"]), ("status", &["open", "done"])]);
         let p = Predicates::split(&t);
         assert_eq!(p.rows.iter().map(|(n, _)| *n).collect::<Vec<_>>(), ["status"]);
-        assert_eq!(p.types, Some(&["buzz.task".to_owned()][..]));
+        assert_eq!(p.types, Some(vec!["buzz.task".to_owned()]));
+        // Repeated values are one value: a walk per value must not meet an artifact twice.
+        let t = tags(&[("type", &["buzz.task", "buzz.note", "buzz.task"])]);
+        assert_eq!(Predicates::split(&t).types, Some(vec!["buzz.note".to_owned(), "buzz.task".to_owned()]));
         assert!(!p.never);
         assert!(Predicates::split(&tags(&[("ar", &["2"])])).never);
         // Only the canonical form of a d is a d value.
