@@ -9,8 +9,10 @@
 //!   cannot read the current revision's channel. `#<name>` matches the name and FIRST value of a
 //!   tag of the current revision only (`artifact_current_tags`, maintained by the write path;
 //!   `#ar`, `#d`, `#op`, `#prev` and `#type` from the artifact's `d`, type and current revision,
-//!   `buzz_store::current_tags`): AND across names, OR within a name. Order:
-//!   most recently changed first (`artifacts.updated_at DESC`), then `d`, a total order.
+//!   `buzz_store::current_tags`): AND across names, OR within a name. Every current query walks
+//!   current-tag rows, which hold only served artifacts: without a row predicate, the anchor (`h`)
+//!   rows, one per artifact. Order: most recently changed first (the artifact's change time,
+//!   `updated_at` of each of its rows), then `d`, a total order.
 //! - `history`: the revisions of the `#d` artifacts, each under its own channel's access (a move
 //!   never lets the destination read the source's earlier revisions), redacted, deleted and
 //!   expired revisions withheld, in acceptance order (`artifact_revisions.accepted_seq`).
@@ -31,76 +33,39 @@ fn visible(qb: &mut QueryBuilder<'_, Postgres>) {
     qb.push(" AND ").push(served_event("e")).push(" AND ").push(readable_channel_of("e", ReaderBinds::FIRST));
 }
 
-/// Conditions every served current revision meets once its artifact is joined (`a`) to it
-/// (`e`), for the untagged form (a tagged page reads `artifact_current_tags`, which holds only
-/// served artifacts, and checks its events again). (The revision's
-/// channel is the artifact's home, written in one transaction; stating `e.channel_id =
-/// a.home_channel` as well would only make the planner underestimate every join by far.)
-fn served_current(qb: &mut QueryBuilder<'_, Postgres>, readable: &[Uuid]) {
-    qb.push(" AND NOT a.deleted AND a.home_channel = ANY(")
-        .push_bind(readable.to_vec())
-        .push(") AND ")
-        .push(served_event("e"));
-}
-
-/// `current` without predicates on current-tag rows nor `#type`: every served artifact, from
-/// `artifacts` and `events`, that meets the derived predicates (`#ar`, `#d`, `#op`, `#prev`,
-/// `buzz_store::current_tags`).
-/// `readable` (the reader's readable channel ids, computed by the access rule when the query's
-/// transaction opened) is bound as an array value, which the planner can estimate.
-fn untagged<'a>(
-    prefix: &str,
-    select: &str,
-    reader: &Reader<'a>,
-    readable: &[Uuid],
-    p: &Predicates<'_>,
-) -> QueryBuilder<'a, Postgres> {
-    let mut qb = prefixed_with_reader(prefix, reader);
-    qb.push(select).push(
-        " FROM artifacts a JOIN events e ON e.community_id = a.community_id AND e.id = a.current_revision \
-          WHERE a.community_id = $1",
-    );
-    served_current(&mut qb, readable);
-    let at = Columns { d: "a.d", revision: "a.current_revision", type_name: Some("a.type") };
-    p.push_conditions(&mut qb, reader.community, at);
-    qb
-}
-
-/// Whether a current-state query walks `artifacts` ([`untagged`]) rather than current-tag rows:
-/// it has no predicate on current-tag rows and no `#type`.
-fn walks_artifacts(p: &Predicates<'_>) -> bool {
-    p.rows.is_empty() && p.types.is_none()
-}
-
-/// The current-tag rows a tagged current-state query walks: those of one row predicate, or, for
-/// `#type` without one, every served artifact's [`ANCHOR`] row of those types.
+/// The current-tag rows a current-state query walks: those of one row predicate, or every served
+/// artifact's [`ANCHOR`] row (one per artifact), of the `#type` types when it leads.
 #[derive(Clone, Copy)]
 enum Lead<'f> {
     /// `#name` with these values.
     Row(&'f str, &'f [String]),
     /// `#type` with these values, over the anchor rows (`artifact_current_tags_by_type`).
     Type(&'f [String]),
+    /// Every anchor row, newest first (`artifact_current_tags_live_by_time`): no row predicate
+    /// and no `#type`.
+    Anchor,
 }
 
 impl<'f> Lead<'f> {
     /// A predicate with a single value when there is one (one ordered walk that stops at the
     /// page): a row predicate first, else `#type` (so that `#type` of a rare type with a
     /// several-valued row predicate walks that type's artifacts only); else the first row
-    /// predicate, else `#type`.
-    fn of(p: &'f Predicates<'f>) -> Option<Self> {
+    /// predicate, else `#type`, else every anchor row.
+    fn of(p: &'f Predicates<'f>) -> Self {
         let types = p.types.as_deref().map(Self::Type);
         if let Some(&(name, values)) = p.rows.iter().find(|(_, v)| v.len() == 1) {
-            return Some(Self::Row(name, values));
+            return Self::Row(name, values);
         }
         if let Some(single) = types.filter(|t| t.values() == 1) {
-            return Some(single);
+            return single;
         }
-        p.rows.first().map(|&(name, values)| Self::Row(name, values)).or(types)
+        p.rows.first().map(|&(name, values)| Self::Row(name, values)).or(types).unwrap_or(Self::Anchor)
     }
 
     fn values(self) -> usize {
         match self {
             Self::Row(_, values) | Self::Type(values) => values.len(),
+            Self::Anchor => 1,
         }
     }
 }
@@ -116,8 +81,8 @@ fn push_hash_match(qb: &mut QueryBuilder<'_, Postgres>, column: &str, values: &[
     }
 }
 
-/// `current` with predicates on current-tag rows or `#type` (not [`walks_artifacts`]; the derived
-/// ones are conditions on the lead row's `d`, `revision` and `type`): the matching artifacts as `t.d, t.updated_at, t.revision`
+/// `current`: the matching artifacts (the derived predicates are conditions on the lead row's
+/// `d`, `revision` and `type`) as `t.d, t.updated_at, t.revision`
 /// (the current revision's id), entirely from
 /// `artifact_current_tags`, which holds exactly the current revision's tags of each served
 /// artifact beside its home channel and expiry (older revisions cannot match). One predicate
@@ -125,7 +90,8 @@ fn push_hash_match(qb: &mut QueryBuilder<'_, Postgres>, column: &str, values: &[
 /// probes on the same artifact (the planner may start from any of them). The lead is a
 /// predicate with a single value when there is one (one row per artifact); otherwise rows are
 /// de-duplicated. `#type` leads over the anchor rows (one per artifact) when it is the only
-/// predicate with a single value, or without a row predicate ([`Lead::of`]).
+/// predicate with a single value, or without a row predicate; without either, every anchor row
+/// leads ([`Lead::of`]).
 ///
 /// `first` (a page's `limit + offset`): with several lead values, each value's matches are
 /// walked newest first and cut at `first` in a lateral subquery (one ordered index walk per
@@ -140,22 +106,24 @@ fn push_candidates(
     p: &Predicates<'_>,
     first: Option<i64>,
 ) {
-    let Some(lead) = Lead::of(p) else {
-        return;
-    };
+    let lead = Lead::of(p);
     let lateral = first.filter(|_| lead.values() > 1);
     if lateral.is_some() {
         qb.push("SELECT t.d, t.updated_at, t.revision FROM unnest(");
         match lead {
             Lead::Row(_, values) => {
                 let hashes: Vec<Vec<u8>> = values.iter().map(|v| buzz_store::tag_value_hash(v)).collect();
-                qb.push_bind(hashes).push("::bytea[]) v(value)");
+                qb.push_bind(hashes).push("::bytea[])");
             }
             Lead::Type(types) => {
-                qb.push_bind(types.to_vec()).push("::text[]) v(value)");
+                qb.push_bind(types.to_vec()).push("::text[])");
+            }
+            // Never reached (`values()` is 1, one walk); kept valid SQL all the same.
+            Lead::Anchor => {
+                qb.push("ARRAY[]::text[])");
             }
         }
-        qb.push(" CROSS JOIN LATERAL (");
+        qb.push(" v(value) CROSS JOIN LATERAL (");
     }
     qb.push("SELECT t.d, t.updated_at, t.revision FROM artifact_current_tags t WHERE t.community_id = $1");
     let lead_name = match lead {
@@ -178,6 +146,10 @@ fn push_candidates(
             }
             None
         }
+        Lead::Anchor => {
+            qb.push(format!(" AND t.name = '{ANCHOR}'"));
+            None
+        }
     };
     qb.push(" AND t.home_channel = ANY(").push_bind(readable.to_vec()).push(") AND ").push(not_expired("t"));
     for &(name, values) in p.rows.iter().filter(|(n, _)| Some(*n) != lead_name) {
@@ -191,7 +163,7 @@ fn push_candidates(
     }
     // `#type` is a condition on the lead row's own column (included in every index it walks),
     // unless it is the lead.
-    let type_name = matches!(lead, Lead::Row(..)).then_some("t.type");
+    let type_name = (!matches!(lead, Lead::Type(_))).then_some("t.type");
     p.push_conditions(qb, community, Columns { d: "t.d", revision: "t.revision", type_name });
     if let Some(first) = lateral {
         qb.push(" ORDER BY t.updated_at DESC, t.d LIMIT ").push_bind(first).push(") t");
@@ -264,12 +236,6 @@ fn select_after<'a>(
     };
     let p = Predicates::split(&f.tags);
     match form {
-        Form::Current if walks_artifacts(&p) => {
-            let mut qb = untagged(prefix, "SELECT e.id, e.raw", reader, readable, &p);
-            qb.push(" ORDER BY a.updated_at DESC, a.d");
-            page(&mut qb);
-            qb
-        }
         Form::Current => {
             // The page is chosen in the index; events are read for its rows only.
             let mut qb = prefixed_with_reader(prefix, reader);
@@ -313,7 +279,6 @@ pub fn count<'a>(
 ) -> QueryBuilder<'a, Postgres> {
     let p = Predicates::split(&f.tags);
     match form {
-        Form::Current if walks_artifacts(&p) => untagged("", "SELECT count(*)", reader, readable, &p),
         Form::Current => {
             let mut qb = with_reader(reader);
             qb.push("SELECT count(*) FROM (");

@@ -708,8 +708,8 @@ async fn post_query_answers_one_artifact_filter_and_refuses_bad_input() {
 /// SQL (20 000 artifacts in 100 channels, a quarter readable): tagged queries choose their page
 /// inside `artifact_current_tags` (readable channels filtered in the index) and read events only
 /// for the page; `#type` is matched on the lead row itself (no probe of another row), and alone it
-/// walks the anchor rows by type (`artifact_current_tags_by_type`); an untagged one walks
-/// `artifacts_live_by_time`; none scans a whole table. Each
+/// walks the anchor rows by type (`artifact_current_tags_by_type`); an untagged one walks the
+/// anchor rows by time (`artifact_current_tags_live_by_time`); none scans a whole table. Each
 /// page also equals the one computed by brute force from `artifacts`, `channels` and `event_tags`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn current_state_plans_use_the_current_tag_index_and_read_events_for_the_page_only() {
@@ -757,7 +757,7 @@ async fn current_state_plans_use_the_current_tag_index_and_read_events_for_the_p
             "artifact_current_tags_",
             true,
         ),
-        (json!({"artifact": "current"}), "artifacts_live_by_time", false),
+        (json!({"artifact": "current"}), "artifact_current_tags_live_by_time", false),
     ];
     for (filter, index, probes_rows) in cases {
         let f: buzz_core::Filter = serde_json::from_value(filter.clone()).unwrap();
