@@ -39,11 +39,10 @@ fn visible(qb: &mut QueryBuilder<'_, Postgres>) {
 enum Lead<'f> {
     /// `#name` with these values.
     Row(&'f str, &'f [String]),
-    /// `#type` with these values, over the anchor rows (`artifact_current_tags_by_type`).
-    Type(&'f [String]),
-    /// Every anchor row, newest first (`artifact_current_tags_live_by_time`): no row predicate
-    /// and no `#type`.
-    Anchor,
+    /// The anchor rows: of these types (`#type`, `artifact_current_tags_by_type`), or all of them
+    /// newest first when `None` (no row predicate and no `#type`,
+    /// `artifact_current_tags_live_by_time`).
+    Anchor(Option<&'f [String]>),
 }
 
 impl<'f> Lead<'f> {
@@ -52,20 +51,22 @@ impl<'f> Lead<'f> {
     /// several-valued row predicate walks that type's artifacts only); else the first row
     /// predicate, else `#type`, else every anchor row.
     fn of(p: &'f Predicates<'f>) -> Self {
-        let types = p.types.as_deref().map(Self::Type);
+        let types = p.types.as_deref();
         if let Some(&(name, values)) = p.rows.iter().find(|(_, v)| v.len() == 1) {
             return Self::Row(name, values);
         }
-        if let Some(single) = types.filter(|t| t.values() == 1) {
-            return single;
+        match (p.rows.first(), types) {
+            (Some(&(name, values)), Some(t)) if t.len() != 1 => Self::Row(name, values),
+            (Some(&(name, values)), None) => Self::Row(name, values),
+            _ => Self::Anchor(types),
         }
-        p.rows.first().map(|&(name, values)| Self::Row(name, values)).or(types).unwrap_or(Self::Anchor)
     }
 
+    /// The values walked one by one (one walk when 1).
     fn values(self) -> usize {
         match self {
-            Self::Row(_, values) | Self::Type(values) => values.len(),
-            Self::Anchor => 1,
+            Self::Row(_, values) | Self::Anchor(Some(values)) => values.len(),
+            Self::Anchor(None) => 1,
         }
     }
 }
@@ -115,12 +116,8 @@ fn push_candidates(
                 let hashes: Vec<Vec<u8>> = values.iter().map(|v| buzz_store::tag_value_hash(v)).collect();
                 qb.push_bind(hashes).push("::bytea[])");
             }
-            Lead::Type(types) => {
-                qb.push_bind(types.to_vec()).push("::text[])");
-            }
-            // Never reached (`values()` is 1, one walk); kept valid SQL all the same.
-            Lead::Anchor => {
-                qb.push("ARRAY[]::text[])");
+            Lead::Anchor(types) => {
+                qb.push_bind(types.unwrap_or_default().to_vec()).push("::text[])");
             }
         }
         qb.push(" v(value) CROSS JOIN LATERAL (");
@@ -136,18 +133,16 @@ fn push_candidates(
             }
             Some(name)
         }
-        Lead::Type(types) => {
-            // A literal, so that every plan may use the partial `artifact_current_tags_by_type`.
+        Lead::Anchor(types) => {
+            // A literal, so that every plan may use the partial indexes on the anchor rows.
             qb.push(format!(" AND t.name = '{ANCHOR}'"));
-            if lateral.is_some() {
-                qb.push(" AND t.type = v.value");
-            } else {
-                push_type_match(qb, "t.type", types);
+            match types {
+                Some(_) if lateral.is_some() => {
+                    qb.push(" AND t.type = v.value");
+                }
+                Some(types) => push_type_match(qb, "t.type", types),
+                None => {}
             }
-            None
-        }
-        Lead::Anchor => {
-            qb.push(format!(" AND t.name = '{ANCHOR}'"));
             None
         }
     };
@@ -163,7 +158,7 @@ fn push_candidates(
     }
     // `#type` is a condition on the lead row's own column (included in every index it walks),
     // unless it is the lead.
-    let type_name = (!matches!(lead, Lead::Type(_))).then_some("t.type");
+    let type_name = (!matches!(lead, Lead::Anchor(Some(_)))).then_some("t.type");
     p.push_conditions(qb, community, Columns { d: "t.d", revision: "t.revision", type_name });
     if let Some(first) = lateral {
         qb.push(" ORDER BY t.updated_at DESC, t.d LIMIT ").push_bind(first).push(") t");

@@ -5,7 +5,7 @@
 
 use buzz_bus::snapshot::{SnapshotCode, LIMITS};
 use buzz_core::Filter;
-use buzz_store::current_tags::{Columns, Predicates, ANCHOR};
+use buzz_store::current_tags::{push_type_match, Columns, Predicates, ANCHOR};
 use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder, Transaction};
 use uuid::Uuid;
 
@@ -115,8 +115,8 @@ fn push_lead(qb: &mut QueryBuilder<'_, Postgres>, community: Uuid, query: &Filte
         .push(format!(" AND t.name = '{ANCHOR}' AND t.home_channel = ANY("))
         .push_bind(readable.to_vec())
         .push(")");
-    if let Some(types) = query.tags.get("type") {
-        qb.push(" AND t.type = ANY(").push_bind(types.clone()).push("::text[])");
+    if let Some(types) = Predicates::split(&query.tags).types {
+        push_type_match(qb, "t.type", &types);
     }
 }
 

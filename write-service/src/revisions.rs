@@ -526,17 +526,15 @@ async fn advance(
     .bind(&a.type_name)
     .fetch_all(&mut *tx)
     .await?;
-    let types: HashMap<(Uuid, Uuid), &str> =
-        a.community.iter().zip(&a.d).zip(&a.type_name).map(|((&c, &d), &t)| ((c, d), t)).collect();
-    Ok(replaced_tags(rows, &types))
+    Ok(replaced_tags(rows, locked))
 }
 
 /// The replaced current-tag rows of [`advance`] (and the `op` and `prev` rows of the revision they
 /// belonged to) as each updated artifact's `replaced_tags` ([`artifacts::replaced_tags`]), with
-/// each artifact's type from `types`.
+/// its (immutable) type from its locked row: only updated artifacts had rows before.
 fn replaced_tags(
     rows: Vec<(Uuid, Uuid, String, Vec<u8>)>,
-    types: &HashMap<(Uuid, Uuid), &str>,
+    locked: &HashMap<(Uuid, Uuid), Artifact>,
 ) -> HashMap<(Uuid, Uuid), Vec<[String; 2]>> {
     type Rows = Vec<(String, Vec<u8>)>;
     let mut by_artifact: HashMap<(Uuid, Uuid), Rows> = HashMap::new();
@@ -545,11 +543,11 @@ fn replaced_tags(
     }
     by_artifact
         .into_iter()
-        .map(|((c, d), rows)| {
-            let type_name = types.get(&(c, d)).copied().unwrap_or_default();
-            ((c, d), artifacts::replaced_tags(d, type_name, rows))
+        .filter_map(|(key, rows)| {
+            let row = locked.get(&key)?;
+            let replaced = artifacts::replaced_tags(key.1, &row.type_name, rows);
+            (!replaced.is_empty()).then_some((key, replaced))
         })
-        .filter(|(_, rows)| !rows.is_empty())
         .collect()
 }
 
