@@ -4,9 +4,15 @@
 #
 #   docker build -t buzz-relay:0.1.0 .
 #
+# The base images are build arguments (defaults: the public images below), so a machine without
+# access to Docker Hub can pass its own: RUST_IMAGE needs cargo, rustc and cargo-chef on PATH
+# (Debian bookworm, like the runtime base, so the binaries find the same glibc); RUNTIME_IMAGE needs
+# apt-get. scripts/image-test.sh builds with stand-ins made from Debian packages this way.
+#
 # Dependencies are compiled in their own layer (cargo-chef): a change to the workspace's code
 # rebuilds only the workspace crates, as long as Cargo.toml/Cargo.lock are unchanged.
 ARG RUST_IMAGE=lukemathwalker/cargo-chef:latest-rust-1-bookworm
+ARG RUNTIME_IMAGE=debian:bookworm-slim
 ARG PACKAGES="-p buzz-gateway -p buzz-write -p buzz-query -p buzz-snapshot -p buzz-policy -p buzz-cli -p buzz-load"
 
 FROM ${RUST_IMAGE} AS chef
@@ -33,7 +39,7 @@ RUN cargo build --release --locked ${PACKAGES} \
 # Slim rather than distroless: it keeps `sleep` for the chart's preStop delay on Kubernetes
 # releases without the native sleep action, and the CA bundle that rustls reads for rediss://,
 # tls:// and sslmode=verify-full against public CAs.
-FROM debian:bookworm-slim
+FROM ${RUNTIME_IMAGE}
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates \
  && rm -rf /var/lib/apt/lists/*

@@ -47,10 +47,27 @@ def test_dependencies_are_cooked_in_their_own_layer_and_binaries_stripped():
     assert "CARGO_PROFILE_RELEASE_STRIP=symbols" in text
 
 
+def build_arg_default(text, name):
+    m = re.search(r"^ARG %s=(\S+)$" % name, text, re.M)
+    assert m and m.start() < text.index("\nFROM "), "ARG %s with a default before the first FROM" % name
+    return m.group(1)
+
+
 def test_the_runtime_stage_is_slim_and_runs_as_a_non_root_user():
     text = dockerfile()
     runtime = text[text.rindex("\nFROM "):]
-    assert re.search(r"FROM (debian:\S+-slim|gcr.io/distroless/\S+)", runtime), runtime
+    base = build_arg_default(text, "RUNTIME_IMAGE")
+    assert re.fullmatch(r"debian:\S+-slim|gcr.io/distroless/\S+", base), base
+    assert "bookworm" in base  # the same Debian release as the Rust image: the same glibc
+    # The base images are build arguments (scripts/image-test.sh passes stand-ins); their defaults
+    # are the public images, and nothing else is pulled. Checked here (test_render.py collects this
+    # module's tests by name).
+    assert build_arg_default(text, "RUST_IMAGE").startswith("lukemathwalker/cargo-chef:")
+    assert "-bookworm" in build_arg_default(text, "RUST_IMAGE")
+    assert re.search(r"^FROM \$\{RUST_IMAGE\} AS chef$", text, re.M)
+    assert runtime.startswith("\nFROM ${RUNTIME_IMAGE}\n"), runtime
+    for base in re.findall(r"^FROM (\S+)", text, re.M):
+        assert base in ("${RUST_IMAGE}", "${RUNTIME_IMAGE}", "chef"), base
     user = re.search(r"^USER (\d+)(:\d+)?$", runtime, re.M)
     assert user and int(user.group(1)) != 0, runtime
     for port in ("7777", "7070", "7084", "7085"):
