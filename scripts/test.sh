@@ -45,6 +45,10 @@ bash scripts/chart-test.sh || exit $?
 echo "test.sh: cargo build --workspace --all-targets (CARGO_TARGET_DIR=$CARGO_TARGET_DIR)" >&2
 cargo build --workspace --all-targets || exit $?
 
+# The chart's pods as local processes, exactly as rendered, from the binaries just built: env names
+# each binary reads, probes, mounts, the migrate hook and `helm test` (scripts/chart-run.sh).
+bash scripts/chart-run.sh || exit $?
+
 if cargo nextest --version >/dev/null 2>&1; then
   runner=(cargo nextest run --workspace --no-fail-fast)
 else

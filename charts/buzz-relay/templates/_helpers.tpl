@@ -57,7 +57,7 @@ securityContext:
       key: {{ index . 2 }}
 {{- end -}}
 
-{{/* Environment shared by every service: bus, Redis, logging, tracing. */}}
+{{/* Environment shared by every service: bus, logging, tracing. */}}
 {{- define "buzz.commonEnv" -}}
 {{- if .Values.nats.existingSecret }}
 {{ include "buzz.secretEnv" (list "NATS_URL" .Values.nats.existingSecret .Values.nats.urlKey) }}
@@ -75,14 +75,6 @@ securityContext:
 {{- end }}
 - name: BUZZ_NATS_PREFIX
   value: {{ .Values.nats.subjectPrefix | quote }}
-{{- if .Values.redis.existingSecret }}
-{{ include "buzz.secretEnv" (list "REDIS_URL" .Values.redis.existingSecret .Values.redis.urlKey) }}
-{{- else }}
-- name: REDIS_URL
-  value: {{ .Values.redis.url | quote }}
-{{- end }}
-- name: BUZZ_REDIS_PREFIX
-  value: {{ .Values.redis.keyPrefix | quote }}
 - name: RUST_LOG
   value: {{ .Values.logLevel | quote }}
 - name: BUZZ_LOG_FORMAT
@@ -92,6 +84,22 @@ securityContext:
   value: {{ .Values.otlp.endpoint | quote }}
 - name: OTEL_EXPORTER_OTLP_PROTOCOL
   value: {{ .Values.otlp.protocol | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* Redis, for the services that use it (buzz.usesRedis): the URL, key prefix and CA. */}}
+{{- define "buzz.redisEnv" -}}
+{{- if .Values.redis.existingSecret }}
+{{ include "buzz.secretEnv" (list "REDIS_URL" .Values.redis.existingSecret .Values.redis.urlKey) }}
+{{- else }}
+- name: REDIS_URL
+  value: {{ .Values.redis.url | quote }}
+{{- end }}
+- name: BUZZ_REDIS_PREFIX
+  value: {{ .Values.redis.keyPrefix | quote }}
+{{- if .Values.redis.caSecret }}
+- name: REDIS_CA_FILE
+  value: /etc/buzz/redis-ca/{{ .Values.redis.caKey }}
 {{- end }}
 {{- end -}}
 
@@ -108,10 +116,13 @@ securityContext:
 {{- end }}
 {{- end -}}
 
-{{/* The CA and credentials Secrets as read-only volumes; "volumes" or "mounts" as .kind. */}}
+{{/* The CA and credentials Secrets as read-only volumes; "volumes" or "mounts" as .kind; .db,
+     .redis and .nats (default true) say which of them the pod uses. */}}
 {{- define "buzz.tlsFiles" -}}
 {{- $v := .root.Values -}}
-{{- $files := list (list "postgres-ca" $v.database.caSecret .db) (list "nats-ca" $v.nats.caSecret true) (list "nats-creds" $v.nats.credsSecret true) (list "redis-ca" $v.redis.caSecret .redis) -}}
+{{- $nats := true -}}
+{{- if hasKey . "nats" }}{{ $nats = .nats }}{{ end -}}
+{{- $files := list (list "postgres-ca" $v.database.caSecret .db) (list "nats-ca" $v.nats.caSecret $nats) (list "nats-creds" $v.nats.credsSecret $nats) (list "redis-ca" $v.redis.caSecret .redis) -}}
 {{- range $files }}
 {{- if and (index . 1) (index . 2) }}
 {{- if eq $.kind "volumes" }}
