@@ -66,6 +66,7 @@ PREFIX = shlex.split(os.environ.get("CHART_RUN_EXEC_PREFIX", ""))
 ROOTFS = os.environ.get("CHART_RUN_ROOTFS", "")
 PORT_BASE = int(os.environ.get("CHART_RUN_PORT_BASE", "19500"))
 WORK = os.environ.get("CHART_RUN_WORK_DIR") or ""
+READY_SECONDS = 60  # how long a started pod may stay unready before the run fails
 PG_ADMIN = "postgres://postgres@127.0.0.1:5432/postgres"
 DB = "buzz_chart_run"
 PREFIX_NAME = "chartrun"
@@ -694,7 +695,10 @@ class Run:
                 if ok:
                     break
                 failures += 1
-                if failures >= threshold:
+                # A failed startupProbe gets the container killed; a failing readinessProbe only keeps
+                # the pod out of its Services, so that one is given READY_SECONDS before it counts.
+                if (what == "startupProbe" and failures >= threshold) or (
+                        what == "readinessProbe" and time.monotonic() - started > max(READY_SECONDS, period * threshold)):
                     self.fail(f"{pod['where']}: {what} failed {failures} times ({last}); "
                               f"log:\n{self.procs.tail(pod['name'])}")
                 due += period
@@ -939,7 +943,11 @@ def main():
     only = os.environ.get("CHART_RUN_ONLY", "")
     t0 = time.monotonic()
     # A SIGTERM/SIGINT from scripts/chart-run.sh's trap unwinds through the finally blocks.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    def interrupted(*_):
+        log("interrupted: stopping every process started")
+        sys.exit(143)
+
+    signal.signal(signal.SIGTERM, interrupted)
     try:
         keys = {k: keygen() for k in ("relay", "operator", "owner")}
         done = []
