@@ -16,7 +16,9 @@ prefixes, a fresh database), it:
   3. runs the pre-install hook (the migrate Job) to completion, starts every Deployment (one
      process each) and probes it as a kubelet would (startupProbe, then readinessProbe, with their
      port, path, initialDelaySeconds, periodSeconds and failureThreshold; named ports resolved),
-     then checks every containerPort and Service port answers and the livenessProbe passes;
+     then checks every containerPort is listened on by that process on all addresses (not only
+     loopback: a kubelet probes the pod IP), every Service port answers, every ServiceMonitor
+     endpoint scrapes, and the livenessProbe passes;
   4. provisions the community of helmTest.host through the policy-service's operator API (as
      `buzz operator create-community`), runs the `helm test` pod to completion, checks every
      service is still up, and stops them with SIGTERM: each must exit 0 within
@@ -36,14 +38,12 @@ and files go (scripts/chart-run.sh makes one). CHART_RUN_ONLY=default|production
 """
 
 import base64
-import binascii
 import json
 import os
 import re
 import secrets as pysecrets
 import select
 import shlex
-import shutil
 import signal
 import socket
 import ssl
@@ -281,6 +281,20 @@ def port_free(port):
             return False
 
 
+def listeners():
+    """pid -> [(address, port)] of listening TCP sockets (ss; one network namespace here)."""
+    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True, check=True).stdout
+    found = {}
+    for line in out.splitlines():
+        cols = line.split()
+        if len(cols) < 6:
+            continue
+        addr, _, port = cols[3].rpartition(":")
+        for pid in re.findall(r"pid=(\d+)", line):
+            found.setdefault(int(pid), []).append((addr.strip("[]").split("%")[0], int(port)))
+    return found
+
+
 def port_open(port, timeout=1.0):
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=timeout):
@@ -329,6 +343,7 @@ class Run:
         os.makedirs(self.procs.logs, exist_ok=True)
         self.written = []  # files written under CHART_RUN_ROOTFS
         self.help_cache = {}
+        self.noted = set()
         self.user_env = [e["name"] for e in values.get("extraEnv", []) or []]
         self.user_read, self.user_unread = {}, {}
         self._services()
@@ -468,7 +483,9 @@ class Run:
                 if data is None:
                     if not ref.get("optional"):
                         self.fail(f"{where}: envFrom ConfigMap {ref['name']} is not rendered and not optional")
-                    self.say(f"{name}: envFrom ConfigMap {ref['name']} absent (optional): skipped, as a kubelet does")
+                    if ref["name"] not in self.noted:
+                        self.noted.add(ref["name"])
+                        self.say(f"envFrom ConfigMap {ref['name']} is absent and optional: skipped, as a kubelet does")
                     continue
             else:
                 ref = ef["secretRef"]
@@ -771,10 +788,17 @@ class Run:
             t.join()
         if errors:
             raise Mismatch("\n".join(errors))
+        listening = listeners()
         for name, (pod, proc, _) in procs.items():
+            mine = listening.get(proc.pid, [])
             for port in pod["all_ports"]:
-                if not port_open(port):
-                    self.fail(f"{pod['where']}: containerPort {port} does not answer (nothing listens there)")
+                addrs = [a for a, p in mine if p == port]
+                if not addrs:
+                    self.fail(f"{pod['where']}: containerPort {port} is not listened on by the pod's process "
+                              f"(it listens on {sorted(f'{a}:{p}' for a, p in mine)})")
+                if all(a.startswith("127.") or a == "::1" for a in addrs):
+                    self.fail(f"{pod['where']}: containerPort {port} is bound to loopback only ({addrs}): "
+                              "the kubelet's probes and Services reach the pod IP")
             live = pod["container"].get("livenessProbe")
             if live:
                 ok, why = self.probe_once(pod, live, "livenessProbe")
