@@ -33,8 +33,10 @@ Environment: CHART_RUN_BIN_DIR (default $CARGO_TARGET_DIR/debug, CARGO_TARGET_DI
 --userspec=65532:65532 /rootfs`) prefixes every command run (binaries, --help, keygen, exec
 probes); CHART_RUN_ROOTFS, when the prefix changes the root, is that root: mounted files are then
 written at their rendered paths under it (no path rewriting). CHART_RUN_PORT_BASE (default 19500):
-the default render uses base..base+19, production base+50..base+69. CHART_RUN_WORK_DIR: where logs
-and files go (scripts/chart-run.sh makes one). CHART_RUN_ONLY=default|production runs one render.
+the default render listens on base..base+6, production on base+50..base+56 and its TLS endpoints
+on base+60..base+62. CHART_RUN_WORK_DIR: where logs and files go (scripts/chart-run.sh makes one).
+CHART_RUN_ONLY=default|production runs one render. Keys under the Redis prefix `chartrun:` on the
+machine's Redis are removed before and after a run.
 """
 
 import base64
@@ -44,6 +46,7 @@ import re
 import secrets as pysecrets
 import select
 import shlex
+import shutil
 import signal
 import socket
 import ssl
@@ -112,6 +115,17 @@ def run_cli(argv, env=None, timeout=60):
 
 def keygen():
     return json.loads(run_cli([host_bin("/usr/local/bin/buzz"), "keygen"]))
+
+
+def clear_redis_prefix():
+    """Our own keys on the machine's Redis (prefix chartrun:), so no run sees a previous one's."""
+    if not shutil.which("redis-cli"):
+        return
+    cli = ["redis-cli", "-h", "127.0.0.1", "-p", "6379"]
+    keys = subprocess.run([*cli, "--scan", "--pattern", f"{PREFIX_NAME}:*"], capture_output=True, text=True,
+                          check=True, timeout=30).stdout.split()
+    for i in range(0, len(keys), 500):
+        subprocess.run([*cli, "UNLINK", *keys[i:i + 500]], capture_output=True, check=True, timeout=30)
 
 
 def psql(sql):
@@ -982,6 +996,7 @@ def main():
             os.makedirs(work, exist_ok=True)
             psql(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
             psql(f"CREATE DATABASE {DB}")
+            clear_redis_prefix()
             extra_cleanup = []
             run = None
             try:
@@ -995,6 +1010,7 @@ def main():
                 for f in extra_cleanup:
                     f()
                 psql(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
+                clear_redis_prefix()
     except Mismatch as e:
         log(f"FAIL {e}")
         log(f"logs and files: {WORK}")
