@@ -986,6 +986,13 @@ def main():
         sys.exit(143)
 
     signal.signal(signal.SIGTERM, interrupted)
+    if not PREFIX:
+        missing = [b for b in ("buzz", "buzz-gateway", "buzz-write", "buzz-query", "buzz-snapshot", "buzz-policy",
+                               "buzz-load") if not os.access(os.path.join(BIN_DIR, b), os.X_OK)]
+        if missing:
+            log(f"FAIL: {missing} not built in {BIN_DIR}: cargo build -p buzz-cli -p buzz-gateway -p buzz-write "
+                "-p buzz-query -p buzz-snapshot -p buzz-policy -p buzz-load --bins (or set CHART_RUN_BIN_DIR)")
+            return 1
     try:
         keys = {k: keygen() for k in ("relay", "operator", "owner")}
         done = []
