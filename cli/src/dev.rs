@@ -65,8 +65,23 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let keys = DevKeys::load(&dir)?;
 
     buzz_store::ensure_database(&args.database_url).await?;
-    let pool = buzz_store::connect(&args.database_url, 2).await?;
-    buzz_store::migrate(&pool).await?;
+    let mut pool = buzz_store::connect(&args.database_url, 2).await?;
+    match buzz_store::migrate(&pool).await {
+        Err(buzz_store::StoreError::OldChain) if owns_database(&args.database_url) => {
+            // Its own local database, migrated by a development build before 0.1.0: nothing in
+            // it is worth keeping that the dev keys do not provision again.
+            eprintln!(
+                "buzz dev: the database in DATABASE_URL was migrated by a development build older \
+                 than 0.1.0; recreating it (the community of the keys in {} is provisioned again)",
+                args.dir.display()
+            );
+            pool.close().await;
+            buzz_store::recreate_database(&args.database_url).await?;
+            pool = buzz_store::connect(&args.database_url, 2).await?;
+            buzz_store::migrate(&pool).await?;
+        }
+        other => other?,
+    }
 
     let policy_addr = with_free_port(args.policy_addr)?;
     let operator_origin = format!("http://{policy_addr}");
@@ -237,4 +252,13 @@ async fn wait_ready(gateway: SocketAddr, host: &str) -> anyhow::Result<()> {
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
+}
+
+/// `buzz dev` owns the databases named `buzz_dev...` (its default `buzz_dev`, and the scratch
+/// databases of its tests): it may recreate them. Any other database is left to its owner.
+fn owns_database(url: &str) -> bool {
+    url.parse::<sqlx::postgres::PgConnectOptions>()
+        .ok()
+        .and_then(|o| o.get_database().map(|d| d.starts_with("buzz_dev")))
+        .unwrap_or(false)
 }

@@ -28,6 +28,9 @@ enum Command {
     Migrate {
         #[arg(long, env = "DATABASE_URL")]
         database_url: String,
+        /// Apply only the migrations up to this version (default: every one this build knows).
+        #[arg(long)]
+        to_version: Option<i64>,
     },
     /// Run all five services in one process on loopback (local development).
     Dev(dev::DevArgs),
@@ -49,7 +52,7 @@ enum Command {
 async fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
-        Command::Migrate { database_url } => report(migrate(&database_url).await, 1),
+        Command::Migrate { database_url, to_version } => report(migrate(&database_url, to_version).await, 1),
         // Boxed: the whole relay's start-up is a large future.
         Command::Dev(args) => report(Box::pin(dev::run(args)).await, 1),
         Command::Keygen => {
@@ -74,9 +77,10 @@ fn report(r: anyhow::Result<()>, code: i32) -> i32 {
     }
 }
 
-async fn migrate(url: &str) -> anyhow::Result<()> {
+async fn migrate(url: &str, to_version: Option<i64>) -> anyhow::Result<()> {
     let pool = buzz_store::connect(url, 2).await?;
-    buzz_store::migrate(&pool).await?;
-    println!("migrations applied (schema version {})", buzz_store::SCHEMA_VERSION);
+    buzz_store::migrate_to(&pool, to_version.unwrap_or(buzz_store::SCHEMA_VERSION)).await?;
+    let version = buzz_store::check_schema(&pool).await?;
+    println!("migrations applied (schema version {version})");
     Ok(())
 }

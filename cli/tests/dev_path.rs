@@ -271,3 +271,31 @@ fn a_second_run_finds_the_community_and_owner_key_of_the_first() {
     assert!(!third.seen.iter().any(|l| l.contains("Owner nsec:")));
     third.stop();
 }
+
+/// A `buzz_dev` database migrated by a development build before 0.1.0 (the 0001-0015 chain that
+/// 0.1.0 folded into one baseline): dev.sh says so, recreates its own database and comes up.
+#[test]
+fn dev_sh_recreates_its_own_database_migrated_by_the_pre_release_chain() {
+    let scratch = Scratch::new();
+    psql(&database_url("postgres"), &format!("CREATE DATABASE \"{}\"", scratch.db));
+    let url = scratch.url();
+    psql(
+        &url,
+        "CREATE TABLE _sqlx_migrations (version bigint PRIMARY KEY, description text NOT NULL, \
+         installed_on timestamptz NOT NULL DEFAULT now(), success boolean NOT NULL, checksum bytea NOT NULL, \
+         execution_time bigint NOT NULL); \
+         INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         SELECT v, CASE v WHEN 1 THEN 'foundation' ELSE 'old ' || v END, true, '\\x00', 1 FROM generate_series(1, 15) v; \
+         CREATE TABLE communities (id uuid PRIMARY KEY, host text NOT NULL UNIQUE, legacy_column text)",
+    );
+    let mut dev = Dev::start(&scratch, &scratch.dir, 0);
+    dev.read_until("members add");
+    assert!(
+        dev.seen.iter().any(|l| l.contains("older than 0.1.0; recreating it")),
+        "dev.sh says it recreates the database:\n{}",
+        dev.seen.join("\n")
+    );
+    assert_eq!(psql(&url, "SELECT description FROM _sqlx_migrations WHERE version = 1"), "baseline");
+    assert_eq!(psql(&url, "SELECT count(*) FROM communities"), "1");
+    dev.stop();
+}

@@ -5,7 +5,7 @@
 //! need a hot row per channel and per anchor locked by every post), and deletion, redaction and
 //! expiry (which happens by the clock, with no write to hang a decrement on) are simply filtered
 //! out. The cost is a scan of the channel's visible messages through `events_by_channel_seq` (kind-9
-//! messages only, migration 0014).
+//! messages only, in the baseline schema).
 //!
 //! A message is *visible* when it is a kind-9 event of the channel that is not deleted, redacted or
 //! expired. Then, for the caller:
@@ -107,7 +107,7 @@ async fn summary(
             vis_e = served_event("e"),
             vis_m = served_event("m"),
             // A literal, not a bind: it is what lets the planner use the partial index
-            // `events_by_channel_seq` (`WHERE kind = 9`, migration 0014) in every plan.
+            // `events_by_channel_seq` (`WHERE kind = 9`, in the baseline schema) in every plan.
             message = kinds::MESSAGE,
         ))
         .bind(community)

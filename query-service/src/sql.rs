@@ -86,7 +86,7 @@ fn push_conditions(qb: &mut QueryBuilder<'_, Postgres>, f: &Filter, part: Part) 
         Part::All => {}
         Part::Revisions => {
             // A literal, so that every plan may use the partial indexes on revisions
-            // (`events_revisions_by_channel` for `#h`, migration 0014).
+            // (`events_revisions_by_channel` for `#h`, in the baseline schema).
             qb.push(format!(" AND e.kind = {}", kinds::ARTIFACT_REVISION));
         }
         Part::Others => {

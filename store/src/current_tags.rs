@@ -1,5 +1,5 @@
 //! Which tags of a current NIP-AR revision are rows of `artifact_current_tags`, and how a
-//! current-state predicate on the others is answered (migrations 0013 and 0014, docs/design.md
+//! current-state predicate on the others is answered (docs/design.md
 //! "Envelope tags without current-tag rows").
 //!
 //! Five envelope tags are answered from what every current-tag row and every revision record
@@ -9,11 +9,11 @@
 //! - `d`: the artifact's identity, the `d` column of each of its rows (and of `artifacts`); only
 //!   the canonical lowercase form is a `d` value, as the write path accepts no other;
 //! - `op`: `artifact_revisions.op` of the current revision (`revision` of each row,
-//!   `current_revision` of `artifacts`), found by its primary key (0014);
+//!   `current_revision` of `artifacts`), found by its primary key;
 //! - `prev`: the current revision's `prev` is `artifact_revisions.prev` of the current revision,
 //!   found by its successor index;
 //! - `type`: immutable and carried once by every revision, it is the `type` column of each of the
-//!   artifact's rows (and of `artifacts`) (0015); without another row predicate, a query walks the
+//!   artifact's rows (and of `artifacts`); without another row predicate, a query walks the
 //!   artifacts' `h` rows by type (`artifact_current_tags_by_type`).
 //!
 //! Every other tag (the other envelope tags `h`, `title`, `root` among them) keeps its rows. A

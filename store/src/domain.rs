@@ -1,5 +1,5 @@
 //! The stored domain values, as enums. Each is a `text` column with a `CHECK` listing exactly
-//! these values (migration 0001); sqlx encodes and decodes them as that text, so a row with any
+//! these values (store/migrations/0001_baseline.sql); sqlx encodes and decodes them as that text, so a row with any
 //! other value fails to decode instead of reaching a decision as an unchecked string.
 
 /// A community or channel role (`community_members.role`, `channel_members.role`). Ordered by

@@ -14,8 +14,16 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 
-/// The newest migration this build knows. Services refuse to start on an older schema.
-pub const SCHEMA_VERSION: i64 = 15;
+/// The newest migration this build knows: `buzz migrate` brings a database to it.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// The oldest schema this build's services run on: the previous release's (expand/contract,
+/// docs/operations.md "Changing the schema"). A service refuses to start below it.
+pub const MIN_SCHEMA_VERSION: i64 = 1;
+
+/// What `_sqlx_migrations` says a pre-0.1.0 development build applied first (`0001_foundation`).
+/// Those databases were migrated by a chain (0001-0015) that 0.1.0 folded into one baseline.
+const OLD_CHAIN_FIRST: &str = "foundation";
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
@@ -39,9 +47,18 @@ pub enum StoreError {
     SchemaTooOld {
         /// The newest applied migration.
         found: i64,
-        /// [`SCHEMA_VERSION`].
+        /// [`MIN_SCHEMA_VERSION`].
         needed: i64,
     },
+    /// The database was migrated by a development build before 0.1.0 (the 0001-0015 chain).
+    #[error(
+        "this database was migrated by a development build older than buzz-relay 0.1.0 (migrations \
+         0001_foundation to 0015), whose schema 0.1.0 folded into one baseline migration; it cannot \
+         be upgraded in place. No release before 0.1.0 was published: recreate the database (DROP \
+         DATABASE, then `buzz migrate`), or point DATABASE_URL at a new one. scripts/dev.sh does this \
+         for its own buzz_dev by itself"
+    )]
+    OldChain,
     /// Any other statement failed.
     #[error(transparent)]
     Sql(#[from] sqlx::Error),
@@ -58,26 +75,82 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<PgPool, StoreErr
         .map_err(StoreError::Connect)
 }
 
-/// Applies every pending migration.
+/// How long one migration statement may wait for a lock before the migration gives up (and
+/// `migrate` tries again): a DDL statement queued behind a long transaction would otherwise hold
+/// every write queued behind it (docs/operations.md "Changing the schema").
+const MIGRATION_LOCK_TIMEOUT: &str = "1s";
+/// Tries of a migration run that failed on `lock_timeout`.
+const MIGRATION_TRIES: u32 = 10;
+
+/// Applies every pending migration; refuses a database of the pre-0.1.0 chain
+/// ([`StoreError::OldChain`]). Each statement waits at most [`MIGRATION_LOCK_TIMEOUT`] for a
+/// lock; a run that timed out is rolled back and tried again, at most [`MIGRATION_TRIES`] times.
 pub async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
-    MIGRATOR.run(pool).await?;
+    migrate_to(pool, SCHEMA_VERSION).await
+}
+
+/// [`migrate`], applying only the migrations up to `version` (as an earlier release's migrate
+/// Job did: upgrade tests and `scripts/migration-locks.sh` start from there).
+pub async fn migrate_to(pool: &PgPool, version: i64) -> Result<(), StoreError> {
+    let migrator = sqlx::migrate::Migrator {
+        migrations: std::borrow::Cow::Owned(MIGRATOR.iter().filter(|m| m.version <= version).cloned().collect()),
+        ..sqlx::migrate::Migrator::DEFAULT
+    };
+    let mut conn = pool.acquire().await?;
+    if is_old_chain(&mut conn).await? {
+        return Err(StoreError::OldChain);
+    }
+    sqlx::query(&format!("SET lock_timeout = '{MIGRATION_LOCK_TIMEOUT}'")).execute(&mut *conn).await?;
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match migrator.run(&mut *conn).await {
+            Ok(()) => break,
+            Err(sqlx::migrate::MigrateError::Execute(sqlx::Error::Database(db)))
+                if db.code().as_deref() == Some("55P03") && tries < MIGRATION_TRIES =>
+            {
+                tracing::warn!(tries, "a migration waited longer than lock_timeout for a lock; trying again");
+                tokio::time::sleep(Duration::from_millis(500 * u64::from(tries))).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    sqlx::query("RESET lock_timeout").execute(&mut *conn).await?;
     Ok(())
 }
 
-/// Fails unless the database has at least [`SCHEMA_VERSION`] applied.
-pub async fn check_schema(pool: &PgPool) -> Result<(), StoreError> {
-    let found: Option<i64> = sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations WHERE success")
-        .fetch_one(pool)
-        .await
-        .or_else(|e| match &e {
-            sqlx::Error::Database(db) if db.code().as_deref() == Some("42P01") => Ok(None),
-            _ => Err(e),
-        })?;
-    let found = found.unwrap_or(0);
-    if found < SCHEMA_VERSION {
-        return Err(StoreError::SchemaTooOld { found, needed: SCHEMA_VERSION });
+/// True when `_sqlx_migrations` records the pre-0.1.0 chain (its first migration, `foundation`).
+async fn is_old_chain(conn: &mut sqlx::PgConnection) -> Result<bool, StoreError> {
+    let first: Option<String> =
+        sqlx::query_scalar("SELECT description FROM _sqlx_migrations WHERE version = 1")
+            .fetch_optional(&mut *conn)
+            .await
+            .or_else(|e| if is_undefined_table(&e) { Ok(None) } else { Err(e) })?;
+    Ok(first.as_deref() == Some(OLD_CHAIN_FIRST))
+}
+
+fn is_undefined_table(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db) if db.code().as_deref() == Some("42P01"))
+}
+
+/// Fails unless the database has at least [`MIN_SCHEMA_VERSION`] applied (and was not migrated
+/// by the pre-0.1.0 chain); answers the applied version. A newer schema than
+/// [`SCHEMA_VERSION`] is accepted: during a rolling upgrade the previous release runs on the
+/// next one's expanded schema.
+pub async fn check_schema(pool: &PgPool) -> Result<i64, StoreError> {
+    let mut conn = pool.acquire().await?;
+    if is_old_chain(&mut conn).await? {
+        return Err(StoreError::OldChain);
     }
-    Ok(())
+    let found: Option<i64> = sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations WHERE success")
+        .fetch_one(&mut *conn)
+        .await
+        .or_else(|e| if is_undefined_table(&e) { Ok(None) } else { Err(e) })?;
+    let found = found.unwrap_or(0);
+    if found < MIN_SCHEMA_VERSION {
+        return Err(StoreError::SchemaTooOld { found, needed: MIN_SCHEMA_VERSION });
+    }
+    Ok(found)
 }
 
 /// True for a Postgres unique violation (23505).
@@ -114,4 +187,18 @@ pub async fn ensure_database(url: &str) -> Result<(), StoreError> {
         }
     }
     Ok(())
+}
+
+/// Drops the database named in `url` (closing its sessions) and creates it empty again, through
+/// the `postgres` maintenance database of the same server. For local development only: `buzz
+/// dev` recreates its own database when a pre-0.1.0 build migrated it ([`StoreError::OldChain`]).
+pub async fn recreate_database(url: &str) -> Result<(), StoreError> {
+    use sqlx::ConnectOptions as _;
+    let options: PgConnectOptions = url.parse().map_err(StoreError::Connect)?;
+    let Some(name) = options.get_database().map(str::to_owned) else { return Ok(()) };
+    let mut conn = options.database("postgres").connect().await.map_err(StoreError::Connect)?;
+    let quoted = format!("\"{}\"", name.replace('"', "\"\""));
+    sqlx::query(&format!("DROP DATABASE IF EXISTS {quoted} WITH (FORCE)")).execute(&mut conn).await?;
+    drop(conn);
+    ensure_database(url).await
 }

@@ -1,5 +1,5 @@
 //! Which tags of a stored event have `event_tags` rows, and how a generic filter's predicate on a
-//! NIP-AR revision's `d` or `h` is answered without them (migration 0014, docs/design.md "Tag rows
+//! NIP-AR revision's `d` or `h` is answered without them (docs/design.md "Tag rows
 //! for generic filters only").
 //!
 //! `event_tags` serves generic NIP-01 filters and nothing else (current-state queries read

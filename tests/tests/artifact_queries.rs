@@ -143,7 +143,7 @@ async fn project_queries_return_exactly_the_current_members_and_older_revisions_
     cluster.stop().await;
 }
 
-/// `#ar`, `#d` and `#prev` have no current-tag rows (migration 0013, `buzz_store::current_tags`):
+/// `#ar`, `#d` and `#prev` have no current-tag rows (`buzz_store::current_tags`):
 /// they are answered from the artifact's `d` and current revision, alone, together, beside row
 /// predicates (as the lead or not), in counts, and the current revision only.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

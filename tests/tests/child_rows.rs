@@ -1,5 +1,5 @@
 //! The rows stored beside an event (its tag rows) and beside an artifact (its current-tag rows and
-//! revision records) have no foreign keys (migration 0012): they go with their parent through the
+//! revision records) have no foreign keys: they go with their parent through the
 //! statement-level triggers on `events` and `artifacts`, whichever way the parent goes (a sweep's
 //! `DELETE`, a community's deletion cascading), and nothing of another event, artifact or
 //! community goes with them.
