@@ -34,6 +34,7 @@ pub fn main() -> ExitCode {
     match std::env::args().nth(1).as_deref() {
         Some("coordinator") => return dist::coordinator_main(std::env::args().skip(1)),
         Some("worker") => return dist::worker_main(std::env::args().skip(1)),
+        Some("check") => return dist::check_main(std::env::args().skip(1)),
         _ => {}
     }
     let args = Args::parse();

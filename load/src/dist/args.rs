@@ -93,6 +93,24 @@ pub struct CoordinatorArgs {
     /// No progress lines on stderr.
     #[arg(long)]
     pub quiet: bool,
+    /// Write each worker's audit trail (acked ids, refusals by prefix, listener sessions and
+    /// received ids, snapshot outcomes) to `DIR/<worker>.ndjson`, and the run to `DIR/run.json`;
+    /// `buzz-load check` judges it.
+    #[arg(long, value_name = "DIR")]
+    pub audit: Option<PathBuf>,
+    /// Clients behave as a real client behind a Service: a socket the relay closes is opened
+    /// again (to another gateway), writes without a final answer are resent (same event id),
+    /// `error:` answers are resent, listeners subscribe again with a `since` covering the gap.
+    #[arg(long)]
+    pub reconnect: bool,
+    /// Gateways are read from this file (one ws:// URL a line) at every connect, instead of the
+    /// fixed --url list: the ready endpoints of a Service, kept by whoever runs the relay.
+    #[arg(long, value_name = "PATH")]
+    pub endpoints_file: Option<PathBuf>,
+    /// --reconnect: seconds before the lost subscription's end that a listener's new `since` goes
+    /// back (events are acknowledged after their `created_at`, writes may be resent late).
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    pub replay_margin: u64,
 }
 
 /// One worker of a distributed run: connects to NATS, says hello under the run id, runs the share

@@ -180,6 +180,10 @@ pub async fn run_coordinator(args: &CoordinatorArgs, plan: Plan) -> Result<DistR
                     duration_ms: u64::try_from(plan.duration.as_millis()).unwrap_or(u64::MAX),
                     drain_ms: u64::try_from(plan.drain.as_millis()).unwrap_or(u64::MAX),
                     connect_timeout_ms: u64::try_from(plan.connect_timeout.as_millis()).unwrap_or(u64::MAX),
+                    audit_dir: args.audit.as_ref().map(|p| p.display().to_string()),
+                    reconnect: args.reconnect,
+                    endpoints_file: args.endpoints_file.as_ref().map(|p| p.display().to_string()),
+                    replay_margin_s: args.replay_margin,
                 };
                 let assign = ToWorker::Assign(Box::new(a));
                 send(&worker, &assign).await?;
@@ -238,6 +242,20 @@ pub async fn run_coordinator(args: &CoordinatorArgs, plan: Plan) -> Result<DistR
     nats.publish(proto::all_subject(&run_id), proto::encode(&ToWorker::Start { start_unix_ms: start_ms })?)
         .await?;
     let start = Instant::now() + START_DELAY;
+    if let Some(dir) = &args.audit {
+        let run = json!({
+            "run_id": run_id,
+            "start_unix_ms": start_ms,
+            "duration_ms": u64::try_from(plan.duration.as_millis()).unwrap_or(u64::MAX),
+            "drain_ms": u64::try_from(plan.drain.as_millis()).unwrap_or(u64::MAX),
+            "channel": channel,
+            "workers": names,
+            "reconnect": args.reconnect,
+        });
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::write(dir.join("run.json"), run.to_string())
+            .with_context(|| format!("writing {}/run.json", dir.display()))?;
+    }
     if !args.quiet {
         let conns: u64 = workers.values().flat_map(|w| w.connected.values()).sum();
         eprintln!("buzz-load coordinator: {n} worker(s) ready with {conns} connection(s); starting");

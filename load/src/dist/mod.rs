@@ -9,6 +9,8 @@
 //! `coordinator`, `timeline` (merging), `summary` (table and JSON), `svg` (the plot).
 
 mod args;
+mod audit;
+mod check;
 mod coordinator;
 mod metrics;
 mod plan;
@@ -25,6 +27,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 pub use args::{CoordinatorArgs, WorkerArgs};
+pub use check::check_main;
 pub use coordinator::run_coordinator;
 pub use summary::DistReport;
 pub use worker::run_worker;

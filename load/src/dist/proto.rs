@@ -161,6 +161,18 @@ pub struct Assignment {
     pub drain_ms: u64,
     /// Connect/AUTH/EOSE/HTTP timeout.
     pub connect_timeout_ms: u64,
+    /// Audit trail directory (`--audit`).
+    #[serde(default)]
+    pub audit_dir: Option<String>,
+    /// Reconnect, resend and replay (`--reconnect`).
+    #[serde(default)]
+    pub reconnect: bool,
+    /// File of gateway URLs read at every connect (`--endpoints-file`).
+    #[serde(default)]
+    pub endpoints_file: Option<String>,
+    /// Seconds a listener's new `since` goes back (`--replay-margin`).
+    #[serde(default)]
+    pub replay_margin_s: u64,
 }
 
 /// Connects to NATS at `url`; `NATS_CREDS_FILE` and `NATS_CA_FILE` (as the services read them)

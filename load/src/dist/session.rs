@@ -7,6 +7,7 @@ use anyhow::{anyhow, Context, Result};
 use buzz_core::{Event, Keys};
 use sha2::{Digest, Sha256};
 
+use super::audit::Audit;
 use super::metrics::Recorder;
 use super::proto::Assignment;
 use crate::client::Conn;
@@ -22,6 +23,8 @@ pub struct Ctx {
     pub rec: Recorder,
     /// HTTP client (snapshot captures).
     pub http: reqwest::Client,
+    /// The audit trail (a no-op without `--audit`).
+    pub audit: Audit,
 }
 
 /// When the window starts, when senders stop, when everything stops.
@@ -65,8 +68,32 @@ impl Ctx {
 
     /// The gateway of global client `g` (round-robin).
     #[must_use]
-    pub fn target(&self, g: usize) -> &Target {
-        &self.a.targets[g % self.a.targets.len().max(1)]
+    pub fn target(&self, g: usize) -> Target {
+        self.target_at(g, 0)
+    }
+
+    /// The gateway of global client `g` on its `k`-th (re)connect: round-robin over the
+    /// endpoints file's URLs when there is one (read now: the Service's ready endpoints), else
+    /// over the `--url`s.
+    #[must_use]
+    pub fn target_at(&self, g: usize, k: usize) -> Target {
+        let fixed = &self.a.targets[(g + k) % self.a.targets.len().max(1)];
+        let Some(path) = &self.a.endpoints_file else { return fixed.clone() };
+        let urls: Vec<String> = std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("ws://"))
+            .map(str::to_owned)
+            .collect();
+        if urls.is_empty() {
+            return fixed.clone();
+        }
+        let url = &urls[(g + k) % urls.len()];
+        match crate::config::targets(std::slice::from_ref(url), Some(&fixed.host)) {
+            Ok(mut t) if !t.is_empty() => t.remove(0),
+            _ => fixed.clone(),
+        }
     }
 
     /// The member key of global client `g`.
@@ -77,13 +104,112 @@ impl Ctx {
 
     /// Connects client `g` to its gateway and answers the AUTH challenge as its member key.
     pub async fn connect(&self, g: usize) -> Result<(Conn, Keys)> {
+        self.connect_at(g, 0).await
+    }
+
+    /// [`Ctx::connect`] on the `k`-th (re)connect.
+    pub async fn connect_at(&self, g: usize, k: usize) -> Result<(Conn, Keys)> {
         let keys = self.keys(g);
         let t = self.timeout();
-        let mut conn = Conn::connect(self.target(g), t).await?;
+        let mut conn = Conn::connect(&self.target_at(g, k), t).await?;
         conn.authenticate(&keys, t).await.context("AUTH")?;
         Ok((conn, keys))
     }
+
+    /// `--reconnect`: client `g` (doing `op`) lost its socket; connects again, trying the next
+    /// gateway each time with a short backoff, until `give_up`. Audited (`reconnect`, or a
+    /// `transport` line per failed attempt). `k` counts this client's connects.
+    pub async fn reconnect(&self, op: &str, g: usize, k: &mut usize, give_up: Instant) -> Result<Conn> {
+        let t0 = Instant::now();
+        let mut pause = Duration::from_millis(50);
+        loop {
+            *k += 1;
+            let target = self.target_at(g, *k);
+            match self.connect_at(g, *k).await {
+                Ok((conn, _)) => {
+                    self.rec.ok("reconnect", t0.elapsed());
+                    if self.audit.on() {
+                        let ms = u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX);
+                        self.audit.log("reconnect", serde_json::json!({"op": op, "url": target.url, "ms": ms}));
+                    }
+                    return Ok(conn);
+                }
+                Err(e) => {
+                    let msg = format!("{e:#}");
+                    if msg.contains("AUTH rejected") {
+                        let reason = msg.split("AUTH rejected: ").nth(1).unwrap_or(&msg);
+                        self.audit.answer(op, "auth", None, reason, false);
+                    } else {
+                        self.audit.transport(op, "connect", &msg);
+                    }
+                    if Instant::now() + pause >= give_up {
+                        self.rec.error("reconnect", &msg);
+                        return Err(e.context(format!("reconnecting for {:?}", t0.elapsed())));
+                    }
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+            }
+        }
+    }
 }
+
+/// Sends `ev` and waits for its OK: `(accepted, message)`. NOTICEs on the way are audited.
+pub async fn publish_audited(ctx: &Ctx, op: &str, conn: &mut Conn, ev: &Event) -> Result<(bool, String)> {
+    conn.send_text(nostr::event_msg(ev)).await?;
+    let id = ev.id.clone();
+    conn.wait_for(ctx.timeout(), "OK", |m| match m {
+        RelayMsg::Ok { id: got, accepted, message } if *got == id => Some(Ok((*accepted, message.clone()))),
+        RelayMsg::Closed { message, .. } => Some(Err(anyhow!("CLOSED: {message}"))),
+        RelayMsg::Notice(n) => {
+            ctx.audit.answer(op, "notice", None, n, false);
+            None
+        }
+        _ => None,
+    })
+    .await
+}
+
+/// `--reconnect`: a write until its final answer. `error:` answers are resent (at most
+/// `MAX_ATTEMPTS` times), a lost socket is opened again and the same event resent. Without
+/// `--reconnect`, one attempt ([`publish_audited`]). Every refusal is audited; the caller audits
+/// the final answer. Returns `(accepted, message, attempts)`.
+pub async fn publish_final(
+    ctx: &Ctx,
+    op: &str,
+    conn: &mut Conn,
+    g: usize,
+    k: &mut usize,
+    ev: &Event,
+    give_up: Instant,
+) -> Result<(bool, String, u32)> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match publish_audited(ctx, op, conn, ev).await {
+            Ok((false, msg)) if ctx.a.reconnect && msg.starts_with("error:") && attempt < MAX_ATTEMPTS => {
+                ctx.audit.answer(op, "ok", Some(&ev.id), &msg, false);
+                tokio::time::sleep(Duration::from_millis(200 * u64::from(attempt))).await;
+            }
+            Ok((ok, msg)) => return Ok((ok, msg, attempt)),
+            Err(e) if ctx.a.reconnect && Instant::now() < give_up && attempt < 2 * MAX_ATTEMPTS => {
+                let msg = format!("{e:#}");
+                if let Some(c) = msg.strip_prefix("CLOSED: ") {
+                    ctx.audit.answer(op, "closed", Some(&ev.id), c, false);
+                } else {
+                    ctx.audit.transport(op, "lost", &msg);
+                }
+                if msg.contains("timed out") || msg.contains("closed the connection") || msg.contains("websocket") {
+                    *conn = ctx.reconnect(op, g, k, give_up).await?;
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Attempts of one write under `--reconnect` (answers `error:` are resent up to this).
+pub const MAX_ATTEMPTS: u32 = 6;
 
 /// Sends `ev` and waits for its OK: `(accepted, message)`.
 pub async fn publish(conn: &mut Conn, ev: &Event, timeout: Duration) -> Result<(bool, String)> {

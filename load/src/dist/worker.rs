@@ -9,6 +9,7 @@ use anyhow::{bail, Context, Result};
 use futures::StreamExt;
 
 use super::args::{check_token, secs, WorkerArgs};
+use super::audit::Audit;
 use super::metrics::Recorder;
 use super::proto::{self, Assignment, Interval, ToCoordinator, ToWorker};
 use super::scenarios;
@@ -85,7 +86,11 @@ async fn run_assignment(
         .context("HTTP client")?;
     let (duration, drain) = (Duration::from_millis(a.duration_ms), Duration::from_millis(a.drain_ms));
     let shares = a.shares.clone();
-    let ctx = Arc::new(Ctx { a, rec: Recorder::default(), http });
+    let audit = match &a.audit_dir {
+        Some(dir) => Audit::open(std::path::Path::new(dir), name)?,
+        None => Audit::none(),
+    };
+    let ctx = Arc::new(Ctx { a, rec: Recorder::default(), http, audit });
     let prepared = futures::future::join_all(shares.into_iter().map(|s| scenarios::prepare(&ctx, s))).await;
     let mut connected = BTreeMap::new();
     let mut failed = 0;
@@ -138,6 +143,7 @@ async fn run_assignment(
         }
     }
     let w = ctx.rec.take();
+    ctx.audit.flush();
     publish(ToCoordinator::Interval(Interval::pack(name, second, &w)?)).await?;
     publish(ToCoordinator::Done { worker: name.to_owned(), totals: ctx.rec.totals() }).await?;
     Ok(())

@@ -11,7 +11,7 @@ use buzz_core::{Event, Keys};
 use serde_json::json;
 
 use crate::client::Conn;
-use crate::dist::session::{publish, sleep_until, Ctx, Timing};
+use crate::dist::session::{publish, publish_final, sleep_until, Ctx, Timing};
 
 /// The artifact kind.
 pub const ARTIFACT_KIND: u32 = 45010;
@@ -55,60 +55,72 @@ pub async fn seed(ctx: &Ctx, conn: &mut Conn, keys: &Keys) -> Result<()> {
         let t0 = Instant::now();
         let (ok, message) = publish(conn, &ev, ctx.timeout()).await?;
         if !ok {
+            ctx.audit.answer("artifact.seed", "ok", Some(&ev.id), &message, false);
             bail!("seed artifact refused: {message}");
         }
+        ctx.audit.ack("artifact.seed", &ev.id, ev.kind, &message, 1);
         ctx.rec.ok("artifact.seed", t0.elapsed());
     }
     Ok(())
 }
 
+/// One artifact client's socket and where its reconnects are.
+struct Client {
+    conn: Conn,
+    g: usize,
+    k: usize,
+    give_up: Instant,
+}
+
 /// Sends one revision and records it under `op`; `Some(id)` when accepted. `expect_conflict`:
-/// a `conflict:` answer is the expected outcome.
-async fn send(
-    ctx: &Ctx,
-    conn: &mut Conn,
-    ev: &Event,
-    op: &str,
-    expect_conflict: bool,
-) -> Result<Option<String>> {
+/// a `conflict:` answer is the expected outcome. With `--reconnect` the revision is resent
+/// until its final answer ([`publish_final`]).
+async fn send(ctx: &Ctx, c: &mut Client, ev: &Event, op: &str, expect_conflict: bool) -> Result<Option<String>> {
     let t0 = Instant::now();
-    let (ok, message) = publish(conn, ev, ctx.timeout()).await?;
+    let (ok, message, attempt) = publish_final(ctx, op, &mut c.conn, c.g, &mut c.k, ev, c.give_up).await?;
     let took = t0.elapsed();
     match (ok, expect_conflict) {
         (true, false) => {
             ctx.rec.ok(op, took);
+            ctx.audit.ack(op, &ev.id, ev.kind, &message, attempt);
             Ok(Some(ev.id.clone()))
         }
         (true, true) => {
             ctx.rec.error(op, "a stale prev was accepted");
+            ctx.audit.ack(op, &ev.id, ev.kind, &message, attempt);
+            ctx.audit.answer(op, "ok", Some(&ev.id), "unexpected: a stale prev was accepted", false);
             Ok(Some(ev.id.clone()))
         }
         (false, true) if message.starts_with("conflict:") => {
             ctx.rec.conflict(op, took);
+            ctx.audit.answer(op, "ok", Some(&ev.id), &message, true);
             Ok(None)
         }
         (false, _) => {
             ctx.rec.error(op, &message);
+            ctx.audit.answer(op, "ok", Some(&ev.id), &message, false);
             Ok(None)
         }
     }
 }
 
 /// Chains until the window ends.
-pub async fn run(ctx: Arc<Ctx>, mut conn: Conn, g: usize, t: Timing, think: Duration) {
+pub async fn run(ctx: Arc<Ctx>, conn: Conn, g: usize, t: Timing, think: Duration) {
     let keys = ctx.keys(g);
     let mut acc = 0.0;
     let mut n = 0usize;
+    let mut c = Client { conn, g, k: 0, give_up: t.drain_end };
     sleep_until(t.start).await;
     'chains: while Instant::now() < t.send_end {
         let d = uuid::Uuid::new_v4().to_string();
         let create = revision(&keys, "create", &d, &ctx.a.channel, None, n);
         n += 1;
-        let mut revisions = match send(&ctx, &mut conn, &create, "artifact.create", false).await {
+        let mut revisions = match send(&ctx, &mut c, &create, "artifact.create", false).await {
             Ok(Some(id)) => vec![id],
             Ok(None) => continue,
             Err(e) => {
                 ctx.rec.error("artifact.create", &format!("{e:#}"));
+                unanswered(&ctx, "artifact.create", &create);
                 break;
             }
         };
@@ -127,17 +139,24 @@ pub async fn run(ctx: Arc<Ctx>, mut conn: Conn, g: usize, t: Timing, think: Dura
             };
             let ev = revision(&keys, "update", &d, &ctx.a.channel, Some(&prev), n);
             n += 1;
-            match send(&ctx, &mut conn, &ev, op, stale).await {
+            match send(&ctx, &mut c, &ev, op, stale).await {
                 Ok(Some(id)) => revisions.push(id),
                 Ok(None) => {}
                 Err(e) => {
                     ctx.rec.error(op, &format!("{e:#}"));
+                    unanswered(&ctx, op, &ev);
                     break 'chains;
                 }
             }
         }
     }
-    conn.close(Duration::from_secs(1)).await;
+    c.conn.close(Duration::from_secs(1)).await;
+}
+
+fn unanswered(ctx: &Ctx, op: &str, ev: &Event) {
+    if ctx.audit.on() {
+        ctx.audit.log("unanswered", serde_json::json!({"op": op, "id": ev.id, "kind": ev.kind}));
+    }
 }
 
 #[cfg(test)]

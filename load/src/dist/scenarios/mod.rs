@@ -75,7 +75,7 @@ pub async fn prepare(ctx: &Arc<Ctx>, share: PartShare) -> Prepared {
                     let r = async {
                         let (mut conn, keys) = ctx.connect(g).await?;
                         match kind {
-                            PartKind::Listen => listen::subscribe(&ctx, &mut conn).await?,
+                            PartKind::Listen => listen::subscribe(&ctx, &mut conn, g).await?,
                             PartKind::Queries | PartKind::Snapshot if g == share.first => {
                                 artifacts::seed(&ctx, &mut conn, &keys).await?;
                             }
@@ -101,6 +101,7 @@ pub async fn prepare(ctx: &Arc<Ctx>, share: PartShare) -> Prepared {
             Err(e) => {
                 failed += 1;
                 ctx.rec.error(&format!("{}.open", part_name(kind)), &format!("{e:#}"));
+                ctx.audit.transport(&format!("{}.open", part_name(kind)), "open", &format!("{e:#}"));
             }
         }
     }
@@ -146,11 +147,11 @@ pub fn spawn(ctx: &Arc<Ctx>, p: Prepared, timing: Timing) -> Vec<JoinHandle<()>>
                         let w = writer::Writer { g, op, gap, think };
                         tokio::spawn(async move { w.run(ctx, conn, t).await })
                     }
-                    PartKind::Listen => tokio::spawn(async move { listen::run(ctx, conn, t).await }),
+                    PartKind::Listen => tokio::spawn(async move { listen::run(ctx, conn, g, t).await }),
                     PartKind::Artifacts => {
                         tokio::spawn(async move { artifacts::run(ctx, conn, g, t, think).await })
                     }
-                    PartKind::Queries => tokio::spawn(async move { queries::run(ctx, conn, t, think).await }),
+                    PartKind::Queries => tokio::spawn(async move { queries::run(ctx, conn, g, t, think).await }),
                     PartKind::Snapshot => {
                         tokio::spawn(async move { snapshot::run(ctx, conn, g, t, think).await })
                     }

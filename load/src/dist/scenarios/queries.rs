@@ -19,6 +19,7 @@ pub fn req(sub: &str) -> String {
 }
 
 async fn one(ctx: &Ctx, conn: &mut Conn, sub: &str) -> anyhow::Result<u64> {
+    let audit = &ctx.audit;
     conn.send_text(req(sub)).await?;
     let mut rows = 0;
     conn.wait_for(ctx.timeout(), "EOSE", |m| match m {
@@ -27,7 +28,14 @@ async fn one(ctx: &Ctx, conn: &mut Conn, sub: &str) -> anyhow::Result<u64> {
             rows += 1;
             None
         }
-        RelayMsg::Closed { sub: s, message } if s == sub => Some(Err(anyhow!("CLOSED: {message}"))),
+        RelayMsg::Closed { sub: s, message } if s == sub => {
+            audit.answer("query.current", "closed", None, message, false);
+            Some(Err(anyhow!("CLOSED: {message}")))
+        }
+        RelayMsg::Notice(n) => {
+            audit.answer("query.current", "notice", None, n, false);
+            None
+        }
         _ => None,
     })
     .await?;
@@ -35,10 +43,11 @@ async fn one(ctx: &Ctx, conn: &mut Conn, sub: &str) -> anyhow::Result<u64> {
     Ok(rows)
 }
 
-/// Queries until the window ends.
-pub async fn run(ctx: Arc<Ctx>, mut conn: Conn, t: Timing, think: Duration) {
+/// Queries until the window ends; with `--reconnect`, a lost socket is opened again.
+pub async fn run(ctx: Arc<Ctx>, mut conn: Conn, g: usize, t: Timing, think: Duration) {
     sleep_until(t.start).await;
     let mut n = 0u64;
+    let mut k = 0usize;
     while Instant::now() < t.send_end {
         let sub = format!("q{n}");
         n += 1;
@@ -46,9 +55,25 @@ pub async fn run(ctx: Arc<Ctx>, mut conn: Conn, t: Timing, think: Duration) {
         match one(&ctx, &mut conn, &sub).await {
             Ok(_) => ctx.rec.ok("query.current", t0.elapsed()),
             Err(e) => {
-                ctx.rec.error("query.current", &format!("{e:#}"));
-                if e.to_string().contains("closed the connection") {
-                    break;
+                let msg = format!("{e:#}");
+                let lost = msg.contains("closed the connection") || msg.contains("websocket") || msg.contains("timed out");
+                if !ctx.a.reconnect {
+                    ctx.rec.error("query.current", &msg);
+                    if msg.contains("closed the connection") {
+                        break;
+                    }
+                } else if lost {
+                    ctx.audit.transport("query.current", "lost", &msg);
+                    match ctx.reconnect("query.current", g, &mut k, t.send_end).await {
+                        Ok(c) => conn = c,
+                        Err(e) => {
+                            ctx.rec.error("query.current", &format!("{e:#}"));
+                            break;
+                        }
+                    }
+                    continue;
+                } else {
+                    ctx.rec.error("query.current", &msg);
                 }
             }
         }

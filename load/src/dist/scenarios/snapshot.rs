@@ -6,7 +6,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
 use buzz_core::Keys;
 use serde_json::{json, Value};
 
@@ -20,8 +19,45 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// Pages one capture may take before it is given up (a relay that never ends a capture).
 const MAX_PAGES: usize = 10_000;
 
-/// One signed `POST /query` with a single filter; the JSON answer of a 2xx.
-async fn call(ctx: &Ctx, keys: &Keys, g: usize, filter: Value) -> Result<Value> {
+/// Why a snapshot action failed.
+#[derive(Debug)]
+enum SnapError {
+    /// The relay answered an HTTP error: status, `code` of the JSON body, the body's start.
+    Http { status: u16, code: String, text: String },
+    /// No answer: connect failed, the connection was lost, the answer was cut.
+    Transport(String),
+    /// An answer the client cannot use (no token, not JSON, never ends).
+    Bad(String),
+}
+
+impl std::fmt::Display for SnapError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Http { status, text, .. } => write!(f, "POST /query: {status}: {text}"),
+            Self::Transport(e) => write!(f, "POST /query: {e}"),
+            Self::Bad(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// One signed `POST /query` with a single filter; the JSON answer of a 2xx. With
+/// `--reconnect`, an action that got no answer (a gateway going away) is sent again, at most
+/// three times, each time to the gateway the endpoints name now.
+async fn call(ctx: &Ctx, keys: &Keys, g: usize, filter: Value) -> Result<Value, SnapError> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match call_once(ctx, keys, g + attempt - 1, &filter).await {
+            Err(SnapError::Transport(e)) if ctx.a.reconnect && attempt < 3 => {
+                ctx.audit.transport("snapshot.capture", "http", &e);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            r => return r,
+        }
+    }
+}
+
+async fn call_once(ctx: &Ctx, keys: &Keys, g: usize, filter: &Value) -> Result<Value, SnapError> {
     let target = ctx.target(g);
     let body = json!([filter]).to_string().into_bytes();
     let signed_url = format!("https://{}/query", target.host);
@@ -35,28 +71,40 @@ async fn call(ctx: &Ctx, keys: &Keys, g: usize, filter: Value) -> Result<Value> 
         .body(body)
         .send()
         .await
-        .context("POST /query")?;
+        .map_err(|e| SnapError::Transport(format!("{:#}", anyhow::Error::from(e))))?;
     let status = res.status();
-    let text = res.text().await.context("reading the /query answer")?;
+    let text = res
+        .text()
+        .await
+        .map_err(|e| SnapError::Transport(format!("reading the /query answer: {:#}", anyhow::Error::from(e))))?;
     if !status.is_success() {
-        bail!("POST /query: {status}: {}", text.chars().take(160).collect::<String>());
+        let code = serde_json::from_str::<Value>(&text)
+            .ok()
+            .and_then(|v| v["code"].as_str().or(v["error"].as_str()).map(str::to_owned))
+            .unwrap_or_default();
+        return Err(SnapError::Http { status: status.as_u16(), code, text: text.chars().take(160).collect() });
     }
-    serde_json::from_str(&text).context("the /query answer is not JSON")
+    serde_json::from_str(&text).map_err(|e| SnapError::Bad(format!("the /query answer is not JSON: {e}")))
 }
 
-/// One capture: start, pages, complete. Returns the entries seen.
-async fn capture(ctx: &Ctx, keys: &Keys, g: usize) -> Result<usize> {
+/// One capture: start, pages, complete. Returns the entries seen; on failure, the action that
+/// failed and why.
+async fn capture(ctx: &Ctx, keys: &Keys, g: usize) -> Result<usize, (&'static str, SnapError)> {
     let query = json!({"artifact": "current", "#type": [ARTIFACT_TYPE]});
-    let first =
-        call(ctx, keys, g, json!({"artifact": "snapshot", "action": "start", "query": query})).await?;
-    let token = first["token"].as_str().context("start answer without token")?.to_owned();
+    let first = call(ctx, keys, g, json!({"artifact": "snapshot", "action": "start", "query": query}))
+        .await
+        .map_err(|e| ("start", e))?;
+    let token = first["token"]
+        .as_str()
+        .ok_or_else(|| ("start", SnapError::Bad("start answer without token".to_owned())))?
+        .to_owned();
     let mut entries = first["entries"].as_array().map_or(0, Vec::len);
     let mut cursor = first["nextToken"].as_str().map(str::to_owned);
     let mut pages = 0;
     while let Some(c) = cursor {
         pages += 1;
         if pages > MAX_PAGES {
-            bail!("capture did not end within {MAX_PAGES} pages");
+            return Err(("page", SnapError::Bad(format!("capture did not end within {MAX_PAGES} pages"))));
         }
         let page = call(
             ctx,
@@ -64,16 +112,37 @@ async fn capture(ctx: &Ctx, keys: &Keys, g: usize) -> Result<usize> {
             g,
             json!({"artifact": "snapshot", "action": "page", "token": token, "cursor": c}),
         )
-        .await?;
+        .await
+        .map_err(|e| ("page", e))?;
         entries += page["entries"].as_array().map_or(0, Vec::len);
         cursor = page["nextToken"].as_str().map(str::to_owned);
     }
-    let done =
-        call(ctx, keys, g, json!({"artifact": "snapshot", "action": "complete", "token": token})).await?;
+    let done = call(ctx, keys, g, json!({"artifact": "snapshot", "action": "complete", "token": token}))
+        .await
+        .map_err(|e| ("complete", e))?;
     if done["complete"] != json!(true) {
-        bail!("complete answered {done}");
+        return Err(("complete", SnapError::Bad(format!("complete answered {done}"))));
     }
     Ok(entries)
+}
+
+/// Audits how one capture ended.
+fn audit_outcome(ctx: &Ctx, r: &Result<usize, (&'static str, SnapError)>) {
+    if !ctx.audit.on() {
+        return;
+    }
+    let line = match r {
+        Ok(entries) => json!({"outcome": "complete", "entries": entries}),
+        Err((action, SnapError::Http { status, code, text })) => {
+            ctx.audit.answer("snapshot.capture", "http", None, &format!("{status} {code}: {text}"), false);
+            json!({"outcome": "http", "status": status, "code": code, "action": action, "msg": text})
+        }
+        Err((action, SnapError::Transport(e))) => {
+            json!({"outcome": "transport", "action": action, "msg": e})
+        }
+        Err((action, SnapError::Bad(e))) => json!({"outcome": "bad", "action": action, "msg": e}),
+    };
+    ctx.audit.log("snapshot", line);
 }
 
 /// Captures until the window ends (the connection only keeps the member's session open).
@@ -84,16 +153,24 @@ pub async fn run(ctx: Arc<Ctx>, conn: Conn, g: usize, t: Timing, think: Duration
     while Instant::now() < t.send_end {
         let t0 = Instant::now();
         let failed = match tokio::time::timeout(ctx.timeout(), capture(&ctx, &keys, g)).await {
-            Ok(Ok(_)) => {
-                ctx.rec.ok("snapshot.capture", t0.elapsed());
-                false
-            }
-            Ok(Err(e)) => {
-                ctx.rec.error("snapshot.capture", &format!("{e:#}"));
-                true
+            Ok(r) => {
+                audit_outcome(&ctx, &r);
+                match r {
+                    Ok(_) => {
+                        ctx.rec.ok("snapshot.capture", t0.elapsed());
+                        false
+                    }
+                    Err((_, e)) => {
+                        ctx.rec.error("snapshot.capture", &e.to_string());
+                        true
+                    }
+                }
             }
             Err(_) => {
                 ctx.rec.error("snapshot.capture", "timed out");
+                if ctx.audit.on() {
+                    ctx.audit.log("snapshot", json!({"outcome": "timeout"}));
+                }
                 true
             }
         };

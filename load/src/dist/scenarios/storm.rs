@@ -24,7 +24,15 @@ pub async fn run(ctx: Arc<Ctx>, g: usize, t: Timing, gap: Option<Duration>, thin
                 ctx.rec.ok("storm.connect", t0.elapsed());
                 conn.close(Duration::from_secs(1)).await;
             }
-            Err(e) => ctx.rec.error("storm.connect", &format!("{e:#}")),
+            Err(e) => {
+                let msg = format!("{e:#}");
+                if let Some(reason) = msg.split("AUTH rejected: ").nth(1) {
+                    ctx.audit.answer("storm.connect", "auth", None, reason, false);
+                } else {
+                    ctx.audit.transport("storm.connect", "connect", &msg);
+                }
+                ctx.rec.error("storm.connect", &msg);
+            }
         }
         next = match gap {
             Some(g) => next + g,

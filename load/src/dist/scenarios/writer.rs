@@ -9,7 +9,10 @@ use std::time::{Duration, Instant};
 use futures::SinkExt;
 
 use crate::client::{next_frame, Conn};
-use crate::dist::session::{sleep_until, unix_us, Ctx, Timing};
+use buzz_core::Event;
+use serde_json::json;
+
+use crate::dist::session::{sleep_until, unix_us, Ctx, Timing, MAX_ATTEMPTS};
 use crate::nostr::{self, RelayMsg};
 
 /// One writer connection.
@@ -36,15 +39,32 @@ pub fn sent_us(content: &str) -> Option<u64> {
     content.strip_prefix("load ")?.rsplit_once(" t=")?.1.parse().ok()
 }
 
+/// An EVENT awaiting its final answer.
+struct Pending {
+    /// When it was (last) sent.
+    at: Instant,
+    /// When it was first sent (latency of a resent write counts from here).
+    first: Instant,
+    /// The event, kept to resend it.
+    ev: Event,
+    /// Sends so far.
+    attempt: u32,
+}
+
 impl Writer {
-    /// Runs until the window ends, then waits for outstanding OKs until the drain ends.
+    /// Runs until the window ends, then waits for outstanding OKs until the drain ends. With
+    /// `--reconnect`, a lost socket is opened again (next gateway) and every write still
+    /// awaiting its answer is resent (same id: the relay stores it once), and `error:` answers
+    /// are resent; the final answer counts.
     pub async fn run(self, ctx: Arc<Ctx>, conn: Conn, t: Timing) {
         let Conn { mut sink, mut stream, .. } = conn;
         let keys = ctx.keys(self.g);
         let in_flight = if self.think.is_zero() { ctx.a.knobs.in_flight } else { 1 };
-        let mut pending: HashMap<String, Instant> = HashMap::new();
+        let mut pending: HashMap<String, Pending> = HashMap::new();
         let mut next_at = t.start;
         let mut seq = 0u64;
+        let mut k = 0usize;
+        let mut resend: Vec<String> = Vec::new();
         sleep_until(t.start).await;
         loop {
             let now = Instant::now();
@@ -52,53 +72,106 @@ impl Writer {
             if (!sending && pending.is_empty()) || now >= t.drain_end {
                 break;
             }
-            let can_send = sending && pending.len() < in_flight;
-            tokio::select! {
-                biased;
-                frame = next_frame(&mut stream) => match frame {
-                    Ok(Some(f)) => {
-                        if let RelayMsg::Ok { id, accepted, message } = f.msg {
-                            if let Some(at) = pending.remove(&id) {
-                                if accepted {
-                                    ctx.rec.ok(self.op, f.at.saturating_duration_since(at));
-                                } else {
-                                    ctx.rec.error(self.op, &message);
-                                }
-                                if !self.think.is_zero() {
-                                    next_at = next_at.max(Instant::now() + self.think);
-                                }
-                            }
-                        }
-                    }
-                    Ok(None) => {
-                        ctx.rec.error(self.op, "relay closed the connection");
+            let mut lost: Option<String> = None;
+            // `error:` answers and writes of a lost socket go out again first.
+            while let Some(id) = resend.pop() {
+                if let Some(p) = pending.get_mut(&id) {
+                    p.at = Instant::now();
+                    p.attempt += 1;
+                    if let Err(e) = sink.send(nostr::event_msg(&p.ev).into()).await {
+                        lost = Some(format!("websocket send: {e}"));
                         break;
-                    }
-                    Err(e) => {
-                        ctx.rec.error(self.op, &format!("{e}"));
-                        break;
-                    }
-                },
-                () = sleep_until(next_at), if can_send => {
-                    let ev = nostr::keys_event(&keys, &ctx.a.channel, &content(self.g, seq, unix_us()));
-                    let now = Instant::now();
-                    pending.insert(ev.id.clone(), now);
-                    seq += 1;
-                    if let Err(e) = sink.send(nostr::event_msg(&ev).into()).await {
-                        ctx.rec.error(self.op, &format!("websocket send: {e}"));
-                        pending.remove(&ev.id);
-                        break;
-                    }
-                    if let Some(g) = self.gap {
-                        next_at += g;
                     }
                 }
-                () = sleep_until(t.send_end), if sending => {}
-                () = sleep_until(t.drain_end) => break,
+            }
+            let can_send = sending && pending.len() < in_flight && lost.is_none();
+            if lost.is_none() {
+                tokio::select! {
+                    biased;
+                    frame = next_frame(&mut stream) => match frame {
+                        Ok(Some(f)) => match f.msg {
+                            RelayMsg::Ok { id, accepted, message } => {
+                                if let Some(p) = pending.remove(&id) {
+                                    if accepted {
+                                        ctx.rec.ok(self.op, f.at.saturating_duration_since(p.first));
+                                        ctx.audit.ack(self.op, &id, p.ev.kind, &message, p.attempt);
+                                    } else if ctx.a.reconnect && message.starts_with("error:") && p.attempt < MAX_ATTEMPTS {
+                                        ctx.audit.answer(self.op, "ok", Some(&id), &message, false);
+                                        resend.push(id.clone());
+                                        pending.insert(id, p);
+                                        tokio::time::sleep(Duration::from_millis(200)).await;
+                                    } else {
+                                        ctx.rec.error(self.op, &message);
+                                        ctx.audit.answer(self.op, "ok", Some(&id), &message, false);
+                                    }
+                                    if !self.think.is_zero() {
+                                        next_at = next_at.max(Instant::now() + self.think);
+                                    }
+                                }
+                            }
+                            RelayMsg::Notice(n) => ctx.audit.answer(self.op, "notice", None, &n, false),
+                            RelayMsg::Closed { message, .. } => ctx.audit.answer(self.op, "closed", None, &message, false),
+                            _ => {}
+                        },
+                        Ok(None) => lost = Some("relay closed the connection".to_owned()),
+                        Err(e) => lost = Some(format!("{e}")),
+                    },
+                    () = sleep_until(next_at), if can_send => {
+                        let ev = nostr::keys_event(&keys, &ctx.a.channel, &content(self.g, seq, unix_us()));
+                        let now = Instant::now();
+                        seq += 1;
+                        let msg = nostr::event_msg(&ev);
+                        let id = ev.id.clone();
+                        pending.insert(id.clone(), Pending { at: now, first: now, ev, attempt: 1 });
+                        if let Err(e) = sink.send(msg.into()).await {
+                            if !ctx.a.reconnect {
+                                pending.remove(&id);
+                                ctx.rec.error(self.op, &format!("websocket send: {e}"));
+                                break;
+                            }
+                            lost = Some(format!("websocket send: {e}"));
+                        }
+                        if let Some(g) = self.gap {
+                            next_at += g;
+                        }
+                    }
+                    () = sleep_until(t.send_end), if sending => {}
+                    () = sleep_until(t.drain_end) => break,
+                    // --reconnect: look at unanswered writes now and then (below).
+                    () = tokio::time::sleep(Duration::from_millis(500)), if ctx.a.reconnect => {}
+                }
+            }
+            // A write without an answer for the connect timeout: the socket is as good as lost.
+            if lost.is_none() && ctx.a.reconnect {
+                let limit = ctx.timeout();
+                if pending.values().any(|p| p.at.elapsed() > limit) {
+                    ctx.audit.transport(self.op, "timeout", "no OK within the connect timeout; reconnecting");
+                    lost = Some("no OK within the connect timeout".to_owned());
+                }
+            }
+            let Some(why) = lost else { continue };
+            if !ctx.a.reconnect {
+                ctx.rec.error(self.op, &why);
+                break;
+            }
+            ctx.audit.transport(self.op, "lost", &why);
+            let _ = tokio::time::timeout(Duration::from_millis(200), sink.close()).await;
+            match ctx.reconnect(self.op, self.g, &mut k, t.drain_end).await {
+                Ok(c) => {
+                    (sink, stream) = (c.sink, c.stream);
+                    resend = pending.keys().cloned().collect();
+                }
+                Err(e) => {
+                    ctx.rec.error(self.op, &format!("{e:#}"));
+                    break;
+                }
             }
         }
-        for _ in 0..pending.len() {
+        for (id, p) in &pending {
             ctx.rec.error(self.op, "no OK before the drain ended");
+            if ctx.audit.on() {
+                ctx.audit.log("unanswered", json!({"op": self.op, "id": id, "kind": p.ev.kind}));
+            }
         }
         let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
     }
