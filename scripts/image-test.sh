@@ -217,7 +217,7 @@ build() {
     die "the build failed (log: $WORK/build-$label.log)"
   }
   # Which RUN steps came from the cache.
-  grep -E '^(STEP|--> Using cache)' "$WORK/build-$label.log" | sed 's/^/    /' >&2 || true
+  grep -E 'STEP [0-9]+/[0-9]+: (RUN|COPY)|^--> Using cache' "$WORK/build-$label.log" | sed 's/^/    /' >&2 || true
 }
 
 if [[ -n $BUILD ]]; then
