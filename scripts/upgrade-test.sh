@@ -31,7 +31,8 @@
 # Output: $BUZZ_UPGRADE_RUNS/<time>/ (default /var/tmp/buzz-upgrade/runs): logs/, audit/,
 # rollout.log, summary.json, summary.md. Environment knobs (defaults): UPGRADE_DURATION (150 s
 # of load), UPGRADE_WARMUP (20 s before the upgrade starts), UPGRADE_CLIENTS (30),
-# UPGRADE_SUBSCRIBERS (20), UPGRADE_WEIGHTS, UPGRADE_PORT (19600), BUZZ_UPGRADE_NO_BUILD=1
+# UPGRADE_SUBSCRIBERS (20), UPGRADE_WEIGHTS, UPGRADE_THINK_SCALE (0.2: think times of the
+# workday profile x 0.2), UPGRADE_PORT (19600), BUZZ_UPGRADE_NO_BUILD=1
 # (use the binaries as they are), RUST_LOG (info).
 set -euo pipefail
 
@@ -41,7 +42,7 @@ cd "$ROOT"
 . scripts/lib.sh
 
 case ${1:-} in -h | --help)
-  sed -n '2,36p' "$0"
+  sed -n '2,37p' "$0"
   exit 0
   ;;
 esac
@@ -110,9 +111,13 @@ fi
 
 RUN=${BUZZ_UPGRADE_RUNS:-$UP/runs}/$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$RUN/logs" "$RUN/audit" "$RUN/bin-from" "$RUN/bin-to"
-# Copies: the shared target directory may be rebuilt by someone else while this runs.
-for b in "${BINS[@]}"; do cp "$FROM_BIN/$b" "$RUN/bin-from/"; done
-for b in "${BINS[@]}" buzz-load; do cp "$CARGO_TARGET_DIR/release/$b" "$RUN/bin-to/" || die "no HEAD binary $b (build first)"; done
+# Hard links (copies across file systems): the shared target directory may be rebuilt by
+# someone else while this runs (cargo writes new files, the links keep these); removed at exit.
+for b in "${BINS[@]}"; do cp -l "$FROM_BIN/$b" "$RUN/bin-from/" 2>/dev/null || cp "$FROM_BIN/$b" "$RUN/bin-from/"; done
+for b in "${BINS[@]}" buzz-load; do
+  cp -l "$CARGO_TARGET_DIR/release/$b" "$RUN/bin-to/" 2>/dev/null || cp "$CARGO_TARGET_DIR/release/$b" "$RUN/bin-to/" ||
+    die "no HEAD binary $b (build first)"
+done
 OLD=$RUN/bin-from NEW=$RUN/bin-to
 RT0=$(date +%s.%N)
 
@@ -161,6 +166,7 @@ cleanup() {
   sleep 0.5
   for p in "${PID[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  rm -rf "${RUN:?}/bin-from" "${RUN:?}/bin-to"
 }
 trap cleanup EXIT
 
@@ -263,12 +269,14 @@ WARMUP=${UPGRADE_WARMUP:-20}
 CLIENTS=${UPGRADE_CLIENTS:-30}
 SUBSCRIBERS=${UPGRADE_SUBSCRIBERS:-20}
 WEIGHTS=${UPGRADE_WEIGHTS:-chat=45,artifacts=25,queries=15,snapshot=5,storm=10}
+THINK=${UPGRADE_THINK_SCALE:-0.2}
 urls=()
 for g in "${GW_READY[@]}"; do urls+=(--url "ws://127.0.0.1:${PUB[$g]}"); done
 "$NEW/buzz-load" coordinator --spawn-workers 2 "${urls[@]}" --host-header "$HOST" \
   --endpoints-file "$ENDPOINTS" --reconnect --audit "$RUN/audit" \
   --operator-url "http://127.0.0.1:$POLICY_PORT" --operator-secret "$OP_SECRET" \
   --scenario workday --clients "$CLIENTS" --subscribers "$SUBSCRIBERS" --weights "$WEIGHTS" \
+  --think-scale "$THINK" --snapshot-readers 16 \
   --duration "$DURATION" --drain-timeout 20 --json "$RUN/load.json" \
   >"$RUN/logs/load.out" 2>"$RUN/logs/load.err" &
 COORD=$!
@@ -287,7 +295,7 @@ event "migrate (HEAD buzz migrate)"
 m0=$(date +%s.%N)
 "$NEW/buzz" migrate --database-url "$DATABASE_URL" >"$RUN/logs/migrate-new.log" 2>&1 ||
   { cat "$RUN/logs/migrate-new.log" >&2; die "HEAD's buzz migrate failed"; }
-MIGRATE_S=$(elapsed "$m0")
+MIGRATE_S=$(awk -v a="$m0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.3f", b - a}')
 event "migrated in $MIGRATE_S s"
 log "upgrade-test: migrate took $MIGRATE_S s; rolling ${ORDER[*]}"
 KILLED=0

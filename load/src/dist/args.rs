@@ -78,6 +78,14 @@ pub struct CoordinatorArgs {
     /// workday: client weights, e.g. `chat=50,artifacts=25,queries=15,snapshot=5,storm=5`.
     #[arg(long, value_name = "LIST", default_value = "chat=50,artifacts=25,queries=15,snapshot=5,storm=5")]
     pub weights: String,
+    /// workday: multiply every think time by this (0.1 = ten times as busy a team), except the
+    /// snapshot clients' (the relay's capture quotas bound those).
+    #[arg(long, value_name = "FACTOR", default_value_t = 1.0)]
+    pub think_scale: f64,
+    /// snapshot: member keys each capturing client takes turns with, capture by capture (the
+    /// relay allows two live captures per reader, for their 300 s lifetime) [default: 1, its own].
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub snapshot_readers: usize,
     /// Distinct member keys at most; connections beyond share keys round-robin.
     #[arg(long, value_name = "N", default_value_t = 2000)]
     pub max_members: usize,

@@ -77,6 +77,10 @@ pub struct Knobs {
     pub conflict_share: f64,
     /// queries/snapshot: artifacts each worker creates before the window.
     pub seed_artifacts: usize,
+    /// snapshot: member keys each capturing client takes turns with (the relay allows two live
+    /// captures per reader); 0 or 1 = its own key only.
+    #[serde(default)]
+    pub snapshot_readers: usize,
 }
 
 /// Client weights of the workday profile.
@@ -204,6 +208,16 @@ impl Plan {
             Scenario::Idle => vec![part(PartKind::Idle, a.clients.unwrap_or(100), None)],
             Scenario::Workday => weights.parts(a.clients.unwrap_or(20)),
         };
+        if !(0.0..=100.0).contains(&a.think_scale) || !a.think_scale.is_finite() {
+            bail!("--think-scale must be between 0 and 100");
+        }
+        // Snapshot clients keep theirs: the relay's capture quotas bound them, not their pace.
+        for p in parts.iter_mut().filter(|p| p.kind != PartKind::Snapshot) {
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss)]
+            {
+                p.think_ms = (p.think_ms as f64 * a.think_scale).round() as u64;
+            }
+        }
         let listeners = subs.unwrap_or(if a.scenario == Scenario::Fanout { 1000 } else { 0 });
         if listeners > 0 {
             parts.push(part(PartKind::Listen, listeners, None));
@@ -220,6 +234,7 @@ impl Plan {
                 chain: a.chain,
                 conflict_share: a.conflict_share,
                 seed_artifacts: a.seed_artifacts,
+                snapshot_readers: a.snapshot_readers,
             },
             duration: secs("duration", a.duration)?,
             drain: secs("drain-timeout", a.drain_timeout)?,
@@ -362,6 +377,16 @@ mod tests {
         );
         assert_eq!(Weights::parse("chat=1").map(|w| w.parts(7).len())?, 1);
         assert_eq!(Weights::parse("chat=1,queries=1")?.parts(3).iter().map(|p| p.clients).sum::<usize>(), 3);
+        Ok(())
+    }
+
+    #[test]
+    fn think_scale_multiplies_workday_think_times() -> Result<()> {
+        let p = plan(&["--scenario", "workday", "--think-scale", "0.25", "--snapshot-readers", "8"])?;
+        let chat = p.parts.iter().find(|x| x.kind == PartKind::Chat).map(|x| x.think_ms);
+        assert_eq!(chat, Some(250));
+        assert_eq!(p.knobs.snapshot_readers, 8);
+        assert!(plan(&["--think-scale", "-1"]).is_err());
         Ok(())
     }
 

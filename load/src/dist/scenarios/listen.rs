@@ -145,16 +145,13 @@ pub async fn run(ctx: Arc<Ctx>, conn: Conn, l: usize, t: Timing) {
                 if Instant::now() < t.drain_end {
                     // One more round after a pause, on a fresh socket.
                     tokio::time::sleep(Duration::from_millis(500)).await;
-                    match ctx.reconnect("listen", l, &mut k, t.drain_end).await {
-                        Ok(mut c) => {
-                            n += 1;
-                            let since = buzz_core::unix_now() - margin;
-                            if subscribe_since(&ctx, &mut c, l, n, since).await.is_ok() {
-                                (sink, stream) = (c.sink, c.stream);
-                                continue;
-                            }
+                    if let Ok(mut c) = ctx.reconnect("listen", l, &mut k, t.drain_end).await {
+                        n += 1;
+                        let since = buzz_core::unix_now() - margin;
+                        if subscribe_since(&ctx, &mut c, l, n, since).await.is_ok() {
+                            (sink, stream) = (c.sink, c.stream);
+                            continue;
                         }
-                        Err(_) => {}
                     }
                 }
                 if ctx.audit.on() {

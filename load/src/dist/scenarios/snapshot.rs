@@ -147,10 +147,15 @@ fn audit_outcome(ctx: &Ctx, r: &Result<usize, (&'static str, SnapError)>) {
 
 /// Captures until the window ends (the connection only keeps the member's session open).
 pub async fn run(ctx: Arc<Ctx>, conn: Conn, g: usize, t: Timing, think: Duration) {
-    let keys = ctx.keys(g);
     sleep_until(t.start).await;
     let mut backoff = Duration::ZERO;
+    let readers = ctx.a.knobs.snapshot_readers.max(1);
+    let mut turn = 0usize;
     while Instant::now() < t.send_end {
+        // Capture by capture, the next of `readers` member keys from its own on (members of the
+        // run; two capturing clients may share some, and with them the per-reader quota).
+        let keys = ctx.keys(g + turn % readers);
+        turn += 1;
         let t0 = Instant::now();
         let failed = match tokio::time::timeout(ctx.timeout(), capture(&ctx, &keys, g)).await {
             Ok(r) => {
