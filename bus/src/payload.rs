@@ -398,6 +398,33 @@ pub struct CommunityLease {
     /// NIP-FI issuers bound to the community (`community_fi_bindings`): evidence must name one.
     #[serde(default)]
     pub fi_issuers: Vec<String>,
+    /// The community's own NIP-11 profile, when one is set (0.2.0; absent from 0.1.0
+    /// policy-services' replies, and ignored by 0.1.0 gateways).
+    #[serde(default, skip_serializing_if = "CommunityProfile::is_empty")]
+    pub profile: CommunityProfile,
+}
+
+/// What a community's host answers in its NIP-11 document instead of the relay's defaults; each
+/// field `None` when unset.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommunityProfile {
+    /// NIP-11 `name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// NIP-11 `description`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// NIP-11 `icon` (a URL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icon: Option<String>,
+}
+
+impl CommunityProfile {
+    /// No field set.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.name.is_none() && self.description.is_none() && self.icon.is_none()
+    }
 }
 
 /// The answer to a [`LeaseRequest`].

@@ -74,3 +74,42 @@ fn chat_answers_are_the_json_the_http_api_serves() {
     assert!(matches!(answer, ChatAnswer::Mentions(_)));
     assert_eq!(serde_json::to_value(&answer).ok(), Some(page));
 }
+
+/// The 0.2.0 expand of the lease reply (a community's NIP-11 profile) in both directions of a
+/// rolling upgrade: a 0.1.0 policy-service's reply (no `profile`) reads as an empty profile, an
+/// empty profile is left out (the reply is byte-for-byte 0.1.0's), and a 0.2.0 reply with a profile
+/// reads in a 0.1.0 gateway, whose `CommunityLease` had no such field (serde ignores it).
+#[test]
+fn a_lease_reply_without_a_profile_reads_both_ways_across_0_1_and_0_2() {
+    let v010 = json!({
+        "community": {"community_id": Uuid::nil(), "host": "a.test", "owner_pubkey": "ab",
+                      "requires_nip_fi": false, "policy_generation": 3, "fi_issuers": []},
+        "lease_ms": 1000
+    });
+    let read: LeaseReply = serde_json::from_value(v010.clone()).unwrap_or_else(|e| unreachable!("{e}"));
+    let community = read.community.clone().unwrap_or_else(|| unreachable!());
+    assert!(community.profile.is_empty());
+    assert_eq!(serde_json::to_value(&read).ok(), Some(v010), "an empty profile is not sent");
+
+    /// `CommunityLease` as 0.1.0 declared it.
+    #[derive(serde::Deserialize)]
+    #[allow(dead_code)]
+    struct LeaseV010 {
+        community_id: Uuid,
+        host: String,
+        owner_pubkey: String,
+        requires_nip_fi: bool,
+        policy_generation: i64,
+        #[serde(default)]
+        fi_issuers: Vec<String>,
+    }
+    let with_profile = CommunityLease {
+        profile: CommunityProfile { name: Some("Acme".into()), description: None, icon: None },
+        ..community
+    };
+    let wire = serde_json::to_value(&with_profile).unwrap_or_else(|e| unreachable!("{e}"));
+    assert_eq!(wire["profile"], json!({"name": "Acme"}));
+    let old: LeaseV010 = serde_json::from_value(wire.clone()).unwrap_or_else(|e| unreachable!("{e}"));
+    assert_eq!((old.host.as_str(), old.policy_generation), ("a.test", 3));
+    assert_eq!(serde_json::from_value::<CommunityLease>(wire).ok(), Some(with_profile));
+}

@@ -84,7 +84,7 @@ async fn root(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.contains("application/nostr+json"));
     if wants_nip11 {
-        let mut res = Json(nip11(&state)).into_response();
+        let mut res = Json(nip11(&state, &community.profile)).into_response();
         let h = res.headers_mut();
         h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/nostr+json"));
         h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
@@ -93,12 +93,13 @@ async fn root(
     Ok((StatusCode::OK, "buzz-relay: connect with a Nostr client over WebSocket\n").into_response())
 }
 
-/// NIP-11 relay information document.
+/// NIP-11 relay information document of a community's host: its own profile's name,
+/// description and icon where the operator set them, else the relay's.
 #[must_use]
-pub fn nip11(state: &AppState) -> serde_json::Value {
-    serde_json::json!({
-        "name": state.settings.relay_name,
-        "description": "buzz-relay: a Nostr relay for team communities",
+pub fn nip11(state: &AppState, profile: &buzz_bus::CommunityProfile) -> serde_json::Value {
+    let mut doc = serde_json::json!({
+        "name": profile.name.as_deref().unwrap_or(&state.settings.relay_name),
+        "description": profile.description.as_deref().unwrap_or("buzz-relay: a Nostr relay for team communities"),
         "pubkey": state.settings.relay_pubkey,
         "software": "buzz-relay",
         "version": env!("CARGO_PKG_VERSION"),
@@ -106,7 +107,11 @@ pub fn nip11(state: &AppState) -> serde_json::Value {
         "supported_extensions": ["nip-ar"],
         "limitation": state.settings.limits,
         "artifacts": artifacts_nip11(&state.settings.limits.artifacts),
-    })
+    });
+    if let Some(icon) = &profile.icon {
+        doc["icon"] = serde_json::Value::String(icon.clone());
+    }
+    doc
 }
 
 /// NIP-11 `artifacts`: the NIP-AR kinds, the query forms and every enforced artifact query limit.

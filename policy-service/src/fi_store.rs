@@ -232,18 +232,51 @@ pub async fn insert_receipt(
     .await
 }
 
+/// A community's NIP-11 profile columns (schema 2), read through `to_jsonb` of the row so that
+/// the same statement answers `NULL`s on the 0.1.0 schema, which lacks them (expand/contract:
+/// this build runs on both; docs/operations.md "Changing the schema").
+pub const PROFILE_COLUMNS: &str = "to_jsonb(communities) ->> 'name' AS profile_name, \
+     to_jsonb(communities) ->> 'description' AS profile_description, \
+     to_jsonb(communities) ->> 'icon' AS profile_icon";
+
+/// [`Current`] and the community's profile, as a host lease answers them.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct LeaseRow {
+    /// The stored policy.
+    #[sqlx(flatten)]
+    pub current: Current,
+    /// NIP-11 `name`, when set.
+    pub profile_name: Option<String>,
+    /// NIP-11 `description`, when set.
+    pub profile_description: Option<String>,
+    /// NIP-11 `icon`, when set.
+    pub profile_icon: Option<String>,
+}
+
+impl LeaseRow {
+    /// The profile of the lease.
+    #[must_use]
+    pub fn profile(&self) -> buzz_bus::CommunityProfile {
+        buzz_bus::CommunityProfile {
+            name: self.profile_name.clone(),
+            description: self.profile_description.clone(),
+            icon: self.profile_icon.clone(),
+        }
+    }
+}
+
 /// The active community bound to `host` and its bound FI issuers, read after taking the host
 /// lease shared: while an optional→required transition drains, this waits and then answers the
 /// committed state.
-pub async fn lease(pool: &PgPool, host: &str) -> Result<Option<(Current, Vec<String>)>, sqlx::Error> {
+pub async fn lease(pool: &PgPool, host: &str) -> Result<Option<(LeaseRow, Vec<String>)>, sqlx::Error> {
     let mut tx = pool.begin().await?;
     sqlx::query("SELECT pg_advisory_xact_lock_shared($1, hashtext($2))")
         .bind(LOCK_HOST_LEASE)
         .bind(host)
         .execute(&mut *tx)
         .await?;
-    let row: Option<Current> = sqlx::query_as(&format!(
-        "SELECT {CURRENT_COLUMNS} FROM communities WHERE host = $1 AND lifecycle = 'active'"
+    let row: Option<LeaseRow> = sqlx::query_as(&format!(
+        "SELECT {CURRENT_COLUMNS}, {PROFILE_COLUMNS} FROM communities WHERE host = $1 AND lifecycle = 'active'"
     ))
     .bind(host)
     .fetch_optional(&mut *tx)
@@ -252,7 +285,7 @@ pub async fn lease(pool: &PgPool, host: &str) -> Result<Option<(Current, Vec<Str
     let issuers: Vec<String> = sqlx::query_scalar(
         "SELECT issuer FROM community_fi_bindings WHERE community_id = $1 ORDER BY issuer",
     )
-    .bind(row.community_id)
+    .bind(row.current.community_id)
     .fetch_all(&mut *tx)
     .await?;
     tx.commit().await?;

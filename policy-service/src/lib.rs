@@ -168,13 +168,18 @@ pub async fn handle_lease(
         return Ok(LeaseReply { community: None, lease_ms: lease_ms.min(1000) });
     };
     let answer = fi_store::lease(pool, &host).await.map(|row| {
-        let community = row.map(|(c, fi_issuers)| buzz_bus::CommunityLease {
-            community_id: c.community_id,
-            host: c.host,
-            owner_pubkey: c.owner_pubkey,
-            requires_nip_fi: c.requires_nip_fi,
-            policy_generation: c.policy_generation,
-            fi_issuers,
+        let community = row.map(|(row, fi_issuers)| {
+            let profile = row.profile();
+            let c = row.current;
+            buzz_bus::CommunityLease {
+                community_id: c.community_id,
+                host: c.host,
+                owner_pubkey: c.owner_pubkey,
+                requires_nip_fi: c.requires_nip_fi,
+                policy_generation: c.policy_generation,
+                fi_issuers,
+                profile,
+            }
         });
         // Optional leases last at most one second (the drain waits 1.1 s).
         LeaseReply { community, lease_ms: lease_ms.min(1000) }

@@ -174,8 +174,10 @@ async fn get_community(
     }
 }
 
-/// `PATCH /operator/communities?community_id=<id>` with `{"retention_days": n | null}`: changes the
-/// community's settings (today its revision-history retention) and answers the community.
+/// `PATCH /operator/communities?community_id=<id>` with any of `retention_days` (n | null),
+/// `name`, `description`, `icon` (string | null: the community's host's own NIP-11 profile; null
+/// serves the relay's default): changes the named settings and answers the community. Naming a
+/// profile field before the 0.2.0 migration has run answers 503 `schema_pending`.
 async fn update_community(
     State(state): State<Arc<OperatorState>>,
     method: Method,
@@ -185,17 +187,52 @@ async fn update_community(
 ) -> Result<Response, ApiError> {
     let operator = authorize(&state, &method, &uri, &headers, &body).await?;
     let id = community_param(&uri)?;
-    let req = JsonObject::parse(&body, &["retention_days"]).map_err(ApiError::invalid_body)?;
-    let value = req
-        .get("retention_days")
-        .ok_or_else(|| ApiError::invalid_body("missing field retention_days".into()))?;
-    let days = retention_days(value)?;
-    match store::set_retention(&state.pool, id, days).await {
+    let req = JsonObject::parse(&body, &["retention_days", "name", "description", "icon"])
+        .map_err(ApiError::invalid_body)?;
+    let changes = store::Changes {
+        retention_days: req.get("retention_days").map(retention_days).transpose()?,
+        name: profile_field(&req, "name", 64, false)?,
+        description: profile_field(&req, "description", 1024, false)?,
+        icon: profile_field(&req, "icon", 2048, true)?,
+    };
+    if changes.retention_days.is_none() && !changes.names_profile() {
+        return Err(ApiError::invalid_body(
+            "name at least one of retention_days, name, description, icon".into(),
+        ));
+    }
+    match store::update(&state.pool, id, &changes).await {
         Ok(Some(c)) => {
-            tracing::info!(%operator, community_id = %id, retention_days = ?days, "community retention set");
+            tracing::info!(%operator, community_id = %id, ?changes, "community settings changed");
             Ok(Json(c).into_response())
         }
         Ok(None) => Err(not_found("community not found")),
-        Err(e) => Err(unavailable(e)),
+        Err(store::UpdateError::SchemaPending) => Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "schema_pending",
+            store::UpdateError::SchemaPending.to_string(),
+        )),
+        Err(store::UpdateError::Sql(e)) => Err(unavailable(e)),
     }
+}
+
+/// A profile field of a PATCH: absent (`None`), `null` (`Some(None)`: cleared) or a string of 1
+/// to `max` characters without control characters (`url`: an http(s) URL).
+fn profile_field(req: &JsonObject, field: &str, max: usize, url: bool) -> Result<Option<Option<String>>, ApiError> {
+    let Some(value) = req.get(field) else { return Ok(None) };
+    if value.is_null() {
+        return Ok(Some(None));
+    }
+    let text = value
+        .as_str()
+        .ok_or_else(|| ApiError::invalid_body(format!("{field} must be a string or null")))?;
+    let chars = text.chars().count();
+    if chars == 0 || chars > max || text.chars().any(char::is_control) {
+        return Err(ApiError::invalid_body(format!(
+            "{field} must have 1 to {max} characters and no control characters"
+        )));
+    }
+    if url && !(text.starts_with("https://") || text.starts_with("http://")) {
+        return Err(ApiError::invalid_body(format!("{field} must be an http:// or https:// URL")));
+    }
+    Ok(Some(Some(text.to_owned())))
 }

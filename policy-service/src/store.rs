@@ -22,6 +22,15 @@ pub struct Community {
     pub policy_generation: i64,
     /// Days revision history is kept; `None` keeps it forever.
     pub retention_days: Option<i32>,
+    /// Its host's NIP-11 `name`, when set (schema 2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Its host's NIP-11 `description`, when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Its host's NIP-11 `icon`, when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub icon: Option<String>,
 }
 
 /// Why a community could not be created.
@@ -38,8 +47,12 @@ pub enum CreateError {
     Sql(#[from] sqlx::Error),
 }
 
+/// The profile columns are read through `to_jsonb` of the row, which answers `NULL` on the 0.1.0
+/// schema that lacks them (this build runs on both; docs/operations.md "Changing the schema").
 const COLUMNS: &str = "id AS community_id, host, owner_pubkey, lifecycle, requires_nip_fi, \
-                       policy_generation, retention_days";
+                       policy_generation, retention_days, to_jsonb(communities) ->> 'name' AS name, \
+                       to_jsonb(communities) ->> 'description' AS description, \
+                       to_jsonb(communities) ->> 'icon' AS icon";
 
 /// The community `id`, `None` when it does not exist.
 pub async fn get(pool: &PgPool, id: Uuid) -> Result<Option<Community>, sqlx::Error> {
@@ -97,18 +110,67 @@ pub async fn create(pool: &PgPool, new: &NewCommunity<'_>) -> Result<(Community,
     Ok((c, true))
 }
 
-/// Sets the community's revision-history retention (`None` = keep forever); `None` when there is
-/// no such community. The write-service's sweeper reads it on its next pass.
-pub async fn set_retention(
-    pool: &PgPool,
-    id: Uuid,
-    retention_days: Option<i32>,
-) -> Result<Option<Community>, sqlx::Error> {
-    sqlx::query_as(&format!("UPDATE communities SET retention_days = $2 WHERE id = $1 RETURNING {COLUMNS}"))
+/// What `PATCH /operator/communities` changes; a field left `None` is not named (kept). An inner
+/// `None` clears the setting (retention: keep forever; profile: the relay's default).
+#[derive(Debug, Default)]
+pub struct Changes {
+    /// Days revision history is kept.
+    pub retention_days: Option<Option<i32>>,
+    /// NIP-11 `name`.
+    pub name: Option<Option<String>>,
+    /// NIP-11 `description`.
+    pub description: Option<Option<String>>,
+    /// NIP-11 `icon`.
+    pub icon: Option<Option<String>>,
+}
+
+impl Changes {
+    /// Names a profile field (these need schema 2).
+    #[must_use]
+    pub fn names_profile(&self) -> bool {
+        self.name.is_some() || self.description.is_some() || self.icon.is_some()
+    }
+}
+
+/// Why a community could not be changed.
+#[derive(Debug, thiserror::Error)]
+pub enum UpdateError {
+    /// A profile field was named on a database the 0.2.0 migrate Job has not reached yet.
+    #[error("the community profile needs schema version 2: run `buzz migrate` (the chart's migrate Job)")]
+    SchemaPending,
+    /// The database failed.
+    #[error(transparent)]
+    Sql(#[from] sqlx::Error),
+}
+
+/// Applies `changes` to community `id`; `None` when there is no such community. The
+/// write-service's retention sweeper reads the retention on its next pass; gateways see a new
+/// profile with their next host lease (at most a second later).
+pub async fn update(pool: &PgPool, id: Uuid, changes: &Changes) -> Result<Option<Community>, UpdateError> {
+    let mut sets = vec!["id = id".to_owned()];
+    let named = [
+        ("retention_days", changes.retention_days.is_some()),
+        ("name", changes.name.is_some()),
+        ("description", changes.description.is_some()),
+        ("icon", changes.icon.is_some()),
+    ];
+    for (i, (column, _)) in named.iter().enumerate().filter(|(_, (_, on))| *on) {
+        sets.push(format!("{column} = ${}", i + 2));
+    }
+    let sql = format!("UPDATE communities SET {} WHERE id = $1 RETURNING {COLUMNS}", sets.join(", "));
+    let result = sqlx::query_as(&sql)
         .bind(id)
-        .bind(retention_days)
+        .bind(changes.retention_days.flatten())
+        .bind(changes.name.clone().flatten())
+        .bind(changes.description.clone().flatten())
+        .bind(changes.icon.clone().flatten())
         .fetch_optional(pool)
-        .await
+        .await;
+    match result {
+        // 42703 undefined_column: the 0.1.0 schema, before this release's migration.
+        Err(sqlx::Error::Database(db)) if db.code().as_deref() == Some("42703") => Err(UpdateError::SchemaPending),
+        other => Ok(other?),
+    }
 }
 
 /// The active community bound to `host`.
@@ -126,5 +188,6 @@ pub async fn lease(pool: &PgPool, host: &str) -> Result<Option<CommunityLease>, 
         requires_nip_fi: c.requires_nip_fi,
         policy_generation: c.policy_generation,
         fi_issuers: Vec::new(),
+        profile: buzz_bus::CommunityProfile { name: c.name, description: c.description, icon: c.icon },
     }))
 }

@@ -37,6 +37,8 @@ pub struct ClusterOptions {
     pub nip_fi: Option<fn(&mut buzz_fi::FiSettings)>,
     /// Adjusts every write-service replica's settings before it starts (e.g. no background sweeps).
     pub write_settings: Option<fn(&mut buzz_write::Settings)>,
+    /// Migrate the cluster's database only this far (a previous release's schema); default: all.
+    pub schema_version: Option<i64>,
 }
 
 impl Default for ClusterOptions {
@@ -54,6 +56,7 @@ impl Default for ClusterOptions {
             policy_replicas: 1,
             nip_fi: None,
             write_settings: None,
+            schema_version: None,
         }
     }
 }
@@ -148,7 +151,8 @@ impl Cluster {
         let database_url = with_database(&base, &database_name);
         buzz_store::ensure_database(&database_url).await.expect("create test database");
         let pool = buzz_store::connect(&database_url, 4).await.expect("connect test database");
-        buzz_store::migrate(&pool).await.expect("migrate");
+        let schema = opts.schema_version.unwrap_or(buzz_store::SCHEMA_VERSION);
+        buzz_store::migrate_to(&pool, schema).await.expect("migrate");
         let nats_prefix = format!("t{}", &tag[..12]);
         let redis_prefix = format!("test:{tag}:");
         let operator = Keys::generate();
