@@ -2,8 +2,10 @@
 # The one command that runs buzz-relay's default test suite:
 #   1. makes sure PostgreSQL, Redis and NATS are up (scripts/deps-up.sh),
 #   2. installs the JavaScript client the newcomer-path test drives (tests/js: node, nostr-tools),
-#   3. builds every target of the workspace,
-#   4. runs every test: cargo nextest when installed, else cargo test.
+#   3. lints and renders the chart, builds every target of the workspace, starts the chart's pods
+#      as local processes (scripts/chart-run.sh),
+#   4. runs the upgrade test when a migration or a bus payload changed since the last release,
+#   5. runs every test: cargo nextest when installed, else cargo test.
 # Load tests are not part of it; they have their own command.
 #
 # Usage: scripts/test.sh [ARGS...]   ARGS go to the test runner, e.g.
@@ -48,6 +50,11 @@ cargo build --workspace --all-targets || exit $?
 # The chart's pods as local processes, exactly as rendered, from the binaries just built: env names
 # each binary reads, probes, mounts, the migrate hook and `helm test` (scripts/chart-run.sh).
 bash scripts/chart-run.sh || exit $?
+
+# The upgrade test from the last release (CHANGELOG.md) to this tree, under load, when a migration
+# or the bus payloads changed since that release (scripts/upgrade-test.sh --if-changed; ~4 minutes
+# with the debug binaries just built, plus one build of the release's binaries, kept for reuse).
+UPGRADE_PROFILE=debug bash scripts/upgrade-test.sh --if-changed || exit $?
 
 if cargo nextest --version >/dev/null 2>&1; then
   runner=(cargo nextest run --workspace --no-fail-fast)

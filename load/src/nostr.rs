@@ -75,6 +75,14 @@ pub fn req_msg(sub: &str, channel: &str, since: i64) -> String {
     json!(["REQ", sub, {"kinds": [CHAT_KIND], "#h": [channel], "since": since}]).to_string()
 }
 
+/// `["REQ", sub, {"kinds":[9],"#h":[channel],"since":since,"until":until,"limit":limit}]`: one
+/// page of a replay (a relay answers the newest `limit` of the window; page back with `until`).
+#[must_use]
+pub fn req_page_msg(sub: &str, channel: &str, since: i64, until: i64, limit: u32) -> String {
+    json!(["REQ", sub, {"kinds": [CHAT_KIND], "#h": [channel], "since": since, "until": until, "limit": limit}])
+        .to_string()
+}
+
 /// `["CLOSE", sub]`.
 #[must_use]
 pub fn close_msg(sub: &str) -> String {
@@ -84,10 +92,11 @@ pub fn close_msg(sub: &str) -> String {
 /// One relay-to-client message, reduced to what the tool needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RelayMsg {
-    /// `["EVENT", sub, event]`: only the event id is kept.
+    /// `["EVENT", sub, event]`: only the event id and `created_at` are kept.
     Event {
         sub: String,
         id: String,
+        created_at: i64,
     },
     Ok {
         id: String,
@@ -118,18 +127,22 @@ impl RelayMsg {
             #[derive(serde::Deserialize)]
             struct IdOnly {
                 id: String,
+                #[serde(default)]
+                created_at: i64,
             }
             if let Ok((_, sub, ev)) = serde_json::from_str::<(&str, String, IdOnly)>(text) {
-                return Self::Event { sub, id: ev.id };
+                return Self::Event { sub, id: ev.id, created_at: ev.created_at };
             }
         }
         let parsed = (|| {
             let Value::Array(v) = serde_json::from_str::<Value>(text).ok()? else { return None };
             let kind = v.first()?.as_str()?;
             Some(match kind {
-                "EVENT" => {
-                    Self::Event { sub: str_at(&v, 1)?, id: v.get(2)?.get("id")?.as_str()?.to_string() }
-                }
+                "EVENT" => Self::Event {
+                    sub: str_at(&v, 1)?,
+                    id: v.get(2)?.get("id")?.as_str()?.to_string(),
+                    created_at: v.get(2)?.get("created_at").and_then(Value::as_i64).unwrap_or(0),
+                },
                 "OK" => Self::Ok {
                     id: str_at(&v, 1)?,
                     accepted: v.get(2)?.as_bool()?,
@@ -172,8 +185,12 @@ mod tests {
             RelayMsg::Ok { id: id.clone(), accepted: false, message: "blocked: no".into() }
         );
         assert_eq!(
-            RelayMsg::parse(&format!(r#"["EVENT","s",{{"id":"{id}","kind":9}}]"#)),
-            RelayMsg::Event { sub: "s".into(), id }
+            RelayMsg::parse(&format!(r#"["EVENT","s",{{"id":"{id}","kind":9,"created_at":7}}]"#)),
+            RelayMsg::Event { sub: "s".into(), id: id.clone(), created_at: 7 }
+        );
+        assert_eq!(
+            RelayMsg::parse(&format!(r#"["EVENT","s",{{"kind":9,"id":"{id}","created_at":8,"x":[1]}}]"#)),
+            RelayMsg::Event { sub: "s".into(), id, created_at: 8 }
         );
         assert_eq!(RelayMsg::parse(r#"["EOSE","s"]"#), RelayMsg::Eose("s".into()));
         assert_eq!(RelayMsg::parse(r#"["AUTH","chal"]"#), RelayMsg::Auth("chal".into()));

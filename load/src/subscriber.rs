@@ -30,7 +30,7 @@ pub async fn run(
             biased;
             frame = next_frame(&mut stream) => match frame {
                 Ok(Some(f)) => match f.msg {
-                    RelayMsg::Event { sub, id } if sub == nostr::SUB_ID => match log.get(&id) {
+                    RelayMsg::Event { sub, id, .. } if sub == nostr::SUB_ID => match log.get(&id) {
                         Some(sent_at) => {
                             if seen.insert(id) {
                                 st.delivery_latency.record(f.at.saturating_duration_since(sent_at));

@@ -1,8 +1,10 @@
 //! Listeners: subscribed to the load channel before the window; each delivery of a writer's event
 //! is timed from the send instant in its content (wall clock, so across processes and pods).
 //! With `--reconnect`, a listener whose socket is closed (a gateway draining) connects again to
-//! another gateway and subscribes again with a `since` that goes `--replay-margin` seconds back
-//! from when it lost the old one, so the stored events it missed arrive before the new EOSE.
+//! another gateway (retrying with backoff until the run ends), subscribes live from now, and
+//! replays the stored events from `--replay-margin` seconds before it lost the old subscription,
+//! paged back with `until` in pages of the relay's `max_limit`, so no missed event is cut off by
+//! a relay's result limit.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,29 +20,66 @@ use crate::client::Conn;
 use crate::dist::session::{sleep_until, unix_us, Ctx, Timing};
 use crate::nostr::{self, RelayMsg};
 
+/// Page size of a replay: the relay's `max_limit` (NIP-11), the most one REQ may ask for.
+const REPLAY_PAGE: u32 = 500;
+/// The subscription id of replay pages, beside the live `nostr::SUB_ID`.
+const REPLAY_SUB: &str = "r";
+
 /// Sends the channel REQ (live from now) and waits for its EOSE: listener `l`'s first
 /// subscription (audited, with the stored events that came before EOSE).
 pub async fn subscribe(ctx: &Ctx, conn: &mut Conn, l: usize) -> Result<()> {
     subscribe_since(ctx, conn, l, 0, buzz_core::unix_now()).await
 }
 
-/// Subscription `n` of listener `l` from `since`, past its EOSE; every event before EOSE is
-/// audited as received.
+/// Subscription `n` of listener `l`: live from now, past its EOSE, then (for `n > 0`) the stored
+/// events from `since` to now, paged back with `until` (a relay answers the newest `limit` of a
+/// window, so one REQ cannot bring a long gap). Every event received is audited.
 async fn subscribe_since(ctx: &Ctx, conn: &mut Conn, l: usize, n: u32, since: i64) -> Result<()> {
     let req_us = unix_us();
-    conn.send_text(nostr::req_msg(nostr::SUB_ID, &ctx.a.channel, since)).await?;
+    let now = buzz_core::unix_now();
+    conn.send_text(nostr::req_msg(nostr::SUB_ID, &ctx.a.channel, now)).await?;
+    wait_page(ctx, conn, l, nostr::SUB_ID).await?;
+    // The gap: [since, now], newest page first.
+    let mut until = now;
+    while n > 0 && until >= since {
+        conn.send_text(nostr::req_page_msg(REPLAY_SUB, &ctx.a.channel, since, until, REPLAY_PAGE)).await?;
+        let (count, oldest) = wait_page(ctx, conn, l, REPLAY_SUB).await?;
+        if count < u64::from(REPLAY_PAGE) {
+            break;
+        }
+        // A full page: the next one ends at its oldest second (inclusive: repeats are harmless),
+        // or before it when one second filled the whole page.
+        until = if oldest < until { oldest } else { oldest - 1 };
+    }
+    if n > 0 {
+        conn.send_text(nostr::close_msg(REPLAY_SUB)).await?;
+    }
+    if ctx.audit.on() {
+        ctx.audit.log("sub", json!({"l": l, "n": n, "since": since, "req_us": req_us}));
+    }
+    Ok(())
+}
+
+/// Waits for the EOSE of `sub`, auditing every event received meanwhile (of any subscription):
+/// the number of `sub`'s events and the oldest `created_at` among them.
+async fn wait_page(ctx: &Ctx, conn: &mut Conn, l: usize, sub: &str) -> Result<(u64, i64)> {
     let audit = &ctx.audit;
+    let (mut count, mut oldest) = (0u64, i64::MAX);
     conn.wait_for(ctx.timeout(), "EOSE", |m| match m {
-        RelayMsg::Eose(s) if s == nostr::SUB_ID => Some(Ok(())),
-        RelayMsg::Event { sub, id } if sub == nostr::SUB_ID => {
+        RelayMsg::Eose(s) if s == sub => Some(Ok(())),
+        RelayMsg::Event { sub: s, id, created_at } => {
             if audit.on() {
                 audit.log("recv", json!({"l": l, "id": id}));
             }
+            if s == sub {
+                count += 1;
+                oldest = oldest.min(*created_at);
+            }
             None
         }
-        RelayMsg::Closed { sub, message } if sub == nostr::SUB_ID => {
+        RelayMsg::Closed { sub: s, message } if s == sub || s == nostr::SUB_ID => {
             audit.answer("listen", "closed", None, message, false);
-            Some(Err(anyhow!("subscription closed: {message}")))
+            Some(Err(anyhow!("subscription {s} closed: {message}")))
         }
         RelayMsg::Notice(text) => {
             audit.answer("listen", "notice", None, text, false);
@@ -49,10 +88,7 @@ async fn subscribe_since(ctx: &Ctx, conn: &mut Conn, l: usize, n: u32, since: i6
         _ => None,
     })
     .await?;
-    if audit.on() {
-        audit.log("sub", json!({"l": l, "n": n, "since": since, "req_us": req_us}));
-    }
-    Ok(())
+    Ok((count, oldest))
 }
 
 /// The content of an `["EVENT", sub, event]` frame.
@@ -123,37 +159,43 @@ pub async fn run(ctx: Arc<Ctx>, conn: Conn, l: usize, t: Timing) {
             ctx.rec.error("delivery", &lost);
             break;
         }
-        // Subscribe again, on a new socket unless only the subscription was closed.
+        // Subscribe again, on a new socket unless only the subscription was closed, replaying from
+        // `--replay-margin` seconds before the loss; retried with backoff until the drain ends.
         let margin = i64::try_from(ctx.a.replay_margin_s).unwrap_or(60);
-        let resubscribed = async {
-            let mut conn = if lost.starts_with("CLOSED") {
-                Conn { sink, stream, target: ctx.target(l) }
-            } else {
-                let _ = tokio::time::timeout(Duration::from_millis(200), sink.close()).await;
-                ctx.reconnect("listen", l, &mut k, t.drain_end).await?
-            };
-            n += 1;
-            let since = buzz_core::unix_now() - margin;
-            subscribe_since(&ctx, &mut conn, l, n, since).await?;
-            anyhow::Ok(conn)
+        let since = buzz_core::unix_now() - margin;
+        let mut old = if lost.starts_with("CLOSED") {
+            Some((sink, stream))
+        } else {
+            let _ = tokio::time::timeout(Duration::from_millis(200), sink.close()).await;
+            None
         };
-        match resubscribed.await {
-            Ok(c) => (sink, stream) = (c.sink, c.stream),
-            Err(e) => {
-                ctx.rec.error("delivery", &format!("listener could not subscribe again: {e:#}"));
-                ctx.audit.transport("listen", "resubscribe", &format!("{e:#}"));
-                if Instant::now() < t.drain_end {
-                    // One more round after a pause, on a fresh socket.
-                    tokio::time::sleep(Duration::from_millis(500)).await;
-                    if let Ok(mut c) = ctx.reconnect("listen", l, &mut k, t.drain_end).await {
-                        n += 1;
-                        let since = buzz_core::unix_now() - margin;
-                        if subscribe_since(&ctx, &mut c, l, n, since).await.is_ok() {
-                            (sink, stream) = (c.sink, c.stream);
-                            continue;
-                        }
+        let mut pause = Duration::from_millis(250);
+        let resubscribed = loop {
+            let attempt = async {
+                let mut conn = match old.take() {
+                    Some((sink, stream)) => Conn { sink, stream, target: ctx.target(l) },
+                    None => ctx.reconnect("listen", l, &mut k, t.drain_end).await?,
+                };
+                n += 1;
+                subscribe_since(&ctx, &mut conn, l, n, since).await?;
+                anyhow::Ok(conn)
+            };
+            match attempt.await {
+                Ok(c) => break Some(c),
+                Err(e) => {
+                    ctx.audit.transport("listen", "resubscribe", &format!("{e:#}"));
+                    if Instant::now() + pause >= t.drain_end {
+                        ctx.rec.error("delivery", &format!("listener could not subscribe again: {e:#}"));
+                        break None;
                     }
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(4));
                 }
+            }
+        };
+        match resubscribed {
+            Some(c) => (sink, stream) = (c.sink, c.stream),
+            None => {
                 if ctx.audit.on() {
                     ctx.audit.log("lend", json!({"l": l, "failed": true}));
                 }
