@@ -3,7 +3,9 @@
 # load, and is upgraded to HEAD (the working tree) the way charts/buzz-relay does it, while the
 # load goes on; then the run is judged from what the clients saw and what PostgreSQL stored.
 #
-# Usage: scripts/upgrade-test.sh [FROM_REF]
+# Usage: scripts/upgrade-test.sh [--if-changed] [FROM_REF]
+#   --if-changed: run only when store/migrations/ or bus/src/ differ between FROM_REF and the
+#   working tree (a migration or a bus payload changed); scripts/test.sh runs it so.
 #   FROM_REF defaults to the last release's commit in CHANGELOG.md (the first `Commit: <sha>`
 #   under the first `## [X.Y.Z]` heading). HEAD itself is a rolling restart under load.
 #
@@ -32,7 +34,8 @@
 # rollout.log, summary.json, summary.md. Environment knobs (defaults): UPGRADE_DURATION (150 s
 # of load), UPGRADE_WARMUP (20 s before the upgrade starts), UPGRADE_CLIENTS (30),
 # UPGRADE_SUBSCRIBERS (20), UPGRADE_WEIGHTS, UPGRADE_THINK_SCALE (0.2: think times of the
-# workday profile x 0.2), UPGRADE_PORT (19600), BUZZ_UPGRADE_NO_BUILD=1
+# workday profile x 0.2), UPGRADE_PORT (19600), UPGRADE_PROFILE (release | debug),
+# UPGRADE_REPLAY_MARGIN (60 s), BUZZ_UPGRADE_NO_BUILD=1
 # (use the binaries as they are), RUST_LOG (info).
 set -euo pipefail
 
@@ -41,10 +44,16 @@ cd "$ROOT"
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . scripts/lib.sh
 
-case ${1:-} in -h | --help)
-  sed -n '2,37p' "$0"
-  exit 0
-  ;;
+IF_CHANGED=
+case ${1:-} in
+  -h | --help)
+    sed -n '2,39p' "$0"
+    exit 0
+    ;;
+  --if-changed)
+    IF_CHANGED=1
+    shift
+    ;;
 esac
 T0=$(date +%s.%N)
 elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}'; }
@@ -64,12 +73,25 @@ if [[ -z $FROM_REF ]]; then
 fi
 FROM_SHA=$(git rev-parse --verify --quiet "$FROM_REF^{commit}") || die "FROM_REF '$FROM_REF' is not a commit here"
 HEAD_SHA=$(git rev-parse HEAD)
+if [[ -n $IF_CHANGED ]] && git diff --quiet "$FROM_SHA" -- store/migrations bus/src &&
+  [[ -z $(git ls-files --others --exclude-standard -- store/migrations bus/src) ]]; then
+  log "upgrade-test: no migration or bus payload changed since ${FROM_SHA:0:12}; skipped (--if-changed)"
+  exit 0
+fi
 DIRTY=$(git status --porcelain --untracked-files=no | wc -l)
 
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/buzz-target}
 UP=/var/tmp/buzz-upgrade
 FROM_TARGET=/var/tmp/buzz-target-upgrade
-FROM_BIN=$UP/from-$FROM_SHA/bin
+# UPGRADE_PROFILE=debug runs unoptimised binaries (the ones scripts/test.sh has just built, so CI
+# builds nothing but FROM_REF once); release is the default by hand.
+PROFILE=${UPGRADE_PROFILE:-release}
+case $PROFILE in
+  release) PROFILE_FLAG=(--release) PROFILE_DIR=release SUFFIX="" ;;
+  debug) PROFILE_FLAG=() PROFILE_DIR=debug SUFFIX=-debug ;;
+  *) die "UPGRADE_PROFILE must be release or debug, not '$PROFILE'" ;;
+esac
+FROM_BIN=$UP/from-$FROM_SHA$SUFFIX/bin
 BINS=(buzz buzz-gateway buzz-write buzz-query buzz-snapshot buzz-policy)
 PKGS=(-p buzz-cli -p buzz-gateway -p buzz-write -p buzz-query -p buzz-snapshot -p buzz-policy)
 mkdir -p "$UP"
@@ -81,7 +103,7 @@ have_all() { for b in "${BINS[@]}"; do [[ -x $1/$b ]] || return 1; done; }
 # ---- builds ------------------------------------------------------------------------------------
 BUILD_FROM_S=0 BUILD_HEAD_S=0
 if have_all "$FROM_BIN"; then
-  log "upgrade-test: FROM ${FROM_SHA:0:12}: release binaries already built ($FROM_BIN)"
+  log "upgrade-test: FROM ${FROM_SHA:0:12}: $PROFILE binaries already built ($FROM_BIN)"
 else
   need_cargo
   b0=$(date +%s.%N)
@@ -93,19 +115,19 @@ else
     git worktree prune
     git worktree add --quiet --detach "$src" "$FROM_SHA"
   fi
-  log "upgrade-test: building FROM ${FROM_SHA:0:12} (release, worktree $src, target $FROM_TARGET; long on 2 cores)"
-  (cd "$src" && CARGO_TARGET_DIR=$FROM_TARGET nice -n 10 cargo build --release --quiet "${PKGS[@]}" --bins) ||
+  log "upgrade-test: building FROM ${FROM_SHA:0:12} ($PROFILE, worktree $src, target $FROM_TARGET; long on 2 cores)"
+  (cd "$src" && CARGO_TARGET_DIR=$FROM_TARGET nice -n 10 cargo build "${PROFILE_FLAG[@]}" --quiet "${PKGS[@]}" --bins) ||
     die "building $FROM_SHA failed"
   mkdir -p "$FROM_BIN.tmp"
-  for b in "${BINS[@]}"; do cp "$FROM_TARGET/release/$b" "$FROM_BIN.tmp/"; done
+  for b in "${BINS[@]}"; do cp "$FROM_TARGET/$PROFILE_DIR/$b" "$FROM_BIN.tmp/"; done
   rm -rf "$FROM_BIN" && mv "$FROM_BIN.tmp" "$FROM_BIN"
   BUILD_FROM_S=$(elapsed "$b0")
 fi
 if [[ -z ${BUZZ_UPGRADE_NO_BUILD:-} ]]; then
   need_cargo
   b0=$(date +%s.%N)
-  log "upgrade-test: building HEAD (the working tree, release, target $CARGO_TARGET_DIR)"
-  nice -n 10 cargo build --release --quiet "${PKGS[@]}" -p buzz-load --bins || die "building HEAD failed"
+  log "upgrade-test: building HEAD (the working tree, $PROFILE, target $CARGO_TARGET_DIR)"
+  nice -n 10 cargo build "${PROFILE_FLAG[@]}" --quiet "${PKGS[@]}" -p buzz-load --bins || die "building HEAD failed"
   BUILD_HEAD_S=$(elapsed "$b0")
 fi
 
@@ -115,7 +137,7 @@ mkdir -p "$RUN/logs" "$RUN/audit" "$RUN/bin-from" "$RUN/bin-to"
 # someone else while this runs (cargo writes new files, the links keep these); removed at exit.
 for b in "${BINS[@]}"; do cp -l "$FROM_BIN/$b" "$RUN/bin-from/" 2>/dev/null || cp "$FROM_BIN/$b" "$RUN/bin-from/"; done
 for b in "${BINS[@]}" buzz-load; do
-  cp -l "$CARGO_TARGET_DIR/release/$b" "$RUN/bin-to/" 2>/dev/null || cp "$CARGO_TARGET_DIR/release/$b" "$RUN/bin-to/" ||
+  cp -l "$CARGO_TARGET_DIR/$PROFILE_DIR/$b" "$RUN/bin-to/" 2>/dev/null || cp "$CARGO_TARGET_DIR/$PROFILE_DIR/$b" "$RUN/bin-to/" ||
     die "no HEAD binary $b (build first)"
 done
 OLD=$RUN/bin-from NEW=$RUN/bin-to
@@ -270,13 +292,14 @@ CLIENTS=${UPGRADE_CLIENTS:-30}
 SUBSCRIBERS=${UPGRADE_SUBSCRIBERS:-20}
 WEIGHTS=${UPGRADE_WEIGHTS:-chat=45,artifacts=25,queries=15,snapshot=5,storm=10}
 THINK=${UPGRADE_THINK_SCALE:-0.2}
+MARGIN=${UPGRADE_REPLAY_MARGIN:-60}
 urls=()
 for g in "${GW_READY[@]}"; do urls+=(--url "ws://127.0.0.1:${PUB[$g]}"); done
 "$NEW/buzz-load" coordinator --spawn-workers 2 "${urls[@]}" --host-header "$HOST" \
   --endpoints-file "$ENDPOINTS" --reconnect --audit "$RUN/audit" \
   --operator-url "http://127.0.0.1:$POLICY_PORT" --operator-secret "$OP_SECRET" \
   --scenario workday --clients "$CLIENTS" --subscribers "$SUBSCRIBERS" --weights "$WEIGHTS" \
-  --think-scale "$THINK" --snapshot-readers 16 \
+  --think-scale "$THINK" --snapshot-readers 16 --replay-margin "$MARGIN" \
   --duration "$DURATION" --drain-timeout 20 --json "$RUN/load.json" \
   >"$RUN/logs/load.out" 2>"$RUN/logs/load.err" &
 COORD=$!
