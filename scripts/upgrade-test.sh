@@ -176,6 +176,7 @@ bash scripts/deps-up.sh >"$RUN/logs/deps-up.log" 2>&1 || { cat "$RUN/logs/deps-u
 declare -A PID PUB ADM
 SERIAL=0
 COORD=
+ANALYZER=
 ROLL=$RUN/rollout.log
 ENDPOINTS=$RUN/endpoints
 : >"$ROLL"
@@ -184,6 +185,7 @@ event() { printf '%s %s\n' "$(date +%s.%N)" "$*" >>"$ROLL"; }
 cleanup() {
   local p
   [[ -n $COORD ]] && kill "$COORD" 2>/dev/null
+  [[ -n $ANALYZER ]] && kill "$ANALYZER" 2>/dev/null
   for p in "${PID[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   sleep 0.5
   for p in "${PID[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
@@ -303,6 +305,14 @@ for g in "${GW_READY[@]}"; do urls+=(--url "ws://127.0.0.1:${PUB[$g]}"); done
   --duration "$DURATION" --drain-timeout 20 --json "$RUN/load.json" \
   >"$RUN/logs/load.out" 2>"$RUN/logs/load.err" &
 COORD=$!
+# Autovacuum's ANALYZE, every 20 s: a server with autovacuum off (as on the development machine)
+# never analyses the fresh database, and the planner without statistics picks plans no production
+# server would run (docs/operations.md "The upgrade test").
+if [[ $(psql "$DATABASE_URL" -qtAc 'SHOW autovacuum' 2>/dev/null) != on ]]; then
+  while sleep 20; do psql "$DATABASE_URL" -qc ANALYZE >/dev/null 2>&1 || true; done &
+  ANALYZER=$!
+  log "upgrade-test: autovacuum is off on this server; ANALYZE every 20 s in its place"
+fi
 if ! wait_until 180 grep -q 'ready with .* connection(s); starting' "$RUN/logs/load.err"; then
   tail -n 30 "$RUN/logs/load.err" >&2
   die "the load did not start (log above)"
