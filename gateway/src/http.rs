@@ -93,6 +93,12 @@ async fn root(
     Ok((StatusCode::OK, "buzz-relay: connect with a Nostr client over WebSocket\n").into_response())
 }
 
+/// The NIPs this relay serves, each checked against what it does (docs/design.md, "Supported
+/// NIPs"): 1 (protocol), 9 (kind-5 deletion of one's own events), 11 (this document), 29
+/// (channels as relay-based groups), 42 (AUTH), 45 (COUNT), 98 (HTTP auth). NIP-AR is listed in
+/// `supported_extensions`; NIP-FI and NIP-OA have no number.
+pub const SUPPORTED_NIPS: [u32; 7] = [1, 9, 11, 29, 42, 45, 98];
+
 /// NIP-11 relay information document of a community's host: its own profile's name,
 /// description and icon where the operator set them, else the relay's.
 #[must_use]
@@ -103,7 +109,7 @@ pub fn nip11(state: &AppState, profile: &buzz_bus::CommunityProfile) -> serde_js
         "pubkey": state.settings.relay_pubkey,
         "software": "buzz-relay",
         "version": env!("CARGO_PKG_VERSION"),
-        "supported_nips": [1, 11, 29, 42, 45, 98],
+        "supported_nips": SUPPORTED_NIPS,
         "supported_extensions": ["nip-ar"],
         "limitation": state.settings.limits,
         "artifacts": artifacts_nip11(&state.settings.limits.artifacts),
