@@ -101,7 +101,12 @@ pub async fn admission(
     .bind(member)
     .fetch_optional(conn)
     .await?;
-    Ok(row.map(|(access_version, duplicate, deleted, role)| Admission { access_version, duplicate, deleted, role }))
+    Ok(row.map(|(access_version, duplicate, deleted, role)| Admission {
+        access_version,
+        duplicate,
+        deleted,
+        role,
+    }))
 }
 
 /// A channel as kind 9007 creates it.

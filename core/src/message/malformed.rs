@@ -62,7 +62,9 @@ fn bad_value(field: &str, text: &str, upper_limit: Option<u64>) -> Option<String
     let fails = |ok: bool, why: &str| (!ok).then(|| why.to_owned());
     match field {
         "created_at" => created_at(text, upper_limit),
-        "kind" => fails(serde_json::from_str::<u32>(text).is_ok(), "kind must be an integer from 0 to 4294967295"),
+        "kind" => {
+            fails(serde_json::from_str::<u32>(text).is_ok(), "kind must be an integer from 0 to 4294967295")
+        }
         "tags" => fails(
             serde_json::from_str::<Vec<Vec<String>>>(text).is_ok(),
             "tags must be an array of arrays of strings",

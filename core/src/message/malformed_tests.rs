@@ -108,8 +108,10 @@ fn unknown_repeated_and_id_problems_are_named_too() {
     let notice = |text: &str| Err(ParseError::Notice(text.into()));
     assert_eq!(parse_with("EVENT", "id", None), notice("invalid: missing event field id"));
     assert_eq!(parse_with("EVENT", "id", Some("12")), notice("invalid: id must be a string"));
-    let no_id: Vec<(&str, String)> =
-        with("id", Some("\"xyz\"")).into_iter().map(|(k, v)| if k == "kind" { (k, "1.5".into()) } else { (k, v) }).collect();
+    let no_id: Vec<(&str, String)> = with("id", Some("\"xyz\""))
+        .into_iter()
+        .map(|(k, v)| if k == "kind" { (k, "1.5".into()) } else { (k, v) })
+        .collect();
     let borrowed: Vec<(&str, &str)> = no_id.iter().map(|(k, v)| (*k, v.as_str())).collect();
     assert_eq!(
         ClientMessage::parse(&frame("EVENT", &borrowed), &limits),
