@@ -207,6 +207,6 @@ async fn a_drain_never_stalls_other_hosts_leases_on_its_replica() {
             slowest_other = slowest_other.max(took);
         }
     }
-    assert!(slowest_other < Duration::from_millis(400), "another host's lease took {slowest_other:?}");
+    assert!(slowest_other < Duration::from_millis(700), "another host's lease took {slowest_other:?}");
     cluster.stop().await;
 }
