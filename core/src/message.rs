@@ -60,11 +60,13 @@ impl ClientMessage {
     /// - not JSON / not an array / first element not a string / unknown type → Notice
     ///   (`"invalid: ..."` / `"unsupported: unknown message type X"`)
     /// - wrong arity → Notice, or Closed when a sub id is readable
-    /// - EVENT/AUTH: not an event object, bad field types, unknown fields → Ok when `id` is a string
-    ///   of 64 lowercase hex, else Notice; more than `max_event_tags` tags, content over
-    ///   `max_content_length`, a tag element over `max_tag_value_length`, an empty tag, a NUL character
-    ///   in content or tags, and (EVENT only) a `created_at` that is negative or more than
-    ///   `created_at_upper_limit` seconds ahead → Ok(invalid: ...)
+    /// - EVENT/AUTH: not an event object, a missing, repeated or unknown field, a field of the
+    ///   wrong shape → Ok when `id` is a string of 64 lowercase hex, else Notice, with the plain
+    ///   wording of `malformed::explain` (the field and what it must be); more than
+    ///   `max_event_tags` tags, content over `max_content_length`, a tag element over
+    ///   `max_tag_value_length`, an empty tag, a NUL character in content or tags, and (EVENT
+    ///   only) a `created_at` that is negative or more than `created_at_upper_limit` seconds
+    ///   ahead → Ok(invalid: ...)
     /// - REQ/COUNT: sub id empty or over `max_subid_length` → Notice; more than `max_filters`
     ///   filters → Closed(`invalid: too many filters`); each filter through `Filter::from_value` and
     ///   `Filter::validate` → Closed with that error's text.
@@ -224,7 +226,7 @@ fn parse_event_message(parts: &[&RawValue], kind: &str, limits: &Limits) -> Resu
     let raw = parts[1].get();
     let event: Event = match serde_json::from_str(raw) {
         Ok(event) => event,
-        Err(e) => return Err(malformed_event(raw, &e)),
+        Err(_) => return Err(malformed_event(raw, kind, limits)),
     };
     if !is_lower_hex(&event.id, 64) {
         return Err(notice("invalid: event id must be 64 lowercase hex"));
@@ -262,22 +264,20 @@ fn parse_event_message(parts: &[&RawValue], kind: &str, limits: &Limits) -> Resu
     Ok(Box::new(event))
 }
 
-/// The answer to an event that did not deserialise: `OK false` when a well-formed id can be read.
-fn malformed_event(raw: &str, err: &serde_json::Error) -> ParseError {
-    let value: Option<serde_json::Value> = serde_json::from_str(raw).ok();
-    let Some(obj) = value.as_ref().and_then(serde_json::Value::as_object) else {
-        return notice("invalid: event must be a JSON object");
-    };
-    // serde's messages carry a position suffix that means nothing to a client; keep the cause only.
-    let text = err.to_string();
-    let cause = text.split(" at line ").next().unwrap_or("malformed event");
-    let reason = format!("invalid: malformed event: {}", shorten(cause, 200));
-    match obj.get("id").and_then(serde_json::Value::as_str) {
-        Some(id) if is_lower_hex(id, 64) => ParseError::Ok { id: id.to_owned(), reason },
-        _ => ParseError::Notice(reason),
+/// The answer to an event that did not deserialise (`malformed::explain`): `OK false` when a
+/// well-formed id can be read, else a NOTICE.
+fn malformed_event(raw: &str, kind: &str, limits: &Limits) -> ParseError {
+    let upper_limit = (kind == "EVENT").then_some(limits.created_at_upper_limit);
+    let malformed::Malformed { id, reason } = malformed::explain(raw, upper_limit);
+    match id {
+        Some(id) => ParseError::Ok { id, reason },
+        None => ParseError::Notice(reason),
     }
 }
 
+pub mod malformed;
+#[cfg(test)]
+mod malformed_tests;
 #[cfg(test)]
 mod reply_tests;
 #[cfg(test)]

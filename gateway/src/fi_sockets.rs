@@ -2,11 +2,14 @@
 //! FI-admitted; on `<p>.v1.fi.revalidate` (the policy-service's sweep of communities whose stored
 //! policy requires FI) this gateway closes every non-FI socket of those communities, unless
 //! `BUZZ_NIP_FI_MODE=off`. FI-admitted sockets stay until their own deadline. A community that
-//! is no longer listed (disable) gets nothing: no socket is reopened or logged out.
+//! is no longer listed (disable) gets nothing: no socket is reopened or logged out. The listener
+//! is supervised: restarted whenever it ends, and the gateway is not ready while it is down.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use buzz_fi::revalidate::Revalidate;
 use buzz_fi::Mode;
@@ -22,6 +25,8 @@ type Entry = (bool, CancellationToken);
 pub struct FiSockets {
     sockets: Mutex<HashMap<Uuid, HashMap<u64, Entry>>>,
     next_id: AtomicU64,
+    /// The revalidation listener is subscribed ([`supervise`] sets and clears it).
+    listening: AtomicBool,
 }
 
 /// Removes the socket when dropped.
@@ -57,6 +62,12 @@ impl FiSockets {
         FiRegistration { sockets: self.clone(), community, id, revoked }
     }
 
+    /// Whether the revalidation listener is subscribed and acting on sweeps.
+    #[must_use]
+    pub fn listening(&self) -> bool {
+        self.listening.load(Ordering::Acquire)
+    }
+
     /// Closes every non-FI socket of `community`; returns how many were told to close.
     pub fn close_non_fi(&self, community: Uuid) -> usize {
         let Ok(map) = self.sockets.lock() else { return 0 };
@@ -72,15 +83,60 @@ impl FiSockets {
     }
 }
 
-/// Acts on every revalidation message until `shutdown`.
-pub async fn run(
-    nats: async_nats::Client,
-    subject: String,
+/// First wait before restarting a listener that ended; doubles up to [`RESTART_MAX`].
+const RESTART_FIRST: Duration = Duration::from_millis(100);
+/// Longest wait between restarts.
+const RESTART_MAX: Duration = Duration::from_secs(5);
+
+/// Runs the revalidation listener until `shutdown`, subscribing with `subscribe` and restarting
+/// it (with a bounded backoff) whenever it ends: its subscription closed or could not be made, or
+/// it panicked. [`FiSockets::listening`] is false while it is down, and `/readyz` with it, so a
+/// gateway that cannot close non-FI sockets of required communities is taken out of rotation
+/// instead of silently serving them.
+pub async fn supervise<S, F>(
+    mut subscribe: S,
     mode: Mode,
     sockets: Arc<FiSockets>,
     shutdown: CancellationToken,
-) -> anyhow::Result<()> {
-    let mut sub = nats.subscribe(subject).await?;
+) where
+    S: FnMut() -> F,
+    F: Future<Output = anyhow::Result<async_nats::Subscriber>>,
+{
+    let mut backoff = RESTART_FIRST;
+    while !shutdown.is_cancelled() {
+        match subscribe().await {
+            Ok(sub) => {
+                sockets.listening.store(true, Ordering::Release);
+                backoff = RESTART_FIRST;
+                let run = tokio::spawn(listen(sub, mode, sockets.clone(), shutdown.clone()));
+                let ended = run.await;
+                sockets.listening.store(false, Ordering::Release);
+                if shutdown.is_cancelled() {
+                    break;
+                }
+                metrics::counter!("buzz_gateway_fi_listener_restarts_total").increment(1);
+                match ended {
+                    Ok(()) => tracing::error!("fi revalidation listener ended; restarting"),
+                    Err(e) => tracing::error!(error = %e, "fi revalidation listener failed; restarting"),
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "fi revalidation listener cannot subscribe; retrying"),
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            () = tokio::time::sleep(backoff) => {}
+        }
+        backoff = (backoff * 2).min(RESTART_MAX);
+    }
+}
+
+/// Acts on every revalidation message of `sub` until it ends or `shutdown`.
+async fn listen(
+    mut sub: async_nats::Subscriber,
+    mode: Mode,
+    sockets: Arc<FiSockets>,
+    shutdown: CancellationToken,
+) {
     loop {
         let msg = tokio::select! {
             () = shutdown.cancelled() => break,
@@ -104,5 +160,4 @@ pub async fn run(
             }
         }
     }
-    Ok(())
 }

@@ -15,6 +15,7 @@ use buzz_core::http_json::JsonObject;
 use buzz_http_auth::ApiError;
 
 use crate::extract::{Signed, Tenant};
+use crate::fi_sockets::FiSockets;
 use crate::AppState;
 
 /// The WebSocket read buffer of each socket.
@@ -23,7 +24,7 @@ const READ_BUFFER_BYTES: usize = 8 * 1024;
 /// Every tenant HTTP route, the probes, and the contract's JSON for whatever the framework answers
 /// itself. Request bodies are bounded by `max_message_length`, like WebSocket messages.
 pub fn router(state: Arc<AppState>) -> Router {
-    let ready_nats = state.nats.clone();
+    let ready = readiness(state.nats.clone(), state.fi_sockets.clone(), state.settings.nip_fi.mode);
     let max_body = state.settings.limits.max_message_length;
     Router::new()
         .route("/", get(root))
@@ -34,22 +35,28 @@ pub fn router(state: Arc<AppState>) -> Router {
         .merge(crate::chat_api::router(state.clone()))
         .merge(crate::query_api::router(state.clone()))
         .merge(crate::fi_info::router(state))
-        .merge(buzz_telemetry::probe_router(move || {
-            let nats = ready_nats.clone();
-            async move { nats.connection_state() == async_nats::connection::State::Connected }
-        }))
+        .merge(buzz_telemetry::probe_router(ready))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
         .layer(DefaultBodyLimit::max(max_body))
         .layer(axum::middleware::from_fn(buzz_http_auth::contract_errors))
 }
 
 /// The admin listener's router: probes and `/metrics` (never on the public port).
-pub fn admin_router(state: &AppState) -> Router {
-    let nats = state.nats.clone();
-    buzz_telemetry::admin_router(move || {
-        let nats = nats.clone();
-        async move { nats.connection_state() == async_nats::connection::State::Connected }
-    })
+pub fn admin_router(nats: buzz_bus::Bus, fi_sockets: Arc<FiSockets>, mode: buzz_fi::Mode) -> Router {
+    buzz_telemetry::admin_router(readiness(nats, fi_sockets, mode))
+}
+
+/// `/readyz`: NATS is connected and, unless `BUZZ_NIP_FI_MODE=off` (where revalidation acts on
+/// nothing), the NIP-FI revalidation listener is subscribed (`fi_sockets::supervise`).
+pub fn readiness(
+    nats: buzz_bus::Bus,
+    fi_sockets: Arc<FiSockets>,
+    mode: buzz_fi::Mode,
+) -> impl Fn() -> std::future::Ready<bool> + Clone + Send + Sync + 'static {
+    move || {
+        let connected = nats.connection_state() == async_nats::connection::State::Connected;
+        std::future::ready(connected && (mode == buzz_fi::Mode::Off || fi_sockets.listening()))
+    }
 }
 
 async fn root(
@@ -93,6 +100,12 @@ async fn root(
     Ok((StatusCode::OK, "buzz-relay: connect with a Nostr client over WebSocket\n").into_response())
 }
 
+/// The NIPs this relay serves, each checked against what it does (docs/design.md, "Supported
+/// NIPs"): 1 (protocol), 9 (kind-5 deletion of one's own events), 11 (this document), 29
+/// (channels as relay-based groups), 42 (AUTH), 45 (COUNT), 98 (HTTP auth). NIP-AR is listed in
+/// `supported_extensions`; NIP-FI and NIP-OA have no number.
+pub const SUPPORTED_NIPS: [u32; 7] = [1, 9, 11, 29, 42, 45, 98];
+
 /// NIP-11 relay information document of a community's host: its own profile's name,
 /// description and icon where the operator set them, else the relay's.
 #[must_use]
@@ -103,7 +116,7 @@ pub fn nip11(state: &AppState, profile: &buzz_bus::CommunityProfile) -> serde_js
         "pubkey": state.settings.relay_pubkey,
         "software": "buzz-relay",
         "version": env!("CARGO_PKG_VERSION"),
-        "supported_nips": [1, 11, 29, 42, 45, 98],
+        "supported_nips": SUPPORTED_NIPS,
         "supported_extensions": ["nip-ar"],
         "limitation": state.settings.limits,
         "artifacts": artifacts_nip11(&state.settings.limits.artifacts),

@@ -121,9 +121,13 @@ impl Application {
             shutdown.clone(),
         ));
         state.fi_trust.spawn_refresh(state.settings.nip_fi.jwks_refresh, shutdown.clone());
-        let fi = tokio::spawn(fi_sockets::run(
-            state.nats.client().clone(),
-            state.subjects.fi_revalidate(),
+        let (nats, subject) = (state.nats.client().clone(), state.subjects.fi_revalidate());
+        let subscribe = move || {
+            let (nats, subject) = (nats.clone(), subject.clone());
+            async move { Ok(nats.subscribe(subject).await?) }
+        };
+        let fi = tokio::spawn(fi_sockets::supervise(
+            subscribe,
             state.settings.nip_fi.mode,
             state.fi_sockets.clone(),
             shutdown.clone(),
@@ -132,7 +136,7 @@ impl Application {
         let admin_stop = CancellationToken::new();
         let admin = tokio::spawn(buzz_telemetry::serve_admin(
             self.admin,
-            http::admin_router(&state),
+            http::admin_router(state.nats.clone(), state.fi_sockets.clone(), state.settings.nip_fi.mode),
             admin_stop.clone(),
         ));
         tracing::info!(addr = %self.addr, admin = %self.admin_addr, "gateway listening");

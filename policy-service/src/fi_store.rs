@@ -4,11 +4,13 @@
 //! Locks (PostgreSQL advisory locks are shared by every policy-service replica), always taken in
 //! this order: operation UUID (exclusive) → community deletion (shared; deletion takes it
 //! exclusive) → `communities` row `FOR NO KEY UPDATE` → host lease (exclusive; issuing a lease
-//! takes it shared).
+//! tries it shared, and waits for a drain without holding a connection: [`lease`]).
 
 use std::time::Duration;
 
 use sqlx::{PgConnection, PgPool};
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
 use uuid::Uuid;
 
 use crate::fi_request::PolicyRequest;
@@ -265,31 +267,75 @@ impl LeaseRow {
     }
 }
 
+/// What a host lease read found.
+#[derive(Debug)]
+pub enum Lease {
+    /// The active community bound to the host, and its bound FI issuers.
+    Bound(LeaseRow, Vec<String>),
+    /// No active community is bound to the host.
+    Unknown,
+    /// An optional→required transition is draining this host's leases, and this request may not
+    /// wait for it: [`DRAIN_WAITERS`] requests already wait, or the drain outlasted [`LEASE_WAIT`].
+    Draining,
+}
+
+/// The longest a lease request waits for a drain of its host to end: the drain ([`DRAIN`]) and
+/// its commit. An answer later than a second after the gateway asked is not used by it anyway.
+pub const LEASE_WAIT: Duration = Duration::from_millis(1500);
+/// Pause between tries of a drained host's lease; no pool connection is held meanwhile.
+const LEASE_RETRY: Duration = Duration::from_millis(50);
+/// Lease requests of one replica that may wait for drains at once (each keeps one of the lease
+/// subject's 64 handler slots); beyond that a drained host's lease is answered "draining" at once,
+/// so leases of every other host keep their slots and the pool's connections.
+pub const DRAIN_WAITERS: usize = 16;
+
 /// The active community bound to `host` and its bound FI issuers, read after taking the host
-/// lease shared: while an optional→required transition drains, this waits and then answers the
-/// committed state.
-pub async fn lease(pool: &PgPool, host: &str) -> Result<Option<(LeaseRow, Vec<String>)>, sqlx::Error> {
-    let mut tx = pool.begin().await?;
-    sqlx::query("SELECT pg_advisory_xact_lock_shared($1, hashtext($2))")
-        .bind(LOCK_HOST_LEASE)
-        .bind(host)
-        .execute(&mut *tx)
-        .await?;
+/// lease shared: while an optional→required transition drains it, the lease is tried again
+/// every [`LEASE_RETRY`] without holding a pool connection (a waiting request must never starve
+/// other hosts' leases of the pool), taking one of `waiters`' permits, up to [`LEASE_WAIT`].
+pub async fn lease(pool: &PgPool, host: &str, waiters: &Semaphore) -> Result<Lease, sqlx::Error> {
+    let deadline = Instant::now() + LEASE_WAIT;
+    let mut waiting = None;
+    loop {
+        let mut tx = pool.begin().await?;
+        let free: bool = sqlx::query_scalar("SELECT pg_try_advisory_xact_lock_shared($1, hashtext($2))")
+            .bind(LOCK_HOST_LEASE)
+            .bind(host)
+            .fetch_one(&mut *tx)
+            .await?;
+        if free {
+            let lease = read_lease(&mut tx, host).await?;
+            tx.commit().await?;
+            return Ok(lease);
+        }
+        // Back to the pool before waiting.
+        tx.rollback().await?;
+        if waiting.is_none() {
+            let Ok(permit) = waiters.try_acquire() else { return Ok(Lease::Draining) };
+            waiting = Some(permit);
+        }
+        if Instant::now() + LEASE_RETRY > deadline {
+            return Ok(Lease::Draining);
+        }
+        tokio::time::sleep(LEASE_RETRY).await;
+    }
+}
+
+async fn read_lease(tx: &mut PgConnection, host: &str) -> Result<Lease, sqlx::Error> {
     let row: Option<LeaseRow> = sqlx::query_as(&format!(
         "SELECT {CURRENT_COLUMNS}, {PROFILE_COLUMNS} FROM communities WHERE host = $1 AND lifecycle = 'active'"
     ))
     .bind(host)
     .fetch_optional(&mut *tx)
     .await?;
-    let Some(row) = row else { return Ok(None) };
+    let Some(row) = row else { return Ok(Lease::Unknown) };
     let issuers: Vec<String> = sqlx::query_scalar(
         "SELECT issuer FROM community_fi_bindings WHERE community_id = $1 ORDER BY issuer",
     )
     .bind(row.current.community_id)
     .fetch_all(&mut *tx)
     .await?;
-    tx.commit().await?;
-    Ok(Some((row, issuers)))
+    Ok(Lease::Bound(row, issuers))
 }
 
 /// Communities whose stored policy requires FI, read without row locks (the revalidator).

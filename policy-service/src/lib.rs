@@ -131,6 +131,7 @@ impl Application {
         ));
         let pool = self.pool.clone();
         let lease_ms = self.lease_ms;
+        let waiters = Arc::new(tokio::sync::Semaphore::new(fi_store::DRAIN_WAITERS));
         let lease = serve::serve(
             self.nats.clone(),
             self.subjects.policy_lease(),
@@ -138,8 +139,8 @@ impl Application {
             64,
             shutdown.clone(),
             move |m: Incoming<LeaseRequest>| {
-                let pool = pool.clone();
-                async move { Some(handle_lease(&pool, lease_ms, &m.body).await) }
+                let (pool, waiters) = (pool.clone(), waiters.clone());
+                async move { Some(handle_lease(&pool, lease_ms, &waiters, &m.body).await) }
             },
         );
         let http = axum::serve(self.listener, self.router)
@@ -155,23 +156,28 @@ impl Application {
     }
 }
 
-/// host → community, for gateways. Unknown hosts answer `community: None`. The read waits while
-/// an optional→required NIP-FI transition drains the host's leases (see `fi_store::lease`).
-/// Counted in `buzz_policy_leases_total` by outcome (`bound`, `unknown`, `error`).
+/// host → community, for gateways. Unknown hosts answer `community: None`. While an
+/// optional→required NIP-FI transition drains the host's leases, the read waits without a pool
+/// connection (one of `waiters`' permits) and then answers the committed state, or answers
+/// `unavailable: host is draining` (see `fi_store::lease`). Counted in `buzz_policy_leases_total`
+/// by outcome (`bound`, `unknown`, `draining`, `error`).
 pub async fn handle_lease(
     pool: &sqlx::PgPool,
     lease_ms: u64,
+    waiters: &tokio::sync::Semaphore,
     req: &LeaseRequest,
 ) -> Result<LeaseReply, buzz_bus::BusError> {
+    // Optional leases last at most one second (the drain waits 1.1 s).
+    let lease_ms = lease_ms.min(1000);
     let Some(host) = buzz_core::host::normalize_host(&req.host) else {
         metrics::counter!("buzz_policy_leases_total", "outcome" => "unknown").increment(1);
-        return Ok(LeaseReply { community: None, lease_ms: lease_ms.min(1000) });
+        return Ok(LeaseReply { community: None, lease_ms });
     };
-    let answer = fi_store::lease(pool, &host).await.map(|row| {
-        let community = row.map(|(row, fi_issuers)| {
+    let (outcome, answer) = match fi_store::lease(pool, &host, waiters).await {
+        Ok(fi_store::Lease::Bound(row, fi_issuers)) => {
             let profile = row.profile();
             let c = row.current;
-            buzz_bus::CommunityLease {
+            let community = buzz_bus::CommunityLease {
                 community_id: c.community_id,
                 host: c.host,
                 owner_pubkey: c.owner_pubkey,
@@ -179,19 +185,18 @@ pub async fn handle_lease(
                 policy_generation: c.policy_generation,
                 fi_issuers,
                 profile,
-            }
-        });
-        // Optional leases last at most one second (the drain waits 1.1 s).
-        LeaseReply { community, lease_ms: lease_ms.min(1000) }
-    });
-    let outcome = match &answer {
-        Ok(LeaseReply { community: Some(_), .. }) => "bound",
-        Ok(LeaseReply { community: None, .. }) => "unknown",
-        Err(_) => "error",
+            };
+            ("bound", Ok(LeaseReply { community: Some(community), lease_ms }))
+        }
+        Ok(fi_store::Lease::Unknown) => ("unknown", Ok(LeaseReply { community: None, lease_ms })),
+        Ok(fi_store::Lease::Draining) => {
+            ("draining", Err(buzz_bus::BusError::unavailable("host is draining")))
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "host lease lookup failed");
+            ("error", Err(buzz_bus::BusError::unavailable("policy store unavailable")))
+        }
     };
     metrics::counter!("buzz_policy_leases_total", "outcome" => outcome).increment(1);
-    answer.map_err(|e| {
-        tracing::error!(error = %e, "host lease lookup failed");
-        buzz_bus::BusError::unavailable("policy store unavailable")
-    })
+    answer
 }

@@ -27,6 +27,16 @@ fn signed(keys: &Keys, channel: Uuid, edit: impl Fn(&mut Value)) -> String {
     json!(["EVENT", v]).to_string()
 }
 
+/// A signed message whose `field` is written as the raw JSON `text` (shapes `json!` cannot
+/// write, such as `1e9`).
+fn raw_field(keys: &Keys, channel: Uuid, field: &str, text: &str) -> String {
+    let v = serde_json::to_value(message(keys, channel, "hello")).unwrap();
+    let frame = json!(["EVENT", v]).to_string();
+    let member = format!("\"{field}\":{}", v[field]);
+    assert!(frame.contains(&member), "{frame}");
+    frame.replace(&member, &format!("\"{field}\":{text}"))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_kind_of_bad_input_gets_its_specific_answer_and_the_socket_survives() {
     let cluster = Cluster::start().await;
@@ -97,7 +107,34 @@ async fn every_kind_of_bad_input_gets_its_specific_answer_and_the_socket_survive
         case(
             "unknown event field",
             signed(&alice, channel, |v| v["extra"] = json!(1)),
-            Expect::Ok("invalid:"),
+            Expect::Ok("invalid: unknown event field \"extra\""),
+        ),
+        case(
+            "created_at in scientific notation",
+            raw_field(&alice, channel, "created_at", "1.7e9"),
+            Expect::Ok("invalid: created_at must be an integer (unix seconds)"),
+        ),
+        case(
+            "created_at as a string",
+            raw_field(&alice, channel, "created_at", "\"1700000000\""),
+            Expect::Ok("invalid: created_at must be an integer (unix seconds)"),
+        ),
+        case(
+            "created_at beyond 64 bits",
+            raw_field(&alice, channel, "created_at", "99999999999999999999999"),
+            Expect::Ok("invalid: created_at is too far in the future"),
+        ),
+        case(
+            "kind as a float",
+            raw_field(&alice, channel, "kind", "9.0"),
+            Expect::Ok("invalid: kind must be an integer from 0 to 4294967295"),
+        ),
+        case(
+            "missing sig",
+            signed(&alice, channel, |v| {
+                v.as_object_mut().unwrap().remove("sig");
+            }),
+            Expect::Ok("invalid: missing event field sig"),
         ),
         case("huge tag value", json!(["EVENT", huge_tag]).to_string(), Expect::Ok("invalid:")),
         case("too many tags", json!(["EVENT", many_tags]).to_string(), Expect::Ok("invalid:")),

@@ -192,6 +192,39 @@ async fn kind_5_deletes_only_ones_own_messages_and_redaction_hides_any_from_ever
     cluster.stop().await;
 }
 
+/// A resubmitted event that its author deleted is never served again, so it is not answered
+/// `OK true "duplicate: ..."` (which tells the client it is stored): it is refused, on every
+/// gateway, and its row stays the one deleted row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_its_author_deleted_is_refused_when_resubmitted_and_never_stored_again() {
+    let (cluster, team, alice, bob) = setup().await;
+    let channel = Uuid::new_v4();
+    let mut a = WsClient::authed(cluster.gateways[0], &team.host, &alice).await;
+    let mut b = WsClient::authed(cluster.gateways[1], &team.host, &bob).await;
+    ok(&mut a, &create_channel(&alice, channel, "general", "open")).await;
+    let mine = message(&bob, channel, "oops");
+    ok(&mut b, &mine).await;
+    let deletion = bob.sign_new(5, vec![vec!["e".into(), mine.id.clone()]], "");
+    ok(&mut b, &deletion).await;
+    let mut b0 = WsClient::authed(cluster.gateways[0], &team.host, &bob).await;
+    for c in [&mut b, &mut b0] {
+        for _ in 0..2 {
+            assert_eq!(c.publish(&mine).await, (false, "blocked: deleted by its author".to_owned()));
+        }
+        // The deletion itself is stored and served: resubmitting it is a duplicate.
+        assert_eq!(c.publish(&deletion).await, (true, "duplicate: already have this event".to_owned()));
+        assert!(c.req("r", &[json!({"ids": [mine.id]})]).await.events.is_empty());
+    }
+    let (rows, deleted): (i64, bool) =
+        sqlx::query_as("SELECT count(*), bool_and(deleted_at IS NOT NULL) FROM events WHERE id = $1")
+            .bind(&mine.id)
+            .fetch_one(&cluster.pool)
+            .await
+            .unwrap();
+    assert_eq!((rows, deleted), (1, true));
+    cluster.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ttl_channel_events_are_never_served_after_expiry_and_are_swept() {
     let (cluster, team, alice, _) = setup().await;

@@ -70,10 +70,13 @@ async fn one_batch_answers_every_post_as_the_single_post_path_does() {
     let outsider_keys = Keys::generate();
     let outsider = Actor::session(outsider_keys.public_hex());
 
-    // An anchor and an already-stored post, written alone first.
+    // An anchor, an already-stored post and a post its author then deleted (kind 5), written
+    // alone first.
     let anchor = post(&s.member, s.open, "anchor", &[]);
     let stored = post(&s.member, s.open, "stored before", &[]);
-    for e in [&anchor, &stored] {
+    let deleted = post(&s.member, s.open, "deleted by its author", &[]);
+    let deletion = s.member.sign_new(5, vec![vec!["e".to_owned(), deleted.id.clone()]], "");
+    for e in [&anchor, &stored, &deleted, &deletion] {
         let r = buzz_write::events::write_event(pool, community, &member, e.clone(), &relay).await;
         assert!(r.is_ok_and(|a| !a.ok.duplicate));
     }
@@ -100,6 +103,8 @@ async fn one_batch_answers_every_post_as_the_single_post_path_does() {
         (Uuid::new_v4(), member.clone(), post(&s.member, s.open, "no such community", &[])),
         (community, owner.clone(), post(&s.community.owner, s.private, "owner in private", &[])),
         (community, member.clone(), post(&s.member, s.open, "last", &[])),
+        (community, member.clone(), deleted.clone()),
+        (community, outsider.clone(), deleted.clone()),
     ];
     let outcomes = write_posts(pool, &relay_keys, batch.clone()).await;
     assert_eq!(outcomes.len(), batch.len());
@@ -124,6 +129,16 @@ async fn one_batch_answers_every_post_as_the_single_post_path_does() {
     assert_eq!(answers[11], Err(BusError::restricted("community is not active")));
     assert_eq!(answers[12], applied, "the owner created the private channel and is its member");
     assert_eq!(answers[13], applied);
+    assert_eq!(
+        answers[14],
+        Err(BusError::blocked("deleted by its author")),
+        "a post its author deleted is not told it is stored"
+    );
+    assert_eq!(
+        answers[15],
+        Err(BusError::restricted("event pubkey is not the authenticated pubkey")),
+        "the author check still comes first"
+    );
 
     // Every refusal is the single path's answer for the same post, byte for byte (a refusal stores
     // nothing, so the single path sees the state the batch saw).
@@ -133,6 +148,17 @@ async fn one_batch_answers_every_post_as_the_single_post_path_does() {
             assert_eq!(answer(&alone), answers[i], "post {i}");
         }
     }
+
+    // The deleted post is still the one row, still deleted: never stored again.
+    let (rows, still_deleted): (i64, bool) = sqlx::query_as(
+        "SELECT count(*), bool_and(deleted_at IS NOT NULL) FROM events WHERE community_id = $1 AND id = $2",
+    )
+    .bind(community)
+    .bind(&deleted.id)
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!((rows, still_deleted), (1, true));
 
     // Stored once each, in batch order; the mention is recorded; the member's marker is at their
     // last post of the batch.

@@ -111,3 +111,105 @@ async fn a_failing_policy_lease_refuses_upgrades_and_api_calls() {
     assert_eq!(added, 0, "nothing was admitted while the lease failed");
     cluster.stop().await;
 }
+
+fn off(s: &mut buzz_fi::FiSettings) {
+    nip_fi::open_gate(s);
+    s.mode = buzz_fi::Mode::Off;
+}
+
+fn short_bus_timeout(s: &mut buzz_gateway::Settings) {
+    s.bus_timeout = Duration::from_millis(400);
+}
+
+/// `GET /` (NIP-11) of the community's host: its status and JSON body.
+async fn nip11(cluster: &Cluster, host: &str) -> (u16, serde_json::Value) {
+    let res = reqwest::Client::new()
+        .get(format!("http://{}/", cluster.gateways[0]))
+        .header("host", host)
+        .header("accept", "application/nostr+json")
+        .send()
+        .await
+        .unwrap();
+    (res.status().as_u16(), res.json().await.unwrap_or_default())
+}
+
+/// With FI `off` no FI policy is read, and a failed host lookup is the bus error itself: the
+/// policy store failing is 503 `unavailable`; no answer within the gateway's bus timeout (here a
+/// lease held by the test, as a drain holds it) is 504 `timeout`. Never an admission.
+#[tokio::test]
+async fn with_fi_off_a_failed_lookup_is_503_unavailable_or_504_timeout() {
+    let cluster = Cluster::start_with(ClusterOptions {
+        nip_fi: Some(off),
+        gateway_settings: Some(short_bus_timeout),
+        ..small()
+    })
+    .await;
+    let team = cluster.community("fi-off-lookup.test").await;
+    assert_eq!(nip11(&cluster, &team.host).await.0, 200);
+    sqlx::query("ALTER TABLE community_fi_bindings RENAME TO community_fi_bindings_broken")
+        .execute(&cluster.pool)
+        .await
+        .unwrap();
+    let (c, host) = (&cluster, team.host.clone());
+    eventually(Duration::from_secs(5), || {
+        let host = host.clone();
+        async move { nip11(c, &host).await.0 != 200 }
+    })
+    .await;
+    let (s, v) = nip11(&cluster, &team.host).await;
+    assert_eq!((s, v["code"].as_str()), (503, Some("unavailable")), "{v}");
+    sqlx::query("ALTER TABLE community_fi_bindings_broken RENAME TO community_fi_bindings")
+        .execute(&cluster.pool)
+        .await
+        .unwrap();
+    assert_eq!(nip11(&cluster, &team.host).await.0, 200);
+
+    // Hold the host's lease exclusively (advisory class `LOCK_HOST_LEASE`), as a drain does.
+    let mut holder = cluster.pool.acquire().await.unwrap();
+    sqlx::query("SELECT pg_advisory_lock(1179189251, hashtext($1))")
+        .bind(&team.host)
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(5), || {
+        let host = host.clone();
+        async move { nip11(c, &host).await.0 != 200 }
+    })
+    .await;
+    let (s, v) = nip11(&cluster, &team.host).await;
+    assert_eq!((s, v["code"].as_str()), (504, Some("timeout")), "{v}");
+    sqlx::query("SELECT pg_advisory_unlock(1179189251, hashtext($1))")
+        .bind(&team.host)
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    drop(holder);
+    assert_eq!(nip11(&cluster, &team.host).await.0, 200);
+    cluster.stop().await;
+}
+
+/// The operator routes answer a failing policy store with 503 `authorization_unavailable`
+/// (here the receipts table is renamed away under a running policy-service), on a new enable
+/// and on a receipt read, and nothing changes.
+#[tokio::test]
+async fn a_failing_policy_store_is_503_authorization_unavailable_on_the_operator_routes() {
+    let cluster = Cluster::start_with(small()).await;
+    let team = cluster.community("fi-store-failure.test").await;
+    bind(&cluster, &team).await;
+    sqlx::query("ALTER TABLE community_auth_upgrades RENAME TO community_auth_upgrades_broken")
+        .execute(&cluster.pool)
+        .await
+        .unwrap();
+    let enable = request(&team, 0, false, Some(ISSUER));
+    let (s, v) = post(&cluster, POLICY, &enable).await;
+    assert_eq!((s, v["code"].as_str()), (503, Some("authorization_unavailable")), "{v}");
+    let receipt = format!("{POLICY}?operation_id={}", enable["operation_id"].as_str().unwrap());
+    let (s, v) = get(&cluster, &receipt).await;
+    assert_eq!((s, v["code"].as_str()), (503, Some("authorization_unavailable")), "{v}");
+    sqlx::query("ALTER TABLE community_auth_upgrades_broken RENAME TO community_auth_upgrades")
+        .execute(&cluster.pool)
+        .await
+        .unwrap();
+    assert_eq!(nip_fi::stored(&cluster, team.id).await, (false, 0), "nothing changed");
+    cluster.stop().await;
+}

@@ -4,7 +4,8 @@
 //!
 //! - Every post is still acknowledged only after the commit that stored it.
 //! - The decision of each post is the single-post path's, in the same order
-//!   (`events::write_event` then `post_message`): community active, duplicate, membership, `h`,
+//!   (`events::write_event` then `post_message`): community active, duplicate (or deleted by its
+//!   author: `shared::already_accepted`), membership, `h`,
 //!   the access module's write rule, thread root. A refused post is answered on its own and its
 //!   batch-mates go on.
 //! - When a statement of the batch fails (a lock or statement timeout, a constraint), the batch is
@@ -34,7 +35,7 @@ use uuid::Uuid;
 
 use crate::error::{WriteError, WriteResult};
 use crate::events::thread_root;
-use crate::shared::{channel_tag, credential, live_event, Accepted, Relay};
+use crate::shared::{already_accepted, channel_tag, credential, live_event, Accepted, Relay};
 
 /// How writes of one family are grouped: at most `max` per transaction, `lanes` transactions at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -263,6 +264,8 @@ pub(crate) struct View {
     active: bool,
     pub(crate) access_version: Option<i64>,
     duplicate: bool,
+    /// Accepted before and deleted by its author since (kind 5).
+    deleted: bool,
     role: Option<Role>,
     channel_id: Option<Uuid>,
     channel_name: Option<String>,
@@ -303,8 +306,8 @@ fn decide(post: &Post<'_>, view: &View) -> WriteResult<Option<(Channel, Option<S
 }
 
 /// What every client event write decides first, in the single-write path's order
-/// (`events::write_event`): the author, the community active, an event already accepted (`None`),
-/// membership; then the write's channel and the access module's write rule there (the kind-9
+/// (`events::write_event`): the author, the community active, an event already accepted (`None`,
+/// or refused when its author deleted it), membership; then the write's channel and the access module's write rule there (the kind-9
 /// rule, which NIP-AR revisions share). Returns the channel to write in.
 pub(crate) fn admit(post: &Post<'_>, view: &View) -> WriteResult<Option<Channel>> {
     if post.event.pubkey != post.actor.pubkey {
@@ -314,7 +317,7 @@ pub(crate) fn admit(post: &Post<'_>, view: &View) -> WriteResult<Option<Channel>
         return Err(WriteError::restricted("community is not active"));
     }
     if view.duplicate {
-        return Ok(None);
+        return already_accepted(view.deleted).map(|_| None);
     }
     let Some(role) = view.role else {
         return Err(WriteError::restricted("not a member of this community"));
@@ -421,6 +424,8 @@ pub(crate) async fn load(tx: &mut PgConnection, posts: &[Post<'_>]) -> Result<Ve
                 EXISTS (SELECT 1 FROM events e WHERE e.community_id = i.community_id AND e.id = i.event_id) \
                 OR EXISTS (SELECT 1 FROM artifact_revisions r \
                            WHERE r.community_id = i.community_id AND r.revision_id = i.event_id) AS duplicate, \
+                EXISTS (SELECT 1 FROM events e WHERE e.community_id = i.community_id AND e.id = i.event_id \
+                        AND e.deleted_at IS NOT NULL) AS deleted, \
                 m.role, \
                 ch.id AS channel_id, ch.name AS channel_name, ch.visibility, ch.channel_type, ch.ttl_seconds, \
                 ch.archived, \

@@ -8,11 +8,11 @@ use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use crate::error::{WriteError, WriteResult};
-use crate::shared::{channel_tag, credential, store_and_announce, Accepted, Relay};
+use crate::shared::{already_accepted, channel_tag, credential, store_and_announce, Accepted, Relay};
 use crate::store;
 
-/// Writes one client event in one transaction: admission (community active, duplicate,
-/// membership), the event family's checks and changes, the access version and bans its live
+/// Writes one client event in one transaction: admission (community active, already accepted
+/// or deleted by its author, membership), the event family's checks and changes, the access version and bans its live
 /// events carry; commits before answering.
 #[tracing::instrument(
     name = "db.transaction",
@@ -37,7 +37,7 @@ pub async fn write_event(
         return Err(WriteError::restricted("community is not active"));
     };
     if admission.duplicate {
-        return Ok(Accepted::duplicate());
+        return already_accepted(admission.deleted);
     }
     let Some(role) = admission.role else {
         return Err(WriteError::restricted("not a member of this community"));

@@ -7,7 +7,7 @@ use buzz_store::access::{self, Credential};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::error::WriteResult;
+use crate::error::{WriteError, WriteResult};
 use crate::store;
 
 /// The result of an accepted write: the reply, and what to publish once committed.
@@ -69,6 +69,18 @@ pub fn channel_tag(event: &Event) -> Result<Uuid, BusError> {
     let h = event.tag_value("h").ok_or_else(|| BusError::invalid("missing h tag"))?;
     buzz_core::ids::parse_id(h)
         .ok_or_else(|| BusError::invalid("h must be a lowercase hyphenated non-nil UUID"))
+}
+
+/// The answer to an event id this community already accepted, on every write path: `OK true
+/// "duplicate: ..."`, unless its author has deleted it with kind 5 since. It is never served
+/// again and never stored again (the deleted row keeps its id), so the client must not be told
+/// it is stored: `OK false "blocked: deleted by its author"` (docs/design.md, "Resubmitting a
+/// deleted event").
+pub(crate) fn already_accepted(deleted: bool) -> WriteResult<Accepted> {
+    if deleted {
+        return Err(WriteError::blocked("deleted by its author"));
+    }
+    Ok(Accepted::duplicate())
 }
 
 /// `OK true "duplicate: ..."` for an event already stored.

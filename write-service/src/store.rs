@@ -68,12 +68,15 @@ pub async fn insert_event(
 
 /// What every event write needs to know first, in one round trip: whether the community is
 /// active (and its access version), whether this exact event was already accepted (stored, or a
-/// NIP-AR revision whose event retention has since removed), and the writer's community role.
+/// NIP-AR revision whose event retention has since removed) and whether its author has deleted
+/// it since (kind 5), and the writer's community role.
 pub struct Admission {
     /// The community's access version, carried by live events.
     pub access_version: i64,
     /// This event id was already accepted.
     pub duplicate: bool,
+    /// It was accepted and its author deleted it with kind 5 (`shared::already_accepted`).
+    pub deleted: bool,
     /// The writer's (member key's) community role; `None` for a non-member.
     pub role: Option<Role>,
 }
@@ -85,10 +88,11 @@ pub async fn admission(
     event_id: &str,
     member: &str,
 ) -> Result<Option<Admission>, sqlx::Error> {
-    let row: Option<(i64, bool, Option<Role>)> = sqlx::query_as(
+    let row: Option<(i64, bool, bool, Option<Role>)> = sqlx::query_as(
         "SELECT c.access_version, \
                 EXISTS (SELECT 1 FROM events e WHERE e.community_id = c.id AND e.id = $2) \
                 OR EXISTS (SELECT 1 FROM artifact_revisions r WHERE r.community_id = c.id AND r.revision_id = $2), \
+                EXISTS (SELECT 1 FROM events e WHERE e.community_id = c.id AND e.id = $2 AND e.deleted_at IS NOT NULL), \
                 (SELECT m.role FROM community_members m WHERE m.community_id = c.id AND m.pubkey = $3) \
          FROM communities c WHERE c.id = $1 AND c.lifecycle = 'active'",
     )
@@ -97,7 +101,12 @@ pub async fn admission(
     .bind(member)
     .fetch_optional(conn)
     .await?;
-    Ok(row.map(|(access_version, duplicate, role)| Admission { access_version, duplicate, role }))
+    Ok(row.map(|(access_version, duplicate, deleted, role)| Admission {
+        access_version,
+        duplicate,
+        deleted,
+        role,
+    }))
 }
 
 /// A channel as kind 9007 creates it.
