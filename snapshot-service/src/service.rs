@@ -149,7 +149,7 @@ impl Service {
                 .iter()
                 .map(|e| (state::body_field(generation, &e.revision), Bytes::from(e.body_record()))),
         );
-        let bytes: usize = fields.iter().map(|(f, v)| f.len() + v.len()).sum();
+        let bytes = state::charge(&fields, generation, pages.len());
         if bytes > self.max_manifest_bytes {
             return Err(SnapshotCode::SnapshotLimit.into());
         }

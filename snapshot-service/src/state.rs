@@ -347,6 +347,22 @@ impl SharedState {
     }
 }
 
+/// What Redis holds for one hash field beyond its name and value: the entry, both strings'
+/// headers, allocator rounding and the field's share of the bucket array. Measured with `MEMORY
+/// USAGE` on Redis 7.0 (hashtable encoding, jemalloc): 63 to 74 bytes per field for captures of
+/// 1 000 to 50 000 body records (docs/design.md, "Charged bytes"; pinned by
+/// `tests/tests/snapshot_memory.rs`).
+pub const FIELD_OVERHEAD: usize = 80;
+
+/// The bytes a capture is charged: every field it publishes and the served mark each page will
+/// get, each with [`FIELD_OVERHEAD`], so that the charge is what Redis holds for it.
+#[must_use]
+pub fn charge(fields: &[(Vec<u8>, Bytes)], generation: u64, pages: usize) -> usize {
+    let published: usize = fields.iter().map(|(f, v)| f.len() + v.len() + FIELD_OVERHEAD).sum();
+    let marks: usize = (1..pages).map(|n| served_field(generation, n).len() + 1 + FIELD_OVERHEAD).sum();
+    published + marks
+}
+
 fn lifetime_ms() -> i64 {
     i64::try_from(LIMITS.lifetime_seconds * 1000).unwrap_or(i64::MAX)
 }
