@@ -4,7 +4,9 @@
 //! so replicas agree on expiry. There is no fallback to process memory: a failed or slow Redis
 //! call is `snapshot_unavailable`, a missing record is `snapshot_reset`.
 //!
-//! Fields: `gen` (the last generation handed out), `idx` (JSON charges: `g` generation as a
+//! Fields: `ugen` (the last generation handed out; `gen` is 0.1.0's counter, left to 0.1.0
+//! replicas during an upgrade: their numbers stay small, ours clock-sized, so they never meet),
+//! `idx` (JSON charges: `g` generation as a
 //! decimal string, `c` community, `r` reader, `s` `r`eserved/`a`ctive, `l` lease end ms, `x`
 //! expiry ms, `b` charged bytes, `n` pages), and per capture `<g>:m` meta JSON, `<g>:x` expiry ms,
 //! `<g>:p:<n>` packed page, `<g>:s:<n>` page served, `<g>:b:<32-byte revision>` body record.
@@ -91,10 +93,10 @@ end
 if active >= tonumber(ARGV[3]) then save_idx(keep) return {0, 'active'} end
 if mine >= tonumber(ARGV[4]) then save_idx(keep) return {0, 'reader'} end
 local g = now_us
-local last = tonumber(redis.call('HGET', key, 'gen') or '0') or 0
+local last = tonumber(redis.call('HGET', key, 'ugen') or '0') or 0
 if g <= last then g = last + 1 end
 local text = string.format('%d', g)
-redis.call('HSET', key, 'gen', text)
+redis.call('HSET', key, 'ugen', text)
 keep[#keep + 1] = {g = text, c = ARGV[1], r = ARGV[2], s = 'r', l = now + tonumber(ARGV[5]), x = 0, b = 0, n = 0}
 save_idx(keep)
 return {g}
