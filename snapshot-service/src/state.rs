@@ -4,14 +4,14 @@
 //! so replicas agree on expiry. There is no fallback to process memory: a failed or slow Redis
 //! call is `snapshot_unavailable`, a missing record is `snapshot_reset`.
 //!
-//! Fields: `ugen` (the last generation handed out; `gen` is 0.1.0's counter, left to 0.1.0
-//! replicas during an upgrade: their numbers stay small, ours clock-sized, so they never meet),
-//! `idx` (JSON charges: `g` generation as a
+//! Fields: `ugen` (the last generation handed out), `idx` (JSON charges: `g` generation as a
 //! decimal string, `c` community, `r` reader, `s` `r`eserved/`a`ctive, `l` lease end ms, `x`
 //! expiry ms, `b` charged bytes, `n` pages), and per capture `<g>:m` meta JSON, `<g>:x` expiry ms,
 //! `<g>:p:<n>` packed page, `<g>:s:<n>` page served, `<g>:b:<32-byte revision>` body record.
+//! (`gen` is 0.1.0's counter, left to 0.1.0 replicas during an upgrade: their numbers stay small,
+//! ours are clock-sized, so the two never meet.)
 //!
-//! Generations never repeat, even when eviction or loss takes the whole hash (`gen` with it): a
+//! Generations never repeat, even when eviction or loss takes the whole hash (`ugen` with it): a
 //! generation is Redis' clock in microseconds, or one more than the last when that is not
 //! larger, so it grows with the clock whatever Redis forgot. (A counter in the hash restarted at 1
 //! after an eviction, and a start in flight could then publish under another reader's
