@@ -101,7 +101,7 @@ pub struct SnapshotFrame {
 pub enum SnapshotFrameBody {
     /// A piece of the JSON response body, in order.
     Chunk {
-        /// At most [`CHUNK_BYTES`] of the body.
+        /// A piece of the body whose JSON-escaped text is at most [`CHUNK_BYTES`].
         data: String,
     },
     /// The end: `bytes` bytes of body were sent in the chunks before this frame.
@@ -116,7 +116,9 @@ pub enum SnapshotFrameBody {
     },
 }
 
-/// Largest chunk put on the bus.
+/// Most bytes a chunk's `data` takes in its frame, escaped (a body heavy in `"` or `\\` nearly
+/// doubles when escaped, so chunks are cut by their escaped length): half of NATS' default 1 MiB
+/// `max_payload`, leaving room for the envelope.
 pub const CHUNK_BYTES: usize = 512 * 1024;
 
 /// The spec's limits ("Limits and failures"): advertised in NIP-11 `artifacts.snapshot` and
@@ -170,6 +172,13 @@ pub const LIMITS: SnapshotLimits = SnapshotLimits {
     statement_timeout_ms: 2000,
     operation_timeout_ms: 8000,
 };
+
+/// How long after a revision stops being current a live capture may still hold it, in seconds:
+/// "Ordinary post-capture updates leave the captured revision available." A capture holds only
+/// revisions that were current when its transaction began, and expires at most the operation limit
+/// plus its lifetime later; a minute more covers PostgreSQL's and Redis' clocks disagreeing. The
+/// write-service's retention sweep keeps a revision at least this long after its successor.
+pub const CAPTURE_HOLD_SECONDS: u64 = LIMITS.lifetime_seconds + LIMITS.operation_timeout_ms / 1000 + 60;
 
 /// NIP-11 `artifacts.snapshot`: exactly the spec's table.
 #[must_use]

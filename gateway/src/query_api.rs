@@ -36,14 +36,23 @@ enum Parsed {
     Snapshot(serde_json::Value),
 }
 
-/// The one filter of the body, checked like a REQ filter.
+/// The one filter of the body, checked like a REQ filter. A malformed body that names a snapshot
+/// action (one filter object with `"artifact": "snapshot"`, alone, among others, or not in an
+/// array) is the spec's `400 snapshot_invalid` ("Each request contains one filter"); a body that
+/// is not JSON names no action and keeps the generic `400 invalid` (design.md, "Malformed
+/// snapshot bodies").
 fn parse_body(state: &AppState, body: &[u8]) -> Result<Parsed, ApiError> {
     let value: serde_json::Value =
         serde_json::from_slice(body).map_err(|_| bad("invalid", "invalid: body is not JSON"))?;
-    let filters = value
-        .as_array()
-        .ok_or_else(|| bad("invalid", "invalid: body must be a JSON array of exactly one filter"))?;
-    let [one] = filters.as_slice() else {
+    let names_snapshot = match &value {
+        serde_json::Value::Array(filters) => filters.iter().any(crate::snapshot_api::is_snapshot),
+        other => crate::snapshot_api::is_snapshot(other),
+    };
+    let one_filter = value.as_array().and_then(|f| if let [one] = f.as_slice() { Some(one) } else { None });
+    let Some(one) = one_filter else {
+        if names_snapshot {
+            return Err(crate::snapshot_api::error(buzz_bus::snapshot::SnapshotCode::SnapshotInvalid));
+        }
         return Err(bad("invalid", "invalid: body must be a JSON array of exactly one filter"));
     };
     if crate::snapshot_api::is_snapshot(one) {

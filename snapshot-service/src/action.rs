@@ -29,7 +29,8 @@ pub enum Action {
         /// Revision ids (64 lowercase hex) from the manifest.
         revisions: Vec<String>,
     },
-    /// Ends a capture, freeing its quota.
+    /// Validates the completion boundary. It frees nothing: "A completed capture remains
+    /// replayable until expiry and counts against the resource limits during that interval."
     Complete {
         /// The capture.
         token: Token,

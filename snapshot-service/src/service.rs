@@ -90,16 +90,19 @@ impl Service {
         Ok(who)
     }
 
+    /// A start answers with its token or leaves no charge: a failed capture releases its
+    /// reservation (and anything it published) before answering, and a start cancelled mid-flight
+    /// (the operation limit drops it, perhaps after its manifest was published in Redis but
+    /// before Redis' answer arrived) releases it in the background ([`Unreleased`]).
     pub(crate) async fn start(&self, req: &SnapshotRequest, query: &Filter) -> Outcome {
         let community = req.community_id.to_string();
         let generation = self.state.reserve(&community, &req.reader.pubkey, self.lease_ms).await?;
-        match self.capture(req, query, generation).await {
-            Ok(body) => Ok(body),
-            Err(e) => {
-                self.state.release(generation).await;
-                Err(e)
-            }
+        let mut owed = Unreleased { state: self.state.clone(), generation: Some(generation) };
+        let outcome = self.capture(req, query, generation).await;
+        if outcome.is_ok() || self.state.release(generation).await.is_ok() {
+            owed.generation = None;
         }
+        outcome
     }
 
     /// Captures every matching current identity in one transaction, then publishes the whole
@@ -115,9 +118,8 @@ impl Service {
         if found.iter().any(|m| m.ttl) {
             return Err(SnapshotCode::SnapshotUnsupportedScope.into());
         }
-        if found.len() > LIMITS.max_rows {
-            return Err(SnapshotCode::SnapshotLimit.into());
-        }
+        // `maxRows` needs no check of its own: every match is a candidate, and a start with more
+        // than `max_inspected` (= `max_rows`) candidates failed above (asserted below).
         let entries: Vec<_> = found.into_iter().map(|m| m.entry).collect();
         let pages = manifest::pages(&entries);
         let secret: [u8; 16] = rand::random();
@@ -147,15 +149,43 @@ impl Service {
                 .iter()
                 .map(|e| (state::body_field(generation, &e.revision), Bytes::from(e.body_record()))),
         );
-        let bytes: usize = fields.iter().map(|(f, v)| f.len() + v.len()).sum();
+        let bytes = state::charge(&fields, generation, pages.len());
         if bytes > self.max_manifest_bytes {
             return Err(SnapshotCode::SnapshotLimit.into());
         }
-        let expires_ms = self.state.publish(generation, bytes, pages.len(), fields).await?;
+        let community = req.community_id.to_string();
+        let owner = (community.as_str(), req.reader.pubkey.as_str());
+        let expires_ms = self.state.publish(generation, owner, bytes, pages.len(), fields).await?;
         metrics::histogram!("buzz_snapshot_capture_rows").record(entries.len() as f64);
         let token = Token { generation, secret };
         let first = manifest::unpack(&pages[0])?;
         Ok(page_body(&token, expires_ms, &first, 0, pages.len()))
+    }
+}
+
+/// "A capture above the row or byte limit fails": the rows are bounded by the candidate limit,
+/// which is checked first and is no larger than `maxRows` (a build with a larger inspection limit
+/// would need a row check after matching).
+/// (An unnamed constant: always evaluated, so such a build fails here.)
+const _: () = assert!(LIMITS.max_inspected <= LIMITS.max_rows);
+
+/// A reservation a start still owes a release. Dropped while it holds one (the start was
+/// cancelled, or its release failed) it releases in the background until Redis answers.
+struct Unreleased {
+    state: SharedState,
+    generation: Option<u64>,
+}
+
+impl Drop for Unreleased {
+    fn drop(&mut self) {
+        let Some(generation) = self.generation.take() else { return };
+        let state = self.state.clone();
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn(async move { state.release_eventually(generation).await });
+            }
+            Err(_) => tracing::warn!(generation, "snapshot reservation not released: no runtime"),
+        }
     }
 }
 

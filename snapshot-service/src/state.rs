@@ -4,10 +4,19 @@
 //! so replicas agree on expiry. There is no fallback to process memory: a failed or slow Redis
 //! call is `snapshot_unavailable`, a missing record is `snapshot_reset`.
 //!
-//! Fields: `gen` (generation counter), `idx` (JSON charges: `g` generation, `c` community, `r`
-//! reader, `s` `r`eserved/`a`ctive, `l` lease end ms, `x` expiry ms, `b` charged bytes, `n`
-//! pages), and per capture `<g>:m` meta JSON, `<g>:x` expiry ms, `<g>:p:<n>` packed page,
-//! `<g>:s:<n>` page served, `<g>:b:<32-byte revision>` body record.
+//! Fields: `ugen` (the last generation handed out), `idx` (JSON charges: `g` generation as a
+//! decimal string, `c` community, `r` reader, `s` `r`eserved/`a`ctive, `l` lease end ms, `x`
+//! expiry ms, `b` charged bytes, `n` pages), and per capture `<g>:m` meta JSON, `<g>:x` expiry ms,
+//! `<g>:p:<n>` packed page, `<g>:s:<n>` page served, `<g>:b:<32-byte revision>` body record.
+//! (`gen` is 0.1.0's counter, left to 0.1.0 replicas during an upgrade: their numbers stay small,
+//! ours are clock-sized, so the two never meet.)
+//!
+//! Generations never repeat, even when eviction or loss takes the whole hash (`ugen` with it): a
+//! generation is Redis' clock in microseconds, or one more than the last when that is not
+//! larger, so it grows with the clock whatever Redis forgot. (A counter in the hash restarted at 1
+//! after an eviction, and a start in flight could then publish under another reader's
+//! reservation.) The hash expires when its last capture (or reservation) ends, and is deleted
+//! when none is left.
 
 use std::time::Duration;
 
@@ -22,27 +31,31 @@ const COMMON: &str = r"
 local key = KEYS[1]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local function gid(c) return string.format('%d', c.g) end
 local function load_idx()
   local raw = redis.call('HGET', key, 'idx')
   if raw then return cjson.decode(raw) end
   return {}
 end
-local function save_idx(idx, lifetime)
-  local last = now + lifetime
+-- The hash lives exactly as long as its last capture (a reservation: its lease, which publication
+-- replaces by the capture's fixed expiry); with nothing left it is deleted.
+local function save_idx(idx)
+  local last = 0
   for _, c in ipairs(idx) do
     local until_ms = c.x
-    if c.s == 'r' then until_ms = c.l + lifetime end
+    if c.s == 'r' then until_ms = c.l end
     if until_ms > last then last = until_ms end
   end
-  if #idx == 0 then
-    redis.call('HSET', key, 'idx', '[]')
-  else
-    redis.call('HSET', key, 'idx', cjson.encode(idx))
+  if last <= now then
+    redis.call('DEL', key)
+    return
   end
+  redis.call('HSET', key, 'idx', cjson.encode(idx))
   redis.call('PEXPIREAT', key, last)
 end
 local function purge(c)
-  local g = string.format('%d', c.g)
+  local g = gid(c)
   for n = 0, c.n - 1 do
     local blob = redis.call('HGET', key, g .. ':p:' .. n)
     if blob then
@@ -61,12 +74,12 @@ local function dead(c)
 end
 ";
 
-/// ARGV: community, reader, max active, per reader, lease ms, lifetime ms, purge at most.
+/// ARGV: community, reader, max active, per reader, lease ms, purge at most.
 /// Returns `{generation}` or `{0, reason}`.
 const RESERVE: &str = r"
 local keep, purged, active, mine = {}, 0, 0, 0
 for _, c in ipairs(load_idx()) do
-  if dead(c) and purged < tonumber(ARGV[7]) then
+  if dead(c) and purged < tonumber(ARGV[6]) then
     purged = purged + 1
     purge(c)
   else
@@ -77,55 +90,65 @@ for _, c in ipairs(load_idx()) do
     end
   end
 end
-if active >= tonumber(ARGV[3]) then save_idx(keep, tonumber(ARGV[6])) return {0, 'active'} end
-if mine >= tonumber(ARGV[4]) then save_idx(keep, tonumber(ARGV[6])) return {0, 'reader'} end
-local g = redis.call('HINCRBY', key, 'gen', 1)
-keep[#keep + 1] = {g = g, c = ARGV[1], r = ARGV[2], s = 'r', l = now + tonumber(ARGV[5]), x = 0, b = 0, n = 0}
-save_idx(keep, tonumber(ARGV[6]))
+if active >= tonumber(ARGV[3]) then save_idx(keep) return {0, 'active'} end
+if mine >= tonumber(ARGV[4]) then save_idx(keep) return {0, 'reader'} end
+local g = now_us
+local last = tonumber(redis.call('HGET', key, 'ugen') or '0') or 0
+if g <= last then g = last + 1 end
+local text = string.format('%d', g)
+redis.call('HSET', key, 'ugen', text)
+keep[#keep + 1] = {g = text, c = ARGV[1], r = ARGV[2], s = 'r', l = now + tonumber(ARGV[5]), x = 0, b = 0, n = 0}
+save_idx(keep)
 return {g}
 ";
 
-/// ARGV: generation, bytes, max charged bytes, lifetime ms, pages, then field/value pairs.
-/// Returns `{1, expiry ms}`, `{-1}` reservation lost, `{-2}` lease expired, `{-3}` over quota.
+/// ARGV: generation, bytes, max charged bytes, lifetime ms, pages, community, reader, then
+/// field/value pairs. Returns `{1, expiry ms}`, `{-1}` reservation lost, `{-2}` lease expired,
+/// `{-3}` over quota.
 const PUBLISH: &str = r"
-local g = tonumber(ARGV[1])
+local g = ARGV[1]
 local idx, mine, charged = load_idx(), nil, tonumber(ARGV[2])
 local keep = {}
 for _, c in ipairs(idx) do
-  if c.g == g and c.s == 'r' then mine = c else keep[#keep + 1] = c; charged = charged + c.b end
+  if gid(c) == g and c.s == 'r' and c.c == ARGV[6] and c.r == ARGV[7] then
+    mine = c
+  else
+    keep[#keep + 1] = c
+    charged = charged + c.b
+  end
 end
 local lifetime = tonumber(ARGV[4])
 if not mine then return {-1} end
-if mine.l <= now then save_idx(keep, lifetime) return {-2} end
-if charged > tonumber(ARGV[3]) then save_idx(keep, lifetime) return {-3} end
-for i = 6, #ARGV, 1000 do
+if mine.l <= now then save_idx(keep) return {-2} end
+if charged > tonumber(ARGV[3]) then save_idx(keep) return {-3} end
+for i = 8, #ARGV, 1000 do
   local last = math.min(i + 999, #ARGV)
   redis.call('HSET', key, unpack(ARGV, i, last))
 end
 mine.s, mine.x, mine.b, mine.n = 'a', now + lifetime, tonumber(ARGV[2]), tonumber(ARGV[5])
-redis.call('HSET', key, ARGV[1] .. ':x', string.format('%d', mine.x))
+redis.call('HSET', key, g .. ':x', string.format('%d', mine.x))
 keep[#keep + 1] = mine
-save_idx(keep, lifetime)
+save_idx(keep)
 return {1, mine.x}
 ";
 
-/// ARGV: generation, lifetime ms. Drops a reservation (and anything it wrote).
+/// ARGV: generation. Drops a reservation (and anything it wrote).
 const RELEASE: &str = r"
 local keep = {}
 for _, c in ipairs(load_idx()) do
-  if c.g == tonumber(ARGV[1]) then purge(c) else keep[#keep + 1] = c end
+  if gid(c) == ARGV[1] then purge(c) else keep[#keep + 1] = c end
 end
-save_idx(keep, tonumber(ARGV[2]))
+save_idx(keep)
 return 1
 ";
 
-/// ARGV: community, lifetime ms. Removes every capture of a community that is gone.
+/// ARGV: community. Removes every capture of a community that is gone.
 const PURGE_COMMUNITY: &str = r"
 local keep = {}
 for _, c in ipairs(load_idx()) do
   if c.c == ARGV[1] then purge(c) else keep[#keep + 1] = c end
 end
-save_idx(keep, tonumber(ARGV[2]))
+save_idx(keep)
 return 1
 ";
 
@@ -224,7 +247,6 @@ impl SharedState {
             Value::from(self.quotas.active_captures as i64),
             Value::from(LIMITS.captures_per_reader as i64),
             Value::from(i64::try_from(lease_ms).unwrap_or(i64::MAX)),
-            Value::from(lifetime_ms()),
             Value::from(2),
         ];
         let out = self.eval(RESERVE, args).await?;
@@ -236,20 +258,27 @@ impl SharedState {
     }
 
     /// Publishes a reserved capture atomically: every field at once, charged against the shared
-    /// byte quota, only while the lease holds. Returns the fixed expiry (ms).
+    /// byte quota, only while the lease holds and only under the reservation this reader made in
+    /// this community. Returns the fixed expiry (ms). A reservation that is gone (released,
+    /// expired, or lost with the hash) is `snapshot_unavailable`: the start failed and is retried
+    /// like any other (there is no capture yet to reset).
     pub async fn publish(
         &self,
         generation: u64,
+        owner: (&str, &str),
         bytes: usize,
         pages: usize,
         fields: Vec<(Vec<u8>, Bytes)>,
     ) -> Result<i64, SnapshotCode> {
+        let (community, reader) = owner;
         let mut args = vec![
             Value::from(generation.to_string()),
             Value::from(i64::try_from(bytes).unwrap_or(i64::MAX)),
             Value::from(self.quotas.charged_bytes as i64),
             Value::from(lifetime_ms()),
             Value::from(pages as i64),
+            Value::from(community),
+            Value::from(reader),
         ];
         for (f, v) in fields {
             args.push(Value::Bytes(Bytes::from(f)));
@@ -258,15 +287,31 @@ impl SharedState {
         let out = self.eval(PUBLISH, args).await?;
         match (out.first().and_then(Value::as_i64), out.get(1).and_then(Value::as_i64)) {
             (Some(1), Some(x)) => Ok(x),
-            (Some(-1), _) => Err(SnapshotCode::SnapshotReset),
             _ => Err(SnapshotCode::SnapshotUnavailable),
         }
     }
 
-    /// Gives a reservation back after a failed start (best effort).
-    pub async fn release(&self, generation: u64) {
-        let args = vec![Value::from(generation.to_string()), Value::from(lifetime_ms())];
-        let _ = self.eval(RELEASE, args).await;
+    /// Gives a reservation (or a capture published by a start that then failed) back; removing
+    /// one that is already gone is no error, so this may be repeated.
+    pub async fn release(&self, generation: u64) -> Result<(), SnapshotCode> {
+        let args = vec![Value::from(generation.to_string())];
+        self.eval(RELEASE, args).await.map(|_| ())
+    }
+
+    /// [`Self::release`] until Redis answers, with backoff (100 ms doubling to 5 s), for at most
+    /// a capture's lifetime (by then the charge has expired anyway): what a start that could not
+    /// release in time leaves running, so that it never keeps its reader's slot.
+    pub async fn release_eventually(&self, generation: u64) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(LIMITS.lifetime_seconds);
+        let mut wait = Duration::from_millis(100);
+        while self.release(generation).await.is_err() {
+            if tokio::time::Instant::now() + wait > deadline {
+                tracing::warn!(generation, "snapshot reservation not released: it ends with its lease");
+                return;
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(Duration::from_secs(5));
+        }
     }
 
     /// Removes every capture and charge of `community` (deleted or being deleted).
@@ -277,7 +322,7 @@ impl SharedState {
     /// [`Self::purge_community`] that reports whether Redis did it: the policy-service's
     /// community deletion calls this and answers 503 (retry finishes) when it did not.
     pub async fn try_purge_community(&self, community: &str) -> Result<(), SnapshotCode> {
-        let args = vec![Value::from(community), Value::from(lifetime_ms())];
+        let args = vec![Value::from(community)];
         self.eval(PURGE_COMMUNITY, args).await.map(|_| ())
     }
 
@@ -302,6 +347,22 @@ impl SharedState {
         let values = out.map(|v| if v.is_null() { None } else { v.into_bytes() }).collect();
         Ok(Read { meta, expires_ms, values })
     }
+}
+
+/// What Redis holds for one hash field beyond its name and value: the entry, both strings'
+/// headers, allocator rounding and the field's share of the bucket array. Measured with `MEMORY
+/// USAGE` on Redis 7.0 (hashtable encoding, jemalloc): 63 to 74 bytes per field for captures of
+/// 1 000 to 50 000 body records (docs/design.md, "Charged bytes"; pinned by
+/// `tests/tests/snapshot_memory.rs`).
+pub const FIELD_OVERHEAD: usize = 80;
+
+/// The bytes a capture is charged: every field it publishes and the served mark each page will
+/// get, each with [`FIELD_OVERHEAD`], so that the charge is what Redis holds for it.
+#[must_use]
+pub fn charge(fields: &[(Vec<u8>, Bytes)], generation: u64, pages: usize) -> usize {
+    let published: usize = fields.iter().map(|(f, v)| f.len() + v.len() + FIELD_OVERHEAD).sum();
+    let marks: usize = (1..pages).map(|n| served_field(generation, n).len() + 1 + FIELD_OVERHEAD).sum();
+    published + marks
 }
 
 fn lifetime_ms() -> i64 {

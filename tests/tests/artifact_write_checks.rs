@@ -153,6 +153,11 @@ async fn a_resubmission_after_losing_access_is_ok_true_and_reveals_nothing_newer
         .execute(&s.cluster.pool)
         .await
         .unwrap();
+    // Their successors are as old: no live snapshot capture can hold them (retention.rs).
+    sqlx::query("UPDATE artifact_revisions SET accepted_at = accepted_at - interval '2 days'")
+        .execute(&s.cluster.pool)
+        .await
+        .unwrap();
     buzz_write::artifacts::sweep_retention(&s.cluster.pool, 1000).await.unwrap();
     for resubmitted in [&created, &mine] {
         let (accepted, msg) = s.b.publish(resubmitted).await;

@@ -718,6 +718,11 @@ async fn retention_expires_earlier_revisions_but_never_the_current_one_or_prev_c
         .execute(&cluster.pool)
         .await
         .unwrap();
+    // Their successors are as old: no live snapshot capture can hold them (retention.rs).
+    sqlx::query("UPDATE artifact_revisions SET accepted_at = accepted_at - interval '2 days'")
+        .execute(&cluster.pool)
+        .await
+        .unwrap();
     buzz_write::artifacts::sweep_retention(&cluster.pool, 1000).await.unwrap();
     let kept: Vec<String> = sqlx::query_scalar("SELECT id FROM events WHERE kind = 45010 ORDER BY seq")
         .fetch_all(&cluster.pool)

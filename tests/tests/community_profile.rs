@@ -63,11 +63,16 @@ async fn a_communitys_profile_is_served_on_its_host_only_cleared_with_null_and_v
     provision(&cluster, "other.test").await;
     let default_name = nip11(&cluster, 0, "acme.test").await["name"].clone();
 
-    let profile = json!({"name": "Acme", "description": "Acme's team relay", "icon": "https://acme.test/icon.png"});
+    let profile =
+        json!({"name": "Acme", "description": "Acme's team relay", "icon": "https://acme.test/icon.png"});
     let (status, v) = patch(&cluster, id, &profile).await;
     assert_eq!(status, 200, "{v}");
-    assert_eq!((&v["name"], &v["description"], &v["icon"]), (&profile["name"], &profile["description"], &profile["icon"]));
-    let (status, v) = call(&cluster, Method::GET, &format!("/operator/communities?community_id={id}"), None).await;
+    assert_eq!(
+        (&v["name"], &v["description"], &v["icon"]),
+        (&profile["name"], &profile["description"], &profile["icon"])
+    );
+    let (status, v) =
+        call(&cluster, Method::GET, &format!("/operator/communities?community_id={id}"), None).await;
     assert_eq!((status, &v["name"]), (200, &json!("Acme")), "{v}");
     for g in 0..2 {
         let doc = name_becomes(&cluster, g, "acme.test", &json!("Acme")).await;
@@ -102,7 +107,10 @@ async fn a_communitys_profile_is_served_on_its_host_only_cleared_with_null_and_v
     ] {
         let (status, v) = patch(&cluster, id, &body).await;
         assert_eq!(status, 400, "{body} -> {v}");
-        assert!(v["message"].as_str().unwrap_or_default().contains(says) || v.to_string().contains(says), "{body} -> {v}");
+        assert!(
+            v["message"].as_str().unwrap_or_default().contains(says) || v.to_string().contains(says),
+            "{body} -> {v}"
+        );
     }
     let (_, v) = call(&cluster, Method::GET, &format!("/operator/communities?community_id={id}"), None).await;
     assert!(v.get("name").is_none(), "{v}");
@@ -112,7 +120,8 @@ async fn a_communitys_profile_is_served_on_its_host_only_cleared_with_null_and_v
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn this_release_runs_on_the_previous_schema_and_takes_the_profile_once_migrated() {
     // The 0.1.0 schema (the baseline only), as before the 0.2.0 migrate Job has run.
-    let cluster = Cluster::start_with(ClusterOptions { schema_version: Some(1), ..ClusterOptions::default() }).await;
+    let cluster =
+        Cluster::start_with(ClusterOptions { schema_version: Some(1), ..ClusterOptions::default() }).await;
     let id = provision(&cluster, "early.test").await;
     let default_name = nip11(&cluster, 0, "early.test").await["name"].clone();
     assert!(default_name.is_string());
@@ -130,9 +139,11 @@ async fn this_release_runs_on_the_previous_schema_and_takes_the_profile_once_mig
     let team = cluster.community("chat.test").await;
     let mut ws = buzz_tests::client::WsClient::authed(cluster.gateways[1], &team.host, &team.owner).await;
     let channel = Uuid::new_v4();
-    let created = ws.publish(&buzz_tests::client::create_channel(&team.owner, channel, "general", "open")).await;
+    let created =
+        ws.publish(&buzz_tests::client::create_channel(&team.owner, channel, "general", "open")).await;
     assert!(created.0, "{created:?}");
-    let posted = ws.publish(&buzz_tests::client::message(&team.owner, channel, "hello on the old schema")).await;
+    let posted =
+        ws.publish(&buzz_tests::client::message(&team.owner, channel, "hello on the old schema")).await;
     assert!(posted.0, "{posted:?}");
 
     // The migrate Job of this release runs while the services are up: no restart needed.

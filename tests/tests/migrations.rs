@@ -45,7 +45,14 @@ impl Scratch {
 /// migrator's own bookkeeping table.
 fn schema_of(url: &str) -> String {
     let out = Command::new("pg_dump")
-        .args(["--schema-only", "--no-owner", "--no-privileges", "--exclude-table=_sqlx_migrations", "-d", url])
+        .args([
+            "--schema-only",
+            "--no-owner",
+            "--no-privileges",
+            "--exclude-table=_sqlx_migrations",
+            "-d",
+            url,
+        ])
         .output()
         .expect("pg_dump runs (Debian package postgresql-client)");
     assert!(out.status.success(), "pg_dump: {}", String::from_utf8_lossy(&out.stderr));
@@ -156,7 +163,8 @@ async fn a_database_of_the_pre_release_chain_is_refused_with_what_to_do() {
         assert!(message.contains(says), "the refusal says {says:?}: {message}");
     }
     // Nothing was applied on top of it.
-    let applied: i64 = sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations").fetch_one(&pool).await.unwrap();
+    let applied: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations").fetch_one(&pool).await.unwrap();
     assert_eq!(applied, 15);
     // Every service's start-up check refuses it the same way.
     let start = buzz_store::check_schema(&pool).await.unwrap_err();
@@ -166,7 +174,9 @@ async fn a_database_of_the_pre_release_chain_is_refused_with_what_to_do() {
     // A service refuses to start on it (the write-service's start-up, as its binary runs it).
     let settings = buzz_write::Settings {
         database_url: db.url.clone(),
-        nats: buzz_bus::NatsConfig::new(std::env::var("NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".to_owned())),
+        nats: buzz_bus::NatsConfig::new(
+            std::env::var("NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".to_owned()),
+        ),
         nats_prefix: format!("oldchain{}", Uuid::new_v4().simple()),
         admin_listen: "127.0.0.1:0".parse().unwrap(),
         max_db_connections: 2,
@@ -177,7 +187,9 @@ async fn a_database_of_the_pre_release_chain_is_refused_with_what_to_do() {
         lock_timeout_ms: 2000,
         batch: buzz_write::batch::BatchSettings::default(),
     };
-    let Err(err) = buzz_write::Application::build(settings).await else { panic!("the write-service started") };
+    let Err(err) = buzz_write::Application::build(settings).await else {
+        panic!("the write-service started")
+    };
     assert!(err.to_string().contains("older than buzz-relay 0.1.0"), "{err}");
     db.drop_db().await;
 }

@@ -133,6 +133,11 @@ async fn retention_set_through_the_operator_api_expires_earlier_revisions_never_
         .execute(&cluster.pool)
         .await
         .unwrap();
+    // Their successors are as old: no live snapshot capture can hold them (retention.rs).
+    sqlx::query("UPDATE artifact_revisions SET accepted_at = accepted_at - interval '2 days'")
+        .execute(&cluster.pool)
+        .await
+        .unwrap();
     assert_eq!(buzz_write::artifacts::sweep_retention(&cluster.pool, 1000).await.unwrap(), 0);
     let (status, v) = patch(&cluster, team.id, &json!({"retention_days": 3})).await;
     assert_eq!(status, 200, "{v}");
@@ -188,6 +193,11 @@ async fn the_sweep_applies_each_communitys_own_retention_and_one_batch_across_th
         chains.push(chain);
     }
     sqlx::query("UPDATE events SET accepted_at = now() - interval '2 days' WHERE kind = 45010")
+        .execute(&cluster.pool)
+        .await
+        .unwrap();
+    // Their successors are as old: no live snapshot capture can hold them (retention.rs).
+    sqlx::query("UPDATE artifact_revisions SET accepted_at = accepted_at - interval '2 days'")
         .execute(&cluster.pool)
         .await
         .unwrap();

@@ -117,3 +117,96 @@ async fn a_change_in_another_captured_channel_passes_a_body_read_but_fails_compl
     w.assert_reset(&reader, &token, None, "channel renamed").await;
     w.cluster.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gaining_access_to_a_channel_that_existed_at_the_capture_requires_a_reset() {
+    // "Access changes ... require a reset": gaining access counts like losing it.
+    let mut w = World::new().await;
+    let alice = w.alice.clone();
+    let open = channel(&mut w.a, &alice, "open", &[]).await;
+    let private = channel(&mut w.a, &alice, "private", &[]).await;
+    create(&mut w.a, &alice, open, "buzz.gain", &[]).await;
+    let (reader, token) = w.capture("buzz.gain").await;
+    assert_eq!(snap(&w.cluster, 0, &w.team, &reader, complete(&token)).await.0, 200);
+    ok(&mut w.a, &admin(&alice, 9000, private, vec![tag("p", reader.public_hex())])).await;
+    w.assert_reset(&reader, &token, None, "access gained").await;
+    w.cluster.stop().await;
+}
+
+async fn age_by_sql(cluster: &buzz_tests::Cluster, table: &str, revision: &str) {
+    let (column, sql) = if table == "events" {
+        ("id", "UPDATE events SET accepted_at = now() - interval '2 days' WHERE id = $1")
+    } else {
+        (
+            "revision_id",
+            "UPDATE artifact_revisions SET accepted_at = now() - interval '2 days' WHERE revision_id = $1",
+        )
+    };
+    let n = sqlx::query(sql).bind(revision).execute(&cluster.pool).await.unwrap().rows_affected();
+    assert_eq!(n, 1, "{table}.{column} = {revision}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_keeps_a_captured_revision_while_a_capture_can_hold_it_and_its_removal_is_a_reset() {
+    // "Ordinary post-capture updates leave the captured revision available." and "a missing ...
+    // captured revision ... require[s] a reset". The community keeps one day of history; the
+    // captured revision was accepted two days ago.
+    let mut w = World::new().await;
+    let alice = w.alice.clone();
+    let open = channel(&mut w.a, &alice, "open", &[]).await;
+    let (d, created) = create(&mut w.a, &alice, open, "buzz.ret", &[]).await;
+    sqlx::query("UPDATE communities SET retention_days = 1 WHERE id = $1")
+        .bind(w.team.id)
+        .execute(&w.cluster.pool)
+        .await
+        .unwrap();
+    age_by_sql(&w.cluster, "events", &created.id).await;
+    age_by_sql(&w.cluster, "artifact_revisions", &created.id).await;
+    let (reader, token) = w.capture("buzz.ret").await;
+    // An ordinary update makes the captured revision non-current; the sweep runs at once.
+    let update = rev(&alice, "update", d, open, Some(&created), "buzz.ret", &[]);
+    ok(&mut w.a, &update).await;
+    buzz_write::artifacts::sweep_retention(&w.cluster.pool, 1000).await.unwrap();
+    let b = snap(&w.cluster, 0, &w.team, &reader, bodies(&token, &[&created.id])).await;
+    assert_eq!(b.0, 200, "the captured revision was swept: {}", b.1);
+    assert_eq!(b.1["events"][0]["id"], json!(created.id));
+    assert_eq!(snap(&w.cluster, 1, &w.team, &reader, complete(&token)).await.0, 200);
+    // Once its successor is older than any capture can live, retention removes it, and the
+    // capture that still names it must reset.
+    age_by_sql(&w.cluster, "artifact_revisions", &update.id).await;
+    let swept = buzz_write::artifacts::sweep_retention(&w.cluster.pool, 1000).await.unwrap();
+    let gone: i64 = sqlx::query_scalar("SELECT count(*) FROM events WHERE id = $1")
+        .bind(&created.id)
+        .fetch_one(&w.cluster.pool)
+        .await
+        .unwrap();
+    assert_eq!(gone, 0, "swept {swept}");
+    w.assert_reset(&reader, &token, Some(&created), "captured revision removed by retention").await;
+    w.cluster.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_capture_past_its_fixed_logical_expiry_is_a_reset_while_its_records_remain() {
+    // "Each capture has a fixed logical expiry." The capture's expiry field is moved into the
+    // past (its records, the meta and pages, stay in Redis): every action is a reset.
+    let mut w = World::new().await;
+    let alice = w.alice.clone();
+    let open = channel(&mut w.a, &alice, "open", &[]).await;
+    let (_, created) = create(&mut w.a, &alice, open, "buzz.exp", &[]).await;
+    let (reader, token) = w.capture("buzz.exp").await;
+    let key = format!("{}snapshot", w.cluster.redis_prefix);
+    let cli = |args: &[&str]| {
+        let out = std::process::Command::new("redis-cli").args(args).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    let expiry: Vec<String> =
+        cli(&["HKEYS", &key]).lines().filter(|f| f.ends_with(":x")).map(str::to_owned).collect();
+    assert_eq!(expiry.len(), 1, "{expiry:?}");
+    let now_ms: Vec<i64> = cli(&["TIME"]).lines().map(|l| l.trim().parse().unwrap()).collect();
+    let past = (now_ms[0] * 1000 + now_ms[1] / 1000 - 1).to_string();
+    cli(&["HSET", &key, &expiry[0], &past]);
+    let meta = expiry[0].replace(":x", ":m");
+    assert_eq!(cli(&["HEXISTS", &key, &meta]), "1");
+    w.assert_reset(&reader, &token, Some(&created), "past the logical expiry").await;
+    w.cluster.stop().await;
+}

@@ -129,3 +129,91 @@ async fn a_completed_capture_stays_replayable_and_still_counts_against_the_reade
     }
     cluster.stop().await;
 }
+
+/// "NATS frame size": answers cross the bus in frames whose chunk is JSON-escaped once more, so a
+/// body heavy in `\` doubles in its frames. The largest body an answer can carry is `bodyBytes`
+/// (8 MiB, whatever `BUZZ_MAX_MESSAGE_BYTES` is: stored bodies are not bounded by today's message
+/// limit), so the test takes one revision just under it made of backslashes (each escaped twice
+/// in the stored event, four times in a frame) and expects it whole, on both gateways.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_worst_case_body_at_body_bytes_crosses_the_bus_whole() {
+    let cluster = Cluster::start().await;
+    let team = cluster.community("team.test").await;
+    let reader = cluster.member(&team).await;
+    let mut owner = WsClient::authed(cluster.gateways[1], &team.host, &team.owner).await;
+    let h = channel(&mut owner, &team.owner, "open", &[]).await;
+    let d = Uuid::new_v4();
+    let tags = vec![tag("ar", "1"), tag("d", d), tag("h", h), tag("type", TASK), tag("op", "create")];
+    let pad = "\\".repeat((8 * 1024 * 1024 - 4096) / 4);
+    let heavy = team.owner.sign_new(45010, tags, &json!({"version": 1, "pad": pad}).to_string());
+    let raw = heavy.to_json();
+    assert!(raw.len() > 8 * 1024 * 1024 - 8192 && raw.len() < 8 * 1024 * 1024 - 1024, "{}", raw.len());
+    seed_events(&cluster, &team, &team.owner, h, std::slice::from_ref(&heavy)).await;
+    let first = snap(&cluster, 0, &team, &reader, all()).await;
+    assert_eq!(first.0, 200, "{}", first.1);
+    let token = first.1["token"].clone();
+    let want: Value = serde_json::from_str(&raw).unwrap();
+    for g in 0..2 {
+        let got = snap(&cluster, g, &team, &reader, bodies(&token, &[&heavy.id])).await;
+        assert_eq!(got.0, 200, "{}", got.1);
+        assert!(got.1["events"] == json!([want]), "the body came back altered");
+    }
+    cluster.stop().await;
+}
+
+/// The raw `POST /query` of `body` through gateway 0, signed by `keys`: (status, JSON answer).
+async fn post_raw(
+    cluster: &Cluster,
+    team: &buzz_tests::Community,
+    keys: &buzz_core::Keys,
+    body: &[u8],
+) -> (u16, Value) {
+    let url = format!("https://{}/query", team.host);
+    let auth = buzz_core::nip98::authorization_header(keys, "POST", &url, body);
+    let res = reqwest::Client::new()
+        .post(format!("http://{}/query", cluster.gateways[0]))
+        .header("host", &team.host)
+        .header("authorization", auth)
+        .header("content-type", "application/json")
+        .body(body.to_vec())
+        .send()
+        .await
+        .unwrap();
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap())
+}
+
+/// Malformed snapshot bodies get the spec's `400 snapshot_invalid` ("This extension uses signed
+/// POST /query requests. Each request contains one filter."; "A bounded error response contains
+/// error and code with the same value"): two filters of which one is a snapshot action, a snapshot
+/// action not in an array, and a snapshot action with a key it does not take. A body that is not
+/// JSON names no action: it keeps the generic `400 invalid` of `POST /query` (design.md).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_snapshot_bodies_are_snapshot_invalid_and_a_body_that_is_not_json_is_invalid() {
+    let cluster = Cluster::start().await;
+    let team = cluster.community("team.test").await;
+    let reader = cluster.member(&team).await;
+    let snapshot_bodies = [
+        json!([all(), all()]),
+        json!([all(), {"artifact": "current"}]),
+        json!([{"artifact": "current"}, all()]),
+        all(),
+        json!([{"artifact": "snapshot", "action": "start", "query": {"artifact": "current"}, "limit": 5}]),
+        json!([{"artifact": "snapshot", "action": "complete", "token": "AAAA", "cursor": "AAAA"}]),
+        json!([{"artifact": "snapshot"}]),
+    ];
+    for body in snapshot_bodies {
+        let got = post_raw(&cluster, &team, &reader, body.to_string().as_bytes()).await;
+        assert_eq!(got.0, 400, "{body}: {}", got.1);
+        assert_eq!(got.1, json!({"error": "snapshot_invalid", "code": "snapshot_invalid"}), "{body}");
+    }
+    for raw in [&b"[{\"artifact\":\"snapshot\",\"action\":\"start\""[..], b"not json"] {
+        let got = post_raw(&cluster, &team, &reader, raw).await;
+        assert_eq!((got.0, &got.1["code"]), (400, &json!("invalid")), "{}", got.1);
+    }
+    // Nothing was captured: the reader still has both slots.
+    for g in 0..2 {
+        assert_eq!(snap(&cluster, g, &team, &reader, all()).await.0, 200);
+    }
+    cluster.stop().await;
+}

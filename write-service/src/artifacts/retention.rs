@@ -2,6 +2,11 @@
 //! older than that and no longer current. The current revision is never removed, and the
 //! `artifact_revisions` rows stay, so `prev` checks and idempotent resubmission keep working.
 //!
+//! A revision that a live snapshot capture may hold is not removed either: "Ordinary post-capture
+//! updates leave the captured revision available." A capture holds revisions that were current at
+//! its start, so a revision whose successor (the revision naming it in `prev`) was accepted less
+//! than [`CAPTURE_HOLD_SECONDS`] ago waits for a later pass.
+//!
 //! The sweep starts from the communities that have a retention (a handful of rows) and then, for
 //! each, walks only that community's aged revisions through `events_revisions_by_age`
 //! (`community_id, accepted_at`, kind 45010). A community that keeps its history forever (the
@@ -10,6 +15,7 @@
 //! retention, each pass of each write replica read them all and probed `artifacts` for each;
 //! docs/benchmarks.md, "NIP-AR revisions".)
 
+use buzz_bus::snapshot::CAPTURE_HOLD_SECONDS;
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -46,8 +52,12 @@ async fn sweep_community(pool: &PgPool, community: Uuid, days: i32, batch: i64) 
                AND e.accepted_at < now() - make_interval(days => $2) \
                AND NOT EXISTS (SELECT 1 FROM artifacts a WHERE a.community_id = e.community_id \
                                AND a.current_revision = e.id) \
+               AND NOT EXISTS (SELECT 1 FROM artifact_revisions s WHERE s.community_id = e.community_id \
+                               AND s.prev = e.id \
+                               AND s.accepted_at > now() - make_interval(secs => {hold})) \
              LIMIT $3 FOR UPDATE OF e SKIP LOCKED)",
-        buzz_core::kinds::ARTIFACT_REVISION
+        buzz_core::kinds::ARTIFACT_REVISION,
+        hold = CAPTURE_HOLD_SECONDS
     ))
     .bind(community)
     .bind(days)
