@@ -217,14 +217,18 @@ async fn update_community(
 
 /// A profile field of a PATCH: absent (`None`), `null` (`Some(None)`: cleared) or a string of 1
 /// to `max` characters without control characters (`url`: an http(s) URL).
-fn profile_field(req: &JsonObject, field: &str, max: usize, url: bool) -> Result<Option<Option<String>>, ApiError> {
+fn profile_field(
+    req: &JsonObject,
+    field: &str,
+    max: usize,
+    url: bool,
+) -> Result<Option<Option<String>>, ApiError> {
     let Some(value) = req.get(field) else { return Ok(None) };
     if value.is_null() {
         return Ok(Some(None));
     }
-    let text = value
-        .as_str()
-        .ok_or_else(|| ApiError::invalid_body(format!("{field} must be a string or null")))?;
+    let text =
+        value.as_str().ok_or_else(|| ApiError::invalid_body(format!("{field} must be a string or null")))?;
     let chars = text.chars().count();
     if chars == 0 || chars > max || text.chars().any(char::is_control) {
         return Err(ApiError::invalid_body(format!(

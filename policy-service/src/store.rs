@@ -168,7 +168,9 @@ pub async fn update(pool: &PgPool, id: Uuid, changes: &Changes) -> Result<Option
         .await;
     match result {
         // 42703 undefined_column: the 0.1.0 schema, before this release's migration.
-        Err(sqlx::Error::Database(db)) if db.code().as_deref() == Some("42703") => Err(UpdateError::SchemaPending),
+        Err(sqlx::Error::Database(db)) if db.code().as_deref() == Some("42703") => {
+            Err(UpdateError::SchemaPending)
+        }
         other => Ok(other?),
     }
 }

@@ -93,7 +93,9 @@ pub async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
 /// Job did: upgrade tests and `scripts/migration-locks.sh` start from there).
 pub async fn migrate_to(pool: &PgPool, version: i64) -> Result<(), StoreError> {
     let migrator = sqlx::migrate::Migrator {
-        migrations: std::borrow::Cow::Owned(MIGRATOR.iter().filter(|m| m.version <= version).cloned().collect()),
+        migrations: std::borrow::Cow::Owned(
+            MIGRATOR.iter().filter(|m| m.version <= version).cloned().collect(),
+        ),
         ..sqlx::migrate::Migrator::DEFAULT
     };
     let mut conn = pool.acquire().await?;

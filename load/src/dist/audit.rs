@@ -114,7 +114,11 @@ fn clip(msg: &str) -> String {
 #[must_use]
 pub fn prefix(msg: &str) -> &str {
     match msg.split_once(':') {
-        Some((p, _)) if !p.is_empty() && p.len() <= 32 && p.chars().all(|c| c.is_ascii_lowercase() || c == '-') => p,
+        Some((p, _))
+            if !p.is_empty() && p.len() <= 32 && p.chars().all(|c| c.is_ascii_lowercase() || c == '-') =>
+        {
+            p
+        }
         _ => "(none)",
     }
 }

@@ -81,7 +81,8 @@ fn run(args: &CheckArgs) -> Result<Verdict> {
     }
     print!("{}", v.text());
     if let Some(p) = &args.json {
-        std::fs::write(p, serde_json::to_string_pretty(&v)?).with_context(|| format!("writing {}", p.display()))?;
+        std::fs::write(p, serde_json::to_string_pretty(&v)?)
+            .with_context(|| format!("writing {}", p.display()))?;
     }
     if let Some(p) = &args.markdown {
         std::fs::write(p, v.markdown()).with_context(|| format!("writing {}", p.display()))?;
@@ -268,7 +269,9 @@ pub fn judge(records: &[Value], stored: &HashMap<String, Stored>, slack_ms: u64)
                     *v.error_texts.entry(text).or_default() += 1;
                 } else if r["via"] == "http" && is_snapshot_reset(&msg) {
                     // A capture told to start again: judged under snapshots.
-                    *v.expected_refusals.entry(format!("snapshot {}", msg.split(':').next().unwrap_or(""))).or_default() += 1;
+                    *v.expected_refusals
+                        .entry(format!("snapshot {}", msg.split(':').next().unwrap_or("")))
+                        .or_default() += 1;
                 } else {
                     *v.other_refusals.entry(prefix).or_default().entry(text).or_default() += 1;
                 }
@@ -334,13 +337,19 @@ pub fn judge(records: &[Value], stored: &HashMap<String, Stored>, slack_ms: u64)
     });
     v.lines.push(Line {
         check: "error: answers (resend-safe; target 0)".into(),
-        found: format!("{} (writes acked after a resend: {}, duplicate answers: {})", v.error_answers, v.acked_after_resend, v.duplicate_answers),
+        found: format!(
+            "{} (writes acked after a resend: {}, duplicate answers: {})",
+            v.error_answers, v.acked_after_resend, v.duplicate_answers
+        ),
         pass: true,
     });
 
     // 3. Listeners: chat events acked while each listener existed.
-    let chat: Vec<(&String, u64)> =
-        acks.iter().filter(|(_, (kind, op, _))| *kind == 9 && op == "chat").map(|(id, (_, _, us))| (id, *us)).collect();
+    let chat: Vec<(&String, u64)> = acks
+        .iter()
+        .filter(|(_, (kind, op, _))| *kind == 9 && op == "chat")
+        .map(|(id, (_, _, us))| (id, *us))
+        .collect();
     let slack = slack_ms * 1000;
     for (lid, l) in &mut listeners {
         l.subs.sort_unstable();
@@ -398,13 +407,18 @@ pub fn judge(records: &[Value], stored: &HashMap<String, Stored>, slack_ms: u64)
     let bad: u64 = v
         .snapshots
         .iter()
-        .filter(|(k, _)| !matches!(k.as_str(), "complete" | "http 409 snapshot_reset" | "http 503 snapshot_unavailable"))
+        .filter(|(k, _)| {
+            !matches!(k.as_str(), "complete" | "http 409 snapshot_reset" | "http 503 snapshot_unavailable")
+        })
         .map(|(_, n)| n)
         .sum();
     let outcomes: Vec<String> = v.snapshots.iter().map(|(k, n)| format!("{k}: {n}")).collect();
     v.lines.push(Line {
         check: "snapshot captures: complete, 409 snapshot_reset or 503 snapshot_unavailable".into(),
-        found: format!("{} ({bad} other)", if outcomes.is_empty() { "none".into() } else { outcomes.join(", ") }),
+        found: format!(
+            "{} ({bad} other)",
+            if outcomes.is_empty() { "none".into() } else { outcomes.join(", ") }
+        ),
         pass: bad == 0,
     });
     v.pass = v.lines.iter().all(|l| l.pass);
@@ -439,7 +453,8 @@ impl Verdict {
         }
         let tr: Vec<String> = self.transport.iter().map(|(k, n)| format!("{k} {n}")).collect();
         if !tr.is_empty() {
-            let _ = writeln!(o, "  lost sockets / failed connects (no answer, reconnected): {}", tr.join(", "));
+            let _ =
+                writeln!(o, "  lost sockets / failed connects (no answer, reconnected): {}", tr.join(", "));
         }
         let rc: Vec<String> = self.reconnects.iter().map(|(k, n)| format!("{k} {n}")).collect();
         if !rc.is_empty() {
@@ -464,7 +479,13 @@ impl Verdict {
         let _ = writeln!(o, "**Verdict: {}**\n", if self.pass { "PASS" } else { "FAIL" });
         let _ = writeln!(o, "| check | found | |\n| --- | --- | --- |");
         for l in &self.lines {
-            let _ = writeln!(o, "| {} | {} | {} |", l.check, l.found.replace('|', "\\|"), if l.pass { "ok" } else { "FAIL" });
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} |",
+                l.check,
+                l.found.replace('|', "\\|"),
+                if l.pass { "ok" } else { "FAIL" }
+            );
         }
         if !self.error_texts.is_empty() {
             let _ = writeln!(o, "\n`error:` answers:\n");
@@ -499,7 +520,10 @@ mod tests {
     }
 
     fn lines(text: &str) -> Vec<Value> {
-        text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).expect("json")).collect()
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).expect("json"))
+            .collect()
     }
 
     #[test]

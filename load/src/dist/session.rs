@@ -130,7 +130,8 @@ impl Ctx {
                     self.rec.ok("reconnect", t0.elapsed());
                     if self.audit.on() {
                         let ms = u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX);
-                        self.audit.log("reconnect", serde_json::json!({"op": op, "url": target.url, "ms": ms}));
+                        self.audit
+                            .log("reconnect", serde_json::json!({"op": op, "url": target.url, "ms": ms}));
                     }
                     return Ok(conn);
                 }
@@ -199,7 +200,10 @@ pub async fn publish_final(
                 } else {
                     ctx.audit.transport(op, "lost", &msg);
                 }
-                if msg.contains("timed out") || msg.contains("closed the connection") || msg.contains("websocket") {
+                if msg.contains("timed out")
+                    || msg.contains("closed the connection")
+                    || msg.contains("websocket")
+                {
                     *conn = ctx.reconnect(op, g, k, give_up).await?;
                 }
             }

@@ -75,7 +75,13 @@ struct Client {
 /// Sends one revision and records it under `op`; `Some(id)` when accepted. `expect_conflict`:
 /// a `conflict:` answer is the expected outcome. With `--reconnect` the revision is resent
 /// until its final answer ([`publish_final`]).
-async fn send(ctx: &Ctx, c: &mut Client, ev: &Event, op: &str, expect_conflict: bool) -> Result<Option<String>> {
+async fn send(
+    ctx: &Ctx,
+    c: &mut Client,
+    ev: &Event,
+    op: &str,
+    expect_conflict: bool,
+) -> Result<Option<String>> {
     let t0 = Instant::now();
     let (ok, message, attempt) = publish_final(ctx, op, &mut c.conn, c.g, &mut c.k, ev, c.give_up).await?;
     let took = t0.elapsed();

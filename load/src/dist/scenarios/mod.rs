@@ -151,7 +151,9 @@ pub fn spawn(ctx: &Arc<Ctx>, p: Prepared, timing: Timing) -> Vec<JoinHandle<()>>
                     PartKind::Artifacts => {
                         tokio::spawn(async move { artifacts::run(ctx, conn, g, t, think).await })
                     }
-                    PartKind::Queries => tokio::spawn(async move { queries::run(ctx, conn, g, t, think).await }),
+                    PartKind::Queries => {
+                        tokio::spawn(async move { queries::run(ctx, conn, g, t, think).await })
+                    }
                     PartKind::Snapshot => {
                         tokio::spawn(async move { snapshot::run(ctx, conn, g, t, think).await })
                     }

@@ -56,7 +56,9 @@ pub async fn run(ctx: Arc<Ctx>, mut conn: Conn, g: usize, t: Timing, think: Dura
             Ok(_) => ctx.rec.ok("query.current", t0.elapsed()),
             Err(e) => {
                 let msg = format!("{e:#}");
-                let lost = msg.contains("closed the connection") || msg.contains("websocket") || msg.contains("timed out");
+                let lost = msg.contains("closed the connection")
+                    || msg.contains("websocket")
+                    || msg.contains("timed out");
                 if !ctx.a.reconnect {
                     ctx.rec.error("query.current", &msg);
                     if msg.contains("closed the connection") {

@@ -73,16 +73,19 @@ async fn call_once(ctx: &Ctx, keys: &Keys, g: usize, filter: &Value) -> Result<V
         .await
         .map_err(|e| SnapError::Transport(format!("{:#}", anyhow::Error::from(e))))?;
     let status = res.status();
-    let text = res
-        .text()
-        .await
-        .map_err(|e| SnapError::Transport(format!("reading the /query answer: {:#}", anyhow::Error::from(e))))?;
+    let text = res.text().await.map_err(|e| {
+        SnapError::Transport(format!("reading the /query answer: {:#}", anyhow::Error::from(e)))
+    })?;
     if !status.is_success() {
         let code = serde_json::from_str::<Value>(&text)
             .ok()
             .and_then(|v| v["code"].as_str().or(v["error"].as_str()).map(str::to_owned))
             .unwrap_or_default();
-        return Err(SnapError::Http { status: status.as_u16(), code, text: text.chars().take(160).collect() });
+        return Err(SnapError::Http {
+            status: status.as_u16(),
+            code,
+            text: text.chars().take(160).collect(),
+        });
     }
     serde_json::from_str(&text).map_err(|e| SnapError::Bad(format!("the /query answer is not JSON: {e}")))
 }
