@@ -321,6 +321,18 @@ impl Cluster {
         req.send().await.unwrap()
     }
 
+    /// [`Cluster::operator_request`] signed by the operator key: the status and the JSON body.
+    pub async fn operator_json(
+        &self,
+        method: reqwest::Method,
+        path_and_query: &str,
+        body: Option<&serde_json::Value>,
+    ) -> (u16, serde_json::Value) {
+        let res = self.operator_request(method, path_and_query, body, &self.operator).await;
+        let status = res.status().as_u16();
+        (status, res.json().await.unwrap())
+    }
+
     /// Provisions a community bound to `host` with a fresh owner key.
     pub async fn community(&self, host: &str) -> Community {
         let owner = Keys::generate();

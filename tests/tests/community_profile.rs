@@ -12,20 +12,16 @@ use reqwest::Method;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-async fn call(cluster: &Cluster, method: Method, path: &str, body: Option<&Value>) -> (u16, Value) {
-    let res = cluster.operator_request(method, path, body, &cluster.operator).await;
-    let status = res.status().as_u16();
-    (status, res.json().await.unwrap())
-}
-
 async fn patch(cluster: &Cluster, id: Uuid, body: &Value) -> (u16, Value) {
-    call(cluster, Method::PATCH, &format!("/operator/communities?community_id={id}"), Some(body)).await
+    cluster
+        .operator_json(Method::PATCH, &format!("/operator/communities?community_id={id}"), Some(body))
+        .await
 }
 
 async fn provision(cluster: &Cluster, host: &str) -> Uuid {
     let id = Uuid::new_v4();
     let body = json!({"community_id": id, "host": host, "owner_pubkey": Keys::generate().public_hex()});
-    let (status, v) = call(cluster, Method::POST, "/operator/communities", Some(&body)).await;
+    let (status, v) = cluster.operator_json(Method::POST, "/operator/communities", Some(&body)).await;
     assert_eq!(status, 201, "{v}");
     id
 }
@@ -72,7 +68,7 @@ async fn a_communitys_profile_is_served_on_its_host_only_cleared_with_null_and_v
         (&profile["name"], &profile["description"], &profile["icon"])
     );
     let (status, v) =
-        call(&cluster, Method::GET, &format!("/operator/communities?community_id={id}"), None).await;
+        cluster.operator_json(Method::GET, &format!("/operator/communities?community_id={id}"), None).await;
     assert_eq!((status, &v["name"]), (200, &json!("Acme")), "{v}");
     for g in 0..2 {
         let doc = name_becomes(&cluster, g, "acme.test", &json!("Acme")).await;
@@ -112,7 +108,8 @@ async fn a_communitys_profile_is_served_on_its_host_only_cleared_with_null_and_v
             "{body} -> {v}"
         );
     }
-    let (_, v) = call(&cluster, Method::GET, &format!("/operator/communities?community_id={id}"), None).await;
+    let (_, v) =
+        cluster.operator_json(Method::GET, &format!("/operator/communities?community_id={id}"), None).await;
     assert!(v.get("name").is_none(), "{v}");
     cluster.stop().await;
 }
@@ -133,7 +130,8 @@ async fn this_release_runs_on_the_previous_schema_and_takes_the_profile_once_mig
     assert_eq!(status, 503, "{v}");
     assert_eq!(v["code"], "schema_pending", "{v}");
     assert!(v.to_string().contains("buzz migrate"), "{v}");
-    let (_, v) = call(&cluster, Method::GET, &format!("/operator/communities?community_id={id}"), None).await;
+    let (_, v) =
+        cluster.operator_json(Method::GET, &format!("/operator/communities?community_id={id}"), None).await;
     assert_eq!(v["retention_days"], 30, "the refused change changed nothing: {v}");
     // Chat works as before on the old schema.
     let team = cluster.community("chat.test").await;

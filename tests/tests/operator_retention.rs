@@ -14,19 +14,15 @@ use reqwest::Method;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-async fn call(cluster: &Cluster, method: Method, path: &str, body: Option<&Value>) -> (u16, Value) {
-    let res = cluster.operator_request(method, path, body, &cluster.operator).await;
-    let status = res.status().as_u16();
-    (status, res.json().await.unwrap())
-}
-
 async fn patch(cluster: &Cluster, id: Uuid, body: &Value) -> (u16, Value) {
-    call(cluster, Method::PATCH, &format!("/operator/communities?community_id={id}"), Some(body)).await
+    cluster
+        .operator_json(Method::PATCH, &format!("/operator/communities?community_id={id}"), Some(body))
+        .await
 }
 
 async fn shown(cluster: &Cluster, id: Uuid) -> Value {
     let (status, v) =
-        call(cluster, Method::GET, &format!("/operator/communities?community_id={id}"), None).await;
+        cluster.operator_json(Method::GET, &format!("/operator/communities?community_id={id}"), None).await;
     assert_eq!(status, 200, "{v}");
     v["retention_days"].clone()
 }
@@ -38,17 +34,17 @@ async fn retention_is_set_at_provisioning_or_by_patch_validated_and_shown() {
     let id = Uuid::new_v4();
     let create =
         json!({"community_id": id, "host": "keep.test", "owner_pubkey": owner, "retention_days": 30});
-    let (status, v) = call(&cluster, Method::POST, "/operator/communities", Some(&create)).await;
+    let (status, v) = cluster.operator_json(Method::POST, "/operator/communities", Some(&create)).await;
     assert_eq!(status, 201, "{v}");
     assert_eq!(v["retention_days"], 30);
     assert_eq!(shown(&cluster, id).await, 30);
     // Re-provisioning the same community is idempotent; another retention is a conflict.
-    assert_eq!(call(&cluster, Method::POST, "/operator/communities", Some(&create)).await.0, 200);
+    assert_eq!(cluster.operator_json(Method::POST, "/operator/communities", Some(&create)).await.0, 200);
     let other = json!({"community_id": id, "host": "keep.test", "owner_pubkey": owner, "retention_days": 7});
-    assert_eq!(call(&cluster, Method::POST, "/operator/communities", Some(&other)).await.0, 409);
+    assert_eq!(cluster.operator_json(Method::POST, "/operator/communities", Some(&other)).await.0, 409);
     // Without retention_days it is not compared (and a new community keeps history forever).
     let plain = json!({"community_id": id, "host": "keep.test", "owner_pubkey": owner});
-    assert_eq!(call(&cluster, Method::POST, "/operator/communities", Some(&plain)).await.0, 200);
+    assert_eq!(cluster.operator_json(Method::POST, "/operator/communities", Some(&plain)).await.0, 200);
 
     let (status, v) = patch(&cluster, id, &json!({"retention_days": 7})).await;
     assert_eq!((status, &v["retention_days"]), (200, &json!(7)), "{v}");
@@ -76,7 +72,7 @@ async fn retention_is_set_at_provisioning_or_by_patch_validated_and_shown() {
     }
     let bad_create =
         json!({"community_id": Uuid::new_v4(), "host": "b.test", "owner_pubkey": owner, "retention_days": 0});
-    assert_eq!(call(&cluster, Method::POST, "/operator/communities", Some(&bad_create)).await.0, 400);
+    assert_eq!(cluster.operator_json(Method::POST, "/operator/communities", Some(&bad_create)).await.0, 400);
     assert_eq!(shown(&cluster, id).await, Value::Null, "refused changes changed nothing");
     assert_eq!(patch(&cluster, Uuid::new_v4(), &json!({"retention_days": 3})).await.0, 404);
     // Signed by a key that is not an operator.
