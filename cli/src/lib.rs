@@ -6,5 +6,6 @@ pub mod snapshot_error;
 pub mod snapshot_fetch;
 pub mod snapshot_http;
 pub mod snapshot_live;
+pub mod snapshot_local;
 pub mod snapshot_merge;
 pub mod snapshot_step;

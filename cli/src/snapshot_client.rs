@@ -1,20 +1,24 @@
 //! The reference client of the NIP-AR stable manifest transport: live subscription first, then
 //! start, every page in order, verified bodies, completion, and reconciliation with local
-//! records and live events. A 409/503 or a lost live socket starts the whole capture over with
-//! bounded exponential backoff.
+//! writes and live events across the local write boundary. A lost answer or a 503 sends the same
+//! request again within the capture; a 409, a 503 that outlasts those retries, or a lost live
+//! socket starts the whole capture over with bounded exponential backoff.
 
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
+use buzz_core::nipar::KIND_REVISION as KIND;
 use buzz_core::{Event, Keys};
 use serde_json::{json, Value};
 
 pub use crate::snapshot_error::SnapshotError;
-use crate::snapshot_fetch::{bodies, manifest, Manifest};
+pub use crate::snapshot_fetch::RequestRetry;
+use crate::snapshot_fetch::{bodies, call, manifest, Manifest};
 use crate::snapshot_http::Relay;
 pub use crate::snapshot_http::Target;
-use crate::snapshot_live::Live;
+use crate::snapshot_live::{lookup, Live};
+pub use crate::snapshot_local::LocalWrites;
 pub use crate::snapshot_merge::{verify_body, Entry, Predicates, Reconciler};
 pub use crate::snapshot_step::Step;
 
@@ -26,9 +30,13 @@ pub struct Options {
     pub keys: Keys,
     /// The `artifact: current` query (`{"artifact":"current","#type":[...],...}`).
     pub query: Value,
-    /// Records the caller already holds (its own writes): never dropped for being absent, and
-    /// their bodies are reused when the capture names them.
-    pub local: Vec<Event>,
+    /// The caller's acknowledged writes (shared: keep recording while the capture runs). Those
+    /// acknowledged after a capture's `start` was sent are never dropped for being absent from
+    /// it; those acknowledged before are reflected in it. Their bodies are reused when the
+    /// capture names them.
+    pub local: LocalWrites,
+    /// Retries of one request within a capture (transport error or 503).
+    pub request_retry: RequestRetry,
     /// Whole captures tried before giving up on 409/503/lost live socket.
     pub max_attempts: u32,
     /// First backoff between attempts; it doubles each time.
@@ -47,7 +55,8 @@ impl Options {
             target,
             keys,
             query,
-            local: Vec::new(),
+            local: LocalWrites::new(),
+            request_retry: RequestRetry::default(),
             max_attempts: 6,
             backoff_start: Duration::from_millis(200),
             backoff_max: Duration::from_secs(5),
@@ -69,12 +78,25 @@ pub struct Outcome {
     pub attempts: u32,
     /// Live events received between the subscription and the completion.
     pub live_events: usize,
+    /// Artifacts whose revisions the held `prev` chain could not order, decided by asking the
+    /// relay for their current revision (never by timestamp).
+    pub resolved: usize,
 }
 
 struct Capture {
     entries: Vec<Entry>,
     bodies: Vec<Event>,
     pages: usize,
+    /// Local writes recorded, and live events received, before `start` was sent.
+    boundary: Boundary,
+    live: Vec<Event>,
+}
+
+/// The local write boundary of one capture: what the client had, just before `start` was sent.
+#[derive(Clone, Copy)]
+struct Boundary {
+    local: usize,
+    live: usize,
 }
 
 /// Runs the client algorithm until one capture completes, a non-retryable failure, or
@@ -88,8 +110,12 @@ pub async fn snapshot(
     let mut attempt = 1;
     loop {
         progress(Step::Attempt(attempt));
-        let err = match attempt_once(opts, &relay, progress).await {
-            Ok((capture, live)) => return Ok(reconcile(opts, capture, live, attempt)),
+        let done = match attempt_once(opts, &relay, progress).await {
+            Ok(capture) => reconcile(opts, capture, attempt).await,
+            Err(e) => Err(e),
+        };
+        let err = match done {
+            Ok(outcome) => return Ok(outcome),
             Err(e) if e.retryable() => e,
             Err(e) => return Err(e),
         };
@@ -103,44 +129,78 @@ pub async fn snapshot(
     }
 }
 
-fn reconcile(opts: &Options, capture: Capture, live: Vec<Event>, attempts: u32) -> Outcome {
+/// The completed capture against the local writes and live events on each side of its
+/// boundary; artifacts the held chain cannot order are looked up on the relay.
+async fn reconcile(opts: &Options, capture: Capture, attempts: u32) -> Result<Outcome, SnapshotError> {
     let mut r = Reconciler::new(Predicates::of(&opts.query));
     for body in capture.bodies {
         r.captured(body);
     }
-    for ev in &opts.local {
-        r.local(ev.clone());
+    for (i, ev) in opts.local.records().into_iter().enumerate() {
+        if i < capture.boundary.local {
+            r.before_capture(&ev);
+        } else {
+            r.after_capture(ev);
+        }
     }
-    let live_events = live.len();
-    for ev in live {
-        r.live(ev);
+    let live_events = capture.live.len();
+    for (i, ev) in capture.live.into_iter().enumerate() {
+        if i < capture.boundary.live {
+            r.before_capture(&ev);
+        } else {
+            r.after_capture(ev);
+        }
     }
-    Outcome {
-        artifacts: r.into_current(),
+    let unresolved = r.unresolved();
+    for chunk in unresolved.chunks(LOOKUP_CHUNK) {
+        let mut filter = opts.query.clone();
+        filter["#d"] = json!(chunk);
+        filter["limit"] = json!(chunk.len());
+        let found = lookup(&opts.target, &opts.keys, &filter).await?;
+        for d in chunk {
+            let current = found.iter().find(|e| e.kind == KIND && e.tag_value("d") == Some(d.as_str()));
+            r.resolve(d, current.cloned());
+        }
+    }
+    let artifacts = r
+        .into_current()
+        .map_err(|left| SnapshotError::Protocol(format!("{} artifacts left unresolved", left.len())))?;
+    Ok(Outcome {
+        artifacts,
         captured: capture.entries.len(),
         pages: capture.pages,
         attempts,
         live_events,
-    }
+        resolved: unresolved.len(),
+    })
 }
 
-/// One capture under one live subscription; the live events come back only when the socket
-/// stayed up from before `start` until after `complete`.
+/// `d` values per authoritative lookup REQ.
+const LOOKUP_CHUNK: usize = 100;
+
+/// One capture under one live subscription; it comes back only when the socket stayed up from
+/// before `start` until after `complete`.
 async fn attempt_once(
     opts: &Options,
     relay: &Relay,
     progress: &mut (dyn FnMut(Step) + Send),
-) -> Result<(Capture, Vec<Event>), SnapshotError> {
+) -> Result<Capture, SnapshotError> {
+    let retry = &opts.request_retry;
     let live = Live::open(&opts.target, &opts.keys, &opts.query, opts.live_counter.clone()).await?;
-    let Manifest { token, entries, pages } = manifest(relay, &opts.query, &live, progress).await?;
-    let bodies = bodies(relay, &token, &entries, &opts.local, &live, progress).await?;
+    // The boundary is read before `start` is sent: whatever was acknowledged or received by
+    // then was stored before the capture froze its scope.
+    let boundary = Boundary { local: opts.local.len(), live: live.received() };
+    let Manifest { token, entries, pages } = manifest(relay, retry, &opts.query, &live, progress).await?;
+    let mut held = opts.local.records();
+    held.extend(live.events());
+    let bodies = bodies(relay, retry, &token, &entries, &held, &live, progress).await?;
     live.check()?;
-    let done = relay.call(json!({"artifact": "snapshot", "action": "complete", "token": token})).await?;
+    let complete = json!({"artifact": "snapshot", "action": "complete", "token": token});
+    let done = call(relay, retry, complete, progress).await?;
     if done["complete"] != true {
         return Err(SnapshotError::Protocol(format!("complete answered {done}")));
     }
     live.check()?;
     progress(Step::Completed);
-    let events = live.events();
-    Ok((Capture { entries, bodies, pages }, events))
+    Ok(Capture { entries, bodies, pages, boundary, live: live.events() })
 }

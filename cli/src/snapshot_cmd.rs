@@ -56,7 +56,7 @@ pub async fn run(args: SnapshotArgs) -> i32 {
     eprintln!(
         "{}",
         json!({"artifacts": outcome.artifacts.len(), "captured": outcome.captured, "pages": outcome.pages,
-               "attempts": outcome.attempts, "liveEvents": outcome.live_events})
+               "attempts": outcome.attempts, "liveEvents": outcome.live_events, "resolved": outcome.resolved})
     );
     0
 }
@@ -105,6 +105,14 @@ fn progress(tty: bool, step: &Step) {
         Step::Retry { attempt, delay, reason } => {
             eprintln!(
                 "{}attempt {attempt} failed ({reason}); retrying in {} ms",
+                if tty { "\r\x1b[2K" } else { "" },
+                delay.as_millis()
+            );
+            return;
+        }
+        Step::RequestRetry { action, attempt, delay, reason } => {
+            eprintln!(
+                "{}{action} try {attempt} failed ({reason}); sending it again in {} ms",
                 if tty { "\r\x1b[2K" } else { "" },
                 delay.as_millis()
             );

@@ -1,7 +1,10 @@
 //! Fetching one capture: the manifest page by page, then the captured bodies in batches within
-//! `bodyRows`, each verified against its entry.
+//! `bodyRows`, each verified against its entry. Every request of the capture survives a lost
+//! answer or a 503 by being sent again, the same (same token, same cursor), with bounded backoff:
+//! "A lost page response can be retried with the same cursor."
 
 use std::collections::{HashMap, HashSet};
+use std::time::Duration;
 
 use buzz_core::Event;
 use serde_json::{json, Value};
@@ -26,6 +29,55 @@ pub struct Manifest {
     pub pages: usize,
 }
 
+/// How often, and how patiently, one request is sent again after a transport error or a 503.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestRetry {
+    /// Tries per request, the first included (at least 1).
+    pub tries: u32,
+    /// First backoff; it doubles each time.
+    pub start: Duration,
+    /// Largest backoff.
+    pub max: Duration,
+}
+
+impl Default for RequestRetry {
+    /// 4 tries, 100 ms doubling to 2 s (at most 0.7 s of waiting per request).
+    fn default() -> Self {
+        Self { tries: 4, start: Duration::from_millis(100), max: Duration::from_secs(2) }
+    }
+}
+
+/// One snapshot action, sent again unchanged (with a fresh NIP-98 signature) after a transport
+/// error or a 503, up to `retry.tries` times. Every other answer, 409 included, returns at once.
+pub async fn call(
+    relay: &Relay,
+    retry: &RequestRetry,
+    filter: Value,
+    progress: &mut (dyn FnMut(Step) + Send),
+) -> Result<Value, SnapshotError> {
+    let action = match filter["action"].as_str() {
+        Some("start") => "start",
+        Some("page") => "page",
+        Some("bodies") => "bodies",
+        _ => "complete",
+    };
+    let mut delay = retry.start;
+    let mut attempt = 1;
+    loop {
+        let err = match relay.call(filter.clone()).await {
+            Err(e @ (SnapshotError::Transport(_) | SnapshotError::Relay { status: 503, .. })) => e,
+            other => return other,
+        };
+        if attempt >= retry.tries.max(1) {
+            return Err(err);
+        }
+        progress(Step::RequestRetry { action, attempt, delay, reason: err.to_string() });
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(retry.max);
+        attempt += 1;
+    }
+}
+
 fn protocol(why: impl Into<String>) -> SnapshotError {
     SnapshotError::Protocol(why.into())
 }
@@ -33,11 +85,13 @@ fn protocol(why: impl Into<String>) -> SnapshotError {
 /// `start`, then every page in order until `nextToken` is null.
 pub async fn manifest(
     relay: &Relay,
+    retry: &RequestRetry,
     query: &Value,
     live: &Live,
     progress: &mut (dyn FnMut(Step) + Send),
 ) -> Result<Manifest, SnapshotError> {
-    let mut answer = relay.call(json!({"artifact": "snapshot", "action": "start", "query": query})).await?;
+    let start = json!({"artifact": "snapshot", "action": "start", "query": query});
+    let mut answer = call(relay, retry, start, progress).await?;
     let token = answer
         .get("token")
         .filter(|t| t.is_string())
@@ -54,9 +108,8 @@ pub async fn manifest(
         if next.is_null() {
             return Ok(Manifest { token, entries, pages });
         }
-        answer = relay
-            .call(json!({"artifact": "snapshot", "action": "page", "token": token, "cursor": next}))
-            .await?;
+        let page = json!({"artifact": "snapshot", "action": "page", "token": token, "cursor": next});
+        answer = call(relay, retry, page, progress).await?;
         if answer.get("token") != Some(&token) {
             return Err(protocol("a page answered another token"));
         }
@@ -79,6 +132,7 @@ fn page_entries(answer: &Value) -> Result<Vec<Entry>, SnapshotError> {
 /// verified and reused instead of fetched.
 pub async fn bodies(
     relay: &Relay,
+    retry: &RequestRetry,
     token: &Value,
     entries: &[Entry],
     local: &[Event],
@@ -98,7 +152,7 @@ pub async fn bodies(
     let mut at = 0;
     while at < wanted.len() {
         let batch = &wanted[at..(at + rows).min(wanted.len())];
-        match fetch_batch(relay, token, batch).await {
+        match fetch_batch(relay, retry, token, batch, progress).await {
             Err(SnapshotError::Relay { status: 413, .. }) if batch.len() > 1 => {
                 rows = batch.len().div_ceil(2);
                 continue;
@@ -113,11 +167,16 @@ pub async fn bodies(
     Ok(out)
 }
 
-async fn fetch_batch(relay: &Relay, token: &Value, batch: &[&Entry]) -> Result<Vec<Event>, SnapshotError> {
+async fn fetch_batch(
+    relay: &Relay,
+    retry: &RequestRetry,
+    token: &Value,
+    batch: &[&Entry],
+    progress: &mut (dyn FnMut(Step) + Send),
+) -> Result<Vec<Event>, SnapshotError> {
     let ids: Vec<&str> = batch.iter().map(|e| e.revision.as_str()).collect();
-    let answer = relay
-        .call(json!({"artifact": "snapshot", "action": "bodies", "token": token, "revisionIds": ids}))
-        .await?;
+    let request = json!({"artifact": "snapshot", "action": "bodies", "token": token, "revisionIds": ids});
+    let answer = call(relay, retry, request, progress).await?;
     let events =
         answer["events"].as_array().ok_or_else(|| protocol("a bodies answer has no events array"))?;
     let mut by_id: HashMap<String, Event> = HashMap::with_capacity(events.len());

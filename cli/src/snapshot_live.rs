@@ -38,7 +38,10 @@ impl Live {
         query: &Value,
         counter: Arc<AtomicUsize>,
     ) -> Result<Self, SnapshotError> {
-        let mut ws = tokio::time::timeout(HANDSHAKE, handshake(target, keys, query))
+        let mut filter = query.clone();
+        filter["limit"] = json!(1);
+        // Stored current events before EOSE are covered by the capture.
+        let (mut ws, _) = tokio::time::timeout(HANDSHAKE, handshake(target, keys, &filter))
             .await
             .map_err(|_| SnapshotError::Live("no AUTH answer or EOSE within 10 s".into()))??;
         let events = Arc::new(Mutex::new(Vec::new()));
@@ -62,6 +65,13 @@ impl Live {
         Err(SnapshotError::Live(why.unwrap_or_else(|| "socket lost".into())))
     }
 
+    /// How many events were received after EOSE so far: taken just before `start` is sent, it
+    /// is the live half of the local write boundary.
+    #[must_use]
+    pub fn received(&self) -> usize {
+        self.events.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len()
+    }
+
     /// Every event received after EOSE so far, in arrival order.
     #[must_use]
     pub fn events(&self) -> Vec<Event> {
@@ -75,7 +85,30 @@ impl Drop for Live {
     }
 }
 
-async fn handshake(target: &Target, keys: &Keys, query: &Value) -> Result<Socket, SnapshotError> {
+/// The relay's current revisions for `filter` (an `artifact: current` query): one authenticated
+/// REQ read until EOSE on its own socket. Every event is checked against its id and signature.
+pub async fn lookup(target: &Target, keys: &Keys, filter: &Value) -> Result<Vec<Event>, SnapshotError> {
+    let (mut ws, events) = tokio::time::timeout(HANDSHAKE, handshake(target, keys, filter))
+        .await
+        .map_err(|_| SnapshotError::Live("no AUTH answer or EOSE within 10 s".into()))??;
+    let _ = ws.close(None).await;
+    events
+        .into_iter()
+        .map(|v| {
+            serde_json::from_value::<Event>(v).ok().filter(|e| e.verify().is_ok()).ok_or_else(|| {
+                SnapshotError::Verification("a looked-up revision fails its id or signature".into())
+            })
+        })
+        .collect()
+}
+
+/// Connects, answers AUTH with `keys`, sends the REQ and reads until its EOSE; returns the
+/// socket and the stored events before EOSE.
+async fn handshake(
+    target: &Target,
+    keys: &Keys,
+    filter: &Value,
+) -> Result<(Socket, Vec<Value>), SnapshotError> {
     let live = |e: &dyn std::fmt::Display| SnapshotError::Live(e.to_string());
     let mut req = format!("ws://{}/", target.authority).into_client_request().map_err(|e| live(&e))?;
     req.headers_mut().insert("host", target.host.parse().map_err(|_| live(&"invalid host"))?);
@@ -91,9 +124,8 @@ async fn handshake(target: &Target, keys: &Keys, query: &Value) -> Result<Socket
         "",
     );
     send(&mut ws, &json!(["AUTH", auth])).await?;
-    let mut filter = query.clone();
-    filter["limit"] = json!(1);
     send(&mut ws, &json!(["REQ", SUB, filter])).await?;
+    let mut stored = Vec::new();
     loop {
         let msg = next_json(&mut ws).await?;
         match msg[0].as_str() {
@@ -103,8 +135,8 @@ async fn handshake(target: &Target, keys: &Keys, query: &Value) -> Result<Socket
             Some("CLOSED") if msg[1] == SUB => {
                 return Err(SnapshotError::Refused(format!("req: {}", msg[2].as_str().unwrap_or_default())));
             }
-            Some("EOSE") if msg[1] == SUB => return Ok(ws),
-            // Stored current events before EOSE are covered by the capture.
+            Some("EOSE") if msg[1] == SUB => return Ok((ws, stored)),
+            Some("EVENT") if msg[1] == SUB => stored.push(msg[2].clone()),
             _ => {}
         }
     }

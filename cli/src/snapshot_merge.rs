@@ -1,6 +1,17 @@
 //! Body verification against the manifest, and reconciliation of the captured set with local
-//! records and live events: newer revisions win (by revision chain, else by `created_at`),
-//! absence from the capture never drops a local record or a live event.
+//! writes and live events.
+//!
+//! The order of two revisions of one artifact is decided only by the revision chain (`prev`
+//! links among the revisions the client holds), never by `created_at`: "Timestamps do not choose
+//! the winner." When the chain the client holds cannot order them, the artifact is left
+//! *unresolved* and the caller asks the relay for its current revision ([`Reconciler::resolve`]).
+//!
+//! The local write boundary: records the relay had before the capture started (local writes it
+//! acknowledged, live events received, before `start` was sent) are reflected in the capture, so
+//! they only lend their `prev` links; when their artifact is absent from the capture they are
+//! dropped (deleted, moved or no longer matching). Records after the boundary are preserved:
+//! "Completion alone does not permit deletion of local writes or live events received after
+//! capture."
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -70,12 +81,30 @@ impl Predicates {
     }
 }
 
-/// Per artifact: the newest revision seen and whether it is current within the query.
+/// What the client holds for one artifact: the captured revision and, in the order they
+/// reached the client, the records after the boundary (revisions and relay removals).
+#[derive(Default)]
+struct Candidates {
+    captured: Option<Event>,
+    after: Vec<Event>,
+}
+
+/// The reconciliation of one completed capture.
 #[derive(Default)]
 pub struct Reconciler {
-    held: BTreeMap<String, (Event, bool)>,
+    by_d: BTreeMap<String, Candidates>,
     known: HashMap<String, Event>,
     preds: Predicates,
+    resolved: BTreeMap<String, Option<Event>>,
+}
+
+/// How two revisions of one artifact relate through the `prev` links the client holds.
+#[derive(Debug, PartialEq, Eq)]
+enum Order {
+    Same,
+    Newer,
+    Older,
+    Unknown,
 }
 
 impl Reconciler {
@@ -87,63 +116,122 @@ impl Reconciler {
 
     /// A verified captured body (current within the query at the capture).
     pub fn captured(&mut self, ev: Event) {
-        self.offer(ev, true);
+        self.remember(&ev);
+        if let Some(d) = ev.tag_value("d").map(str::to_owned) {
+            self.by_d.entry(d).or_default().captured = Some(ev);
+        }
     }
 
-    /// A local record: kept unless a newer revision of its artifact replaces it.
-    pub fn local(&mut self, ev: Event) {
-        self.offer(ev, true);
+    /// A record the relay had before the capture started: a local write it acknowledged, or a
+    /// live event received, before `start` was sent. The capture reflects it, so it lends its
+    /// `prev` links only and is never kept for being absent from the capture.
+    pub fn before_capture(&mut self, ev: &Event) {
+        self.remember(ev);
     }
 
-    /// A live event: a newer revision replaces (or, when it is a deletion or no longer matches,
-    /// removes) the held one; a 45011 removal applies only when its `e` names the held revision.
-    pub fn live(&mut self, ev: Event) {
-        if ev.kind == KIND_REMOVAL {
-            let held = ev.tag_value("d").and_then(|d| self.held.get_mut(d));
-            if let Some((cur, present)) = held {
-                if ev.tag_value("e") == Some(cur.id.as_str()) {
-                    *present = false;
-                }
+    /// A local write acknowledged, or a live event received, after `start` was sent: absence
+    /// from the capture never drops it; a newer revision (by chain) replaces it, and a deletion,
+    /// a revision outside the query or a relay removal of the held revision removes the artifact.
+    pub fn after_capture(&mut self, ev: Event) {
+        if ev.kind != KIND && ev.kind != KIND_REMOVAL {
+            return;
+        }
+        self.remember(&ev);
+        if let Some(d) = ev.tag_value("d").map(str::to_owned) {
+            self.by_d.entry(d).or_default().after.push(ev);
+        }
+    }
+
+    fn remember(&mut self, ev: &Event) {
+        if ev.kind == KIND {
+            self.known.insert(ev.id.clone(), ev.clone());
+        }
+    }
+
+    /// Artifacts whose winner the held chain cannot decide; ask the relay for their current
+    /// revision and pass each answer to [`Reconciler::resolve`].
+    #[must_use]
+    pub fn unresolved(&self) -> Vec<String> {
+        self.by_d
+            .iter()
+            .filter(|(d, c)| !self.resolved.contains_key(*d) && self.decide(c).is_err())
+            .map(|(d, _)| d.clone())
+            .collect()
+    }
+
+    /// The relay's current revision of `d` within the query (`None`: none is current, or the
+    /// reader may not read it): it decides an unresolved artifact.
+    pub fn resolve(&mut self, d: &str, current: Option<Event>) {
+        self.resolved.insert(d.to_owned(), current);
+    }
+
+    /// The current artifacts, ordered by `d`; `Err` lists the artifacts still unresolved (ask
+    /// the relay first: nothing else may choose between their revisions).
+    pub fn into_current(self) -> Result<Vec<Event>, Vec<String>> {
+        let unresolved = self.unresolved();
+        if !unresolved.is_empty() {
+            return Err(unresolved);
+        }
+        let mut out = Vec::new();
+        for (d, cands) in &self.by_d {
+            let winner = match self.resolved.get(d) {
+                Some(answer) => answer.clone(),
+                None => self.decide(cands).unwrap_or_default(),
+            };
+            out.extend(winner.filter(|ev| self.present(ev)));
+        }
+        Ok(out)
+    }
+
+    fn present(&self, ev: &Event) -> bool {
+        ev.kind == KIND && ev.tag_value("op") != Some("delete") && self.preds.matches(ev)
+    }
+
+    /// The newest revision among the candidates, `None` when a relay removal of it came after,
+    /// `Err` when the held chain cannot order them.
+    fn decide(&self, c: &Candidates) -> Result<Option<Event>, ()> {
+        let mut tip: Option<&Event> = c.captured.as_ref();
+        for ev in c.after.iter().filter(|e| e.kind == KIND) {
+            tip = Some(match tip {
+                None => ev,
+                Some(cur) => match self.order(ev, cur) {
+                    Order::Newer => ev,
+                    Order::Same | Order::Older => cur,
+                    Order::Unknown => return Err(()),
+                },
+            });
+        }
+        let Some(tip) = tip else { return Ok(None) };
+        // A removal says revision `e` left this channel: it removes the tip when it names the
+        // tip; it is stale when `e` is an ancestor of the tip; anything else is undecidable.
+        for removal in c.after.iter().filter(|e| e.kind == KIND_REMOVAL) {
+            let Some(e) = removal.tag_value("e") else { continue };
+            if e == tip.id {
+                return Ok(None);
             }
-            return;
+            if !self.descends(tip, e) {
+                return Err(());
+            }
         }
-        if ev.kind != KIND {
-            return;
-        }
-        let current = ev.tag_value("op") != Some("delete") && self.preds.matches(&ev);
-        self.offer(ev, current);
+        Ok(Some(tip.clone()))
     }
 
-    fn offer(&mut self, ev: Event, current: bool) {
-        let Some(d) = ev.tag_value("d").map(str::to_owned) else { return };
-        self.known.insert(ev.id.clone(), ev.clone());
-        let newer = match self.held.get(&d) {
-            None => current,
-            Some((cur, _)) => self.is_newer(&ev, cur),
-        };
-        if newer {
-            self.held.insert(d, (ev, current));
-        }
-    }
-
-    /// True when `cand` descends from `cur` through known `prev` links; false when `cur`
-    /// descends from `cand`; otherwise the later `created_at` wins (a tie keeps `cur`).
-    fn is_newer(&self, cand: &Event, cur: &Event) -> bool {
+    fn order(&self, cand: &Event, cur: &Event) -> Order {
         if cand.id == cur.id {
-            return false;
+            Order::Same
+        } else if self.descends(cand, &cur.id) {
+            Order::Newer
+        } else if self.descends(cur, &cand.id) {
+            Order::Older
+        } else {
+            Order::Unknown
         }
-        if self.descends(cand, &cur.id) {
-            return true;
-        }
-        if self.descends(cur, &cand.id) {
-            return false;
-        }
-        cand.created_at > cur.created_at
     }
 
+    /// True when `ancestor` is reached from `from` through `prev` links of held revisions.
     fn descends(&self, from: &Event, ancestor: &str) -> bool {
         let mut prev = from.tag_value("prev");
-        for _ in 0..self.known.len() + 1 {
+        for _ in 0..=self.known.len() {
             match prev {
                 Some(p) if p == ancestor => return true,
                 Some(p) => prev = self.known.get(p).and_then(|e| e.tag_value("prev")),
@@ -151,12 +239,6 @@ impl Reconciler {
             }
         }
         false
-    }
-
-    /// The current artifacts, ordered by `d`.
-    #[must_use]
-    pub fn into_current(self) -> Vec<Event> {
-        self.held.into_values().filter(|(_, present)| *present).map(|(e, _)| e).collect()
     }
 }
 

@@ -23,6 +23,18 @@ pub enum Step {
     },
     /// The relay confirmed the completion boundary.
     Completed,
+    /// A lost answer (transport error) or a 503 to one request of the capture: the same request
+    /// (same token and cursor) is sent again after `delay`, within the same capture.
+    RequestRetry {
+        /// The snapshot action (`start`, `page`, `bodies`, `complete`).
+        action: &'static str,
+        /// The try that failed, from 1.
+        attempt: u32,
+        /// Backoff before the next try.
+        delay: Duration,
+        /// Why it failed.
+        reason: String,
+    },
     /// A retryable failure: the next attempt starts after `delay`.
     Retry {
         /// The attempt that failed.
