@@ -213,3 +213,63 @@ async fn a_failing_policy_store_is_503_authorization_unavailable_on_the_operator
     assert_eq!(nip_fi::stored(&cluster, team.id).await, (false, 0), "nothing changed");
     cluster.stop().await;
 }
+
+/// Sets whether PostgreSQL accepts connections to the cluster's database; refusing also ends
+/// every open one (a real outage of that database for every service, not a mock).
+async fn database_accepts_connections(cluster: &Cluster, accept: bool) {
+    let admin = buzz_tests::cluster::with_database(&cluster.database_url, "postgres");
+    let pool = buzz_store::connect(&admin, 1).await.unwrap();
+    let name = &cluster.database_name;
+    sqlx::query(&format!("ALTER DATABASE \"{name}\" ALLOW_CONNECTIONS {accept}"))
+        .execute(&pool)
+        .await
+        .unwrap();
+    if !accept {
+        sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1")
+            .bind(name)
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    pool.close().await;
+}
+
+/// With PostgreSQL down for the cluster's database, every NIP-FI operator route answers 503
+/// `authorization_unavailable`: new mutations, committed replay, both reads, bindings, legacy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_postgresql_down_the_operator_routes_answer_503_authorization_unavailable() {
+    let cluster = Cluster::start_with(small()).await;
+    let team = cluster.community("fi-db-down.test").await;
+    bind(&cluster, &team).await;
+    let enable = request(&team, 0, false, Some(ISSUER));
+    assert_eq!(post(&cluster, POLICY, &enable).await.0, 201);
+    let receipt = format!("{POLICY}?operation_id={}", enable["operation_id"].as_str().unwrap());
+    let current = format!("{POLICY}?community_id={}&expected_host={}", team.id, team.host);
+    database_accepts_connections(&cluster, false).await;
+    let binding = serde_json::json!({ "community_id": team.id, "issuer": ISSUER });
+    let posts = [
+        (POLICY, request(&team, 1, true, None)),
+        (POLICY, enable.clone()),
+        (nip_fi::LEGACY, nip_fi::legacy_request(&team)),
+        (nip_fi::BINDINGS, binding),
+    ];
+    for (path, body) in &posts {
+        let (s, v) = post(&cluster, path, body).await;
+        assert_eq!((s, v["code"].as_str()), (503, Some("authorization_unavailable")), "{path} {body} -> {v}");
+    }
+    for q in [&receipt, &current] {
+        let (s, v) = get(&cluster, q).await;
+        assert_eq!((s, v["code"].as_str()), (503, Some("authorization_unavailable")), "{q} -> {v}");
+    }
+    database_accepts_connections(&cluster, true).await;
+    let r = receipt.clone();
+    eventually(Duration::from_secs(10), || {
+        let r = r.clone();
+        let c = &cluster;
+        async move { get(c, &r).await.0 == 200 }
+    })
+    .await;
+    assert_eq!(nip_fi::stored(&cluster, team.id).await, (true, 1), "nothing changed");
+    assert_eq!(nip_fi::receipt_count(&cluster, team.id).await, 1);
+    cluster.stop().await;
+}
