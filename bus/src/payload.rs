@@ -380,6 +380,12 @@ pub enum AccessReply {
 pub struct LeaseRequest {
     /// The `Host` the request came in on (the policy-service normalises it).
     pub host: String,
+    /// The asking gateway runs with `BUZZ_NIP_FI_MODE=off` and needs no FI policy: the answer
+    /// carries the community's identity only, read without the FI bindings and without waiting
+    /// for a drain of the host ("off does not require an FI policy read"). Absent (older
+    /// gateways): false, the full answer.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub identity_only: bool,
 }
 
 /// The community a host serves, as the policy-service stores it.

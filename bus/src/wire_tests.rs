@@ -113,3 +113,17 @@ fn a_lease_reply_without_a_profile_reads_both_ways_across_0_1_and_0_2() {
     assert_eq!((old.host.as_str(), old.policy_generation), ("a.test", 3));
     assert_eq!(serde_json::from_value::<CommunityLease>(wire).ok(), Some(with_profile));
 }
+
+/// A gateway in FI mode `off` asks for the identity only; every other request reads as before:
+/// an older gateway's request (no field) is a full one, and a full request is sent without the
+/// field, so an older policy-service reads it unchanged.
+#[test]
+fn a_lease_request_is_full_unless_it_asks_for_the_identity_only() {
+    let read = |v| serde_json::from_value::<LeaseRequest>(v).map(|r| r.identity_only).ok();
+    assert_eq!(read(json!({"host": "a.test"})), Some(false));
+    assert_eq!(read(json!({"host": "a.test", "identity_only": true})), Some(true));
+    let full = LeaseRequest { host: "a.test".into(), identity_only: false };
+    assert_eq!(serde_json::to_value(&full).ok(), Some(json!({"host": "a.test"})));
+    let off = LeaseRequest { host: "a.test".into(), identity_only: true };
+    assert_eq!(serde_json::to_value(&off).ok(), Some(json!({"host": "a.test", "identity_only": true})));
+}

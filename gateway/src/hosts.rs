@@ -12,6 +12,8 @@ pub struct HostCache {
     nats: buzz_bus::Bus,
     subjects: Subjects,
     retry: Retry,
+    /// Ask for the community's identity only, no FI policy (the gateway's FI mode is `off`).
+    identity_only: bool,
     entries: Mutex<HashMap<String, (Option<CommunityLease>, Instant)>>,
 }
 
@@ -30,7 +32,16 @@ impl HostCache {
     /// An empty cache that asks over `nats` on `subjects.policy_lease()`, retrying per `retry`.
     #[must_use]
     pub fn new(nats: buzz_bus::Bus, subjects: Subjects, retry: Retry) -> Self {
-        Self { nats, subjects, retry, entries: Mutex::new(HashMap::new()) }
+        Self { nats, subjects, retry, identity_only: false, entries: Mutex::new(HashMap::new()) }
+    }
+
+    /// Asks for the community's identity only, never its FI policy (for FI mode `off`, which
+    /// ignores the lease's FI fields): such a lease needs no FI policy read and never waits for
+    /// a drain.
+    #[must_use]
+    pub fn identity_only(mut self, identity_only: bool) -> Self {
+        self.identity_only = identity_only;
+        self
     }
 
     /// The community bound to an already-normalised host, or `None` for an unknown host.
@@ -46,7 +57,7 @@ impl HostCache {
                 return Ok(lease.clone());
             }
         }
-        let req = LeaseRequest { host: host.to_owned() };
+        let req = LeaseRequest { host: host.to_owned(), identity_only: self.identity_only };
         for _ in 0..LEASE_REQUESTS {
             let requested = Instant::now();
             let reply: Result<LeaseReply, BusError> =

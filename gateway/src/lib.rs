@@ -73,7 +73,8 @@ impl Application {
         let admin = tokio::net::TcpListener::bind(settings.admin_listen).await?;
         let admin_addr = admin.local_addr()?;
         let state = Arc::new(AppState {
-            hosts: hosts::HostCache::new(nats.clone(), subjects.clone(), settings.bus_retry()),
+            hosts: hosts::HostCache::new(nats.clone(), subjects.clone(), settings.bus_retry())
+                .identity_only(settings.nip_fi.mode == buzz_fi::Mode::Off),
             rate: ratelimit::PubkeyLimiter::new(
                 redis.clone(),
                 &settings.redis_prefix,

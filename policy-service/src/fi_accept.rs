@@ -108,15 +108,16 @@ pub async fn accept(pool: &PgPool, req: &PolicyRequest, operator: &str) -> Resul
     let cur = fi_store::lock_community(&mut tx, req.community_id).await?.ok_or(AcceptError::NotFound)?;
     check_target(&cur, req)?;
     let change = decide(&cur, req)?;
-    if let Some(issuer) = req.expected_issuer.as_deref().filter(|_| change.is_some()) {
+    // Every enable, the legacy no-op included, holds its exact binding and the host lease.
+    if let Some(issuer) = req.expected_issuer.as_deref() {
         if !fi_store::hold_binding(&mut tx, req.community_id, issuer).await? {
             return Err(conflict("issuer_conflict", "the community has no binding to expected_issuer"));
         }
     }
+    fi_store::lock_host_lease(&mut tx, &cur.host).await?;
     let generation = match change {
         None => cur.policy_generation,
         Some(required) => {
-            fi_store::lock_host_lease(&mut tx, &cur.host).await?;
             if required && !cur.requires_nip_fi {
                 // Optional leases issued before the exclusion lapse within 1 s.
                 metrics::counter!("buzz_policy_drains_total").increment(1);

@@ -321,14 +321,28 @@ pub async fn lease(pool: &PgPool, host: &str, waiters: &Semaphore) -> Result<Lea
     }
 }
 
-async fn read_lease(tx: &mut PgConnection, host: &str) -> Result<Lease, sqlx::Error> {
-    let row: Option<LeaseRow> = sqlx::query_as(&format!(
+/// The active community bound to `host`, for a gateway whose FI mode is `off`: its identity
+/// and profile only, without its FI bindings and without the host lease lock (a drain does not
+/// hold it up): "off does not require an FI policy read". Its issuers are empty.
+pub async fn identity(pool: &PgPool, host: &str) -> Result<Lease, sqlx::Error> {
+    let mut conn = pool.acquire().await?;
+    Ok(match bound_row(&mut conn, host).await? {
+        Some(row) => Lease::Bound(row, Vec::new()),
+        None => Lease::Unknown,
+    })
+}
+
+async fn bound_row(conn: &mut PgConnection, host: &str) -> Result<Option<LeaseRow>, sqlx::Error> {
+    sqlx::query_as(&format!(
         "SELECT {CURRENT_COLUMNS}, {PROFILE_COLUMNS} FROM communities WHERE host = $1 AND lifecycle = 'active'"
     ))
     .bind(host)
-    .fetch_optional(&mut *tx)
-    .await?;
-    let Some(row) = row else { return Ok(Lease::Unknown) };
+    .fetch_optional(conn)
+    .await
+}
+
+async fn read_lease(tx: &mut PgConnection, host: &str) -> Result<Lease, sqlx::Error> {
+    let Some(row) = bound_row(&mut *tx, host).await? else { return Ok(Lease::Unknown) };
     let issuers: Vec<String> = sqlx::query_scalar(
         "SELECT issuer FROM community_fi_bindings WHERE community_id = $1 ORDER BY issuer",
     )

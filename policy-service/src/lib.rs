@@ -156,7 +156,8 @@ impl Application {
     }
 }
 
-/// host → community, for gateways. Unknown hosts answer `community: None`. While an
+/// host → community, for gateways. Unknown hosts answer `community: None`. A gateway in FI mode
+/// `off` asks for the identity only: no FI policy read, no drain wait. Otherwise, while an
 /// optional→required NIP-FI transition drains the host's leases, the read waits without a pool
 /// connection (one of `waiters`' permits) and then answers the committed state, or answers
 /// `unavailable: host is draining` (see `fi_store::lease`). Counted in `buzz_policy_leases_total`
@@ -173,7 +174,12 @@ pub async fn handle_lease(
         metrics::counter!("buzz_policy_leases_total", "outcome" => "unknown").increment(1);
         return Ok(LeaseReply { community: None, lease_ms });
     };
-    let (outcome, answer) = match fi_store::lease(pool, &host, waiters).await {
+    let read = if req.identity_only {
+        fi_store::identity(pool, &host).await
+    } else {
+        fi_store::lease(pool, &host, waiters).await
+    };
+    let (outcome, answer) = match read {
         Ok(fi_store::Lease::Bound(row, fi_issuers)) => {
             let profile = row.profile();
             let c = row.current;

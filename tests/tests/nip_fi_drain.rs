@@ -159,7 +159,7 @@ async fn a_drain_never_stalls_other_hosts_leases_on_its_replica() {
         let (nats, subject) = (nats.clone(), subject.clone());
         async move {
             let started = Instant::now();
-            let req = LeaseRequest { host: host.clone() };
+            let req = LeaseRequest { host: host.clone(), identity_only: false };
             let reply: Result<Result<LeaseReply, BusError>, BusError> =
                 buzz_bus::rpc::request(&nats, subject, &req, Duration::from_secs(5)).await;
             (host, started.elapsed(), reply.and_then(|r| r))

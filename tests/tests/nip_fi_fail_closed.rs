@@ -1,6 +1,8 @@
 //! NIP-FI fail-closed rules end to end: an accepted enable whose issuer binding is lost reads
-//! `unavailable` (never `active`), and a gateway whose policy lease lookup fails answers an
-//! error (503) at the WebSocket upgrade and on `/api`, never an admission.
+//! `unavailable` (never `active`), a gateway whose policy lease lookup fails answers an error
+//! (503, or 504 when no answer comes) at the WebSocket upgrade and on `/api`, never an
+//! admission, and the operator routes answer a failing or unreachable store with 503
+//! `authorization_unavailable`.
 
 #![allow(clippy::unwrap_used)]
 
@@ -133,9 +135,11 @@ async fn nip11(cluster: &Cluster, host: &str) -> (u16, serde_json::Value) {
     (res.status().as_u16(), res.json().await.unwrap_or_default())
 }
 
-/// With FI `off` no FI policy is read, and a failed host lookup is the bus error itself: the
-/// policy store failing is 503 `unavailable`; no answer within the gateway's bus timeout (here a
-/// lease held by the test, as a drain holds it) is 504 `timeout`. Never an admission.
+/// With FI `off` no FI policy is read (`nip_fi_enforce::with_fi_off_admission_needs_no_fi_policy_read`),
+/// and a failed host lookup is the bus error itself: the community read failing (here its table
+/// renamed away) is 503 `unavailable`; no answer within the gateway's bus timeout (here the
+/// table locked by the test, as a long migration statement would) is 504 `timeout`. Never an
+/// admission.
 #[tokio::test]
 async fn with_fi_off_a_failed_lookup_is_503_unavailable_or_504_timeout() {
     let cluster = Cluster::start_with(ClusterOptions {
@@ -146,10 +150,7 @@ async fn with_fi_off_a_failed_lookup_is_503_unavailable_or_504_timeout() {
     .await;
     let team = cluster.community("fi-off-lookup.test").await;
     assert_eq!(nip11(&cluster, &team.host).await.0, 200);
-    sqlx::query("ALTER TABLE community_fi_bindings RENAME TO community_fi_bindings_broken")
-        .execute(&cluster.pool)
-        .await
-        .unwrap();
+    sqlx::query("ALTER TABLE communities RENAME TO communities_broken").execute(&cluster.pool).await.unwrap();
     let (c, host) = (&cluster, team.host.clone());
     eventually(Duration::from_secs(5), || {
         let host = host.clone();
@@ -158,19 +159,11 @@ async fn with_fi_off_a_failed_lookup_is_503_unavailable_or_504_timeout() {
     .await;
     let (s, v) = nip11(&cluster, &team.host).await;
     assert_eq!((s, v["code"].as_str()), (503, Some("unavailable")), "{v}");
-    sqlx::query("ALTER TABLE community_fi_bindings_broken RENAME TO community_fi_bindings")
-        .execute(&cluster.pool)
-        .await
-        .unwrap();
+    sqlx::query("ALTER TABLE communities_broken RENAME TO communities").execute(&cluster.pool).await.unwrap();
     assert_eq!(nip11(&cluster, &team.host).await.0, 200);
 
-    // Hold the host's lease exclusively (advisory class `LOCK_HOST_LEASE`), as a drain does.
-    let mut holder = cluster.pool.acquire().await.unwrap();
-    sqlx::query("SELECT pg_advisory_lock(1179189251, hashtext($1))")
-        .bind(&team.host)
-        .execute(&mut *holder)
-        .await
-        .unwrap();
+    let mut holder = cluster.pool.begin().await.unwrap();
+    sqlx::query("LOCK TABLE communities IN ACCESS EXCLUSIVE MODE").execute(&mut *holder).await.unwrap();
     eventually(Duration::from_secs(5), || {
         let host = host.clone();
         async move { nip11(c, &host).await.0 != 200 }
@@ -178,13 +171,12 @@ async fn with_fi_off_a_failed_lookup_is_503_unavailable_or_504_timeout() {
     .await;
     let (s, v) = nip11(&cluster, &team.host).await;
     assert_eq!((s, v["code"].as_str()), (504, Some("timeout")), "{v}");
-    sqlx::query("SELECT pg_advisory_unlock(1179189251, hashtext($1))")
-        .bind(&team.host)
-        .execute(&mut *holder)
-        .await
-        .unwrap();
-    drop(holder);
-    assert_eq!(nip11(&cluster, &team.host).await.0, 200);
+    holder.rollback().await.unwrap();
+    eventually(Duration::from_secs(10), || {
+        let host = host.clone();
+        async move { nip11(c, &host).await.0 == 200 }
+    })
+    .await;
     cluster.stop().await;
 }
 
@@ -211,5 +203,65 @@ async fn a_failing_policy_store_is_503_authorization_unavailable_on_the_operator
         .await
         .unwrap();
     assert_eq!(nip_fi::stored(&cluster, team.id).await, (false, 0), "nothing changed");
+    cluster.stop().await;
+}
+
+/// Sets whether PostgreSQL accepts connections to the cluster's database; refusing also ends
+/// every open one (a real outage of that database for every service, not a mock).
+async fn database_accepts_connections(cluster: &Cluster, accept: bool) {
+    let admin = buzz_tests::cluster::with_database(&cluster.database_url, "postgres");
+    let pool = buzz_store::connect(&admin, 1).await.unwrap();
+    let name = &cluster.database_name;
+    sqlx::query(&format!("ALTER DATABASE \"{name}\" ALLOW_CONNECTIONS {accept}"))
+        .execute(&pool)
+        .await
+        .unwrap();
+    if !accept {
+        sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1")
+            .bind(name)
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    pool.close().await;
+}
+
+/// With PostgreSQL down for the cluster's database, every NIP-FI operator route answers 503
+/// `authorization_unavailable`: new mutations, committed replay, both reads, bindings, legacy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_postgresql_down_the_operator_routes_answer_503_authorization_unavailable() {
+    let cluster = Cluster::start_with(small()).await;
+    let team = cluster.community("fi-db-down.test").await;
+    bind(&cluster, &team).await;
+    let enable = request(&team, 0, false, Some(ISSUER));
+    assert_eq!(post(&cluster, POLICY, &enable).await.0, 201);
+    let receipt = format!("{POLICY}?operation_id={}", enable["operation_id"].as_str().unwrap());
+    let current = format!("{POLICY}?community_id={}&expected_host={}", team.id, team.host);
+    database_accepts_connections(&cluster, false).await;
+    let binding = serde_json::json!({ "community_id": team.id, "issuer": ISSUER });
+    let posts = [
+        (POLICY, request(&team, 1, true, None)),
+        (POLICY, enable.clone()),
+        (nip_fi::LEGACY, nip_fi::legacy_request(&team)),
+        (nip_fi::BINDINGS, binding),
+    ];
+    for (path, body) in &posts {
+        let (s, v) = post(&cluster, path, body).await;
+        assert_eq!((s, v["code"].as_str()), (503, Some("authorization_unavailable")), "{path} {body} -> {v}");
+    }
+    for q in [&receipt, &current] {
+        let (s, v) = get(&cluster, q).await;
+        assert_eq!((s, v["code"].as_str()), (503, Some("authorization_unavailable")), "{q} -> {v}");
+    }
+    database_accepts_connections(&cluster, true).await;
+    let r = receipt.clone();
+    eventually(Duration::from_secs(10), || {
+        let r = r.clone();
+        let c = &cluster;
+        async move { get(c, &r).await.0 == 200 }
+    })
+    .await;
+    assert_eq!(nip_fi::stored(&cluster, team.id).await, (true, 1), "nothing changed");
+    assert_eq!(nip_fi::receipt_count(&cluster, team.id).await, 1);
     cluster.stop().await;
 }
