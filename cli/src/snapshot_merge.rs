@@ -168,19 +168,26 @@ impl Reconciler {
     /// The current artifacts, ordered by `d`; `Err` lists the artifacts still unresolved (ask
     /// the relay first: nothing else may choose between their revisions).
     pub fn into_current(self) -> Result<Vec<Event>, Vec<String>> {
-        let unresolved = self.unresolved();
-        if !unresolved.is_empty() {
-            return Err(unresolved);
-        }
         let mut out = Vec::new();
+        let mut unresolved = Vec::new();
         for (d, cands) in &self.by_d {
             let winner = match self.resolved.get(d) {
                 Some(answer) => answer.clone(),
-                None => self.decide(cands).unwrap_or_default(),
+                None => match self.decide(cands) {
+                    Ok(w) => w,
+                    Err(()) => {
+                        unresolved.push(d.clone());
+                        continue;
+                    }
+                },
             };
             out.extend(winner.filter(|ev| self.present(ev)));
         }
-        Ok(out)
+        if unresolved.is_empty() {
+            Ok(out)
+        } else {
+            Err(unresolved)
+        }
     }
 
     fn present(&self, ev: &Event) -> bool {

@@ -28,6 +28,14 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(f))
 }
 
+/// Waits (up to 10 s) until the client's live subscription has received `n` events.
+async fn live_reached(counter: &std::sync::atomic::AtomicUsize, n: usize) {
+    buzz_tests::cluster::eventually(Duration::from_secs(10), || async move {
+        counter.load(Ordering::SeqCst) >= n
+    })
+    .await;
+}
+
 /// `n` signed buzz.task artifacts in `h`, stored by SQL as the write path stores them (events,
 /// artifact, type tag, current-tag index) so that a capture spans more than one page quickly.
 async fn seed_signed(cluster: &Cluster, team: &Community, author: &Keys, h: Uuid, n: usize) {
@@ -70,11 +78,7 @@ async fn a_multi_page_capture_verifies_every_body_and_includes_live_events_and_l
                 ok(&mut owner, &fresh).await;
                 ok(&mut mine, &later).await;
                 local.acknowledged(later.clone());
-                buzz_tests::cluster::eventually(Duration::from_secs(10), || {
-                    let c = counter.clone();
-                    async move { c.load(Ordering::SeqCst) >= 3 }
-                })
-                .await;
+                live_reached(&counter, 3).await;
             });
         }
         steps.push(step);
@@ -508,11 +512,7 @@ async fn revisions_the_live_chain_cannot_order_are_decided_by_the_relay_not_by_t
                 for ev in [&v2, &v3, &v4] {
                     ok(&mut owner, ev).await;
                 }
-                buzz_tests::cluster::eventually(Duration::from_secs(10), || {
-                    let c = counter.clone();
-                    async move { c.load(Ordering::SeqCst) >= 2 }
-                })
-                .await;
+                live_reached(&counter, 2).await;
             });
         }
     };

@@ -333,6 +333,19 @@ impl Cluster {
         (status, res.json().await.unwrap())
     }
 
+    /// `GET /` (NIP-11) of gateway `g` for `host`: the status and the JSON body (`Null` when the
+    /// body is not JSON).
+    pub async fn nip11(&self, g: usize, host: &str) -> (u16, serde_json::Value) {
+        let res = reqwest::Client::new()
+            .get(format!("http://{}/", self.gateways[g]))
+            .header("host", host)
+            .header("accept", "application/nostr+json")
+            .send()
+            .await
+            .unwrap();
+        (res.status().as_u16(), res.json().await.unwrap_or_default())
+    }
+
     /// Provisions a community bound to `host` with a fresh owner key.
     pub async fn community(&self, host: &str) -> Community {
         let owner = Keys::generate();

@@ -11,6 +11,20 @@ use uuid::Uuid;
 
 use crate::{Cluster, Community, WsClient};
 
+/// One gateway, writer and querier beside two policy-service replicas (operator calls can go to
+/// either), with the NIP-FI settings `tweak` sets.
+pub async fn two_policy_cluster(tweak: fn(&mut buzz_fi::FiSettings)) -> Cluster {
+    Cluster::start_with(crate::ClusterOptions {
+        gateways: 1,
+        writers: 1,
+        queriers: 1,
+        policy_replicas: 2,
+        nip_fi: Some(tweak),
+        ..crate::ClusterOptions::default()
+    })
+    .await
+}
+
 /// The issuer the tests' JWKS and evidence name.
 pub const ISSUER: &str = "https://issuer.test";
 /// The operator route of a community's NIP-FI policy.

@@ -26,19 +26,6 @@ async fn provision(cluster: &Cluster, host: &str) -> Uuid {
     id
 }
 
-/// The NIP-11 document gateway `g` serves for `host`.
-async fn nip11(cluster: &Cluster, g: usize, host: &str) -> Value {
-    let res = reqwest::Client::new()
-        .get(format!("http://{}/", cluster.gateways[g]))
-        .header("host", host)
-        .header("accept", "application/nostr+json")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 200);
-    res.json().await.unwrap()
-}
-
 /// Polls until gateway `g`'s NIP-11 `name` for `host` is `name` (host leases last at most 1 s).
 async fn name_becomes(cluster: &Cluster, g: usize, host: &str, name: &Value) -> Value {
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
@@ -50,6 +37,13 @@ async fn name_becomes(cluster: &Cluster, g: usize, host: &str, name: &Value) -> 
         assert!(tokio::time::Instant::now() < deadline, "gateway {g} still serves {doc} for {host}");
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
+}
+
+/// The NIP-11 document gateway `g` serves for `host` (which must answer 200).
+async fn nip11(cluster: &Cluster, g: usize, host: &str) -> Value {
+    let (status, doc) = cluster.nip11(g, host).await;
+    assert_eq!(status, 200);
+    doc
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

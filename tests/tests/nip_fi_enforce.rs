@@ -137,18 +137,6 @@ async fn after_a_disable_a_stale_required_lease_is_not_renewed() {
     cluster.stop().await;
 }
 
-/// `GET /` (NIP-11) of the community's host: its status.
-async fn nip11(cluster: &Cluster, host: &str) -> u16 {
-    let res = reqwest::Client::new()
-        .get(format!("http://{}/", cluster.gateways[0]))
-        .header("host", host)
-        .header("accept", "application/nostr+json")
-        .send()
-        .await
-        .unwrap();
-    res.status().as_u16()
-}
-
 /// "off does not require an FI policy read": with the FI policy unreadable (the bindings table
 /// renamed away) and the host lease held exclusively (as a drain holds it), a gateway in `off`
 /// keeps admitting, lease after lease.
@@ -157,7 +145,7 @@ async fn with_fi_off_admission_needs_no_fi_policy_read() {
     let cluster = Cluster::start_with(small(off)).await;
     let team = cluster.community("fi-off-no-read.test").await;
     nip_fi::bind_and_enable(&cluster, &team).await;
-    assert_eq!(nip11(&cluster, &team.host).await, 200);
+    assert_eq!(cluster.nip11(0, &team.host).await.0, 200);
     non_fi_socket(&cluster, &team).await.unwrap();
     sqlx::query("ALTER TABLE community_fi_bindings RENAME TO community_fi_bindings_broken")
         .execute(&cluster.pool)
@@ -172,7 +160,7 @@ async fn with_fi_off_admission_needs_no_fi_policy_read() {
     // Three leases' worth (each lasts at most 1 s).
     let until = Instant::now() + Duration::from_millis(3000);
     while Instant::now() < until {
-        assert_eq!(nip11(&cluster, &team.host).await, 200);
+        assert_eq!(cluster.nip11(0, &team.host).await.0, 200);
         non_fi_socket(&cluster, &team).await.unwrap();
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

@@ -123,18 +123,6 @@ fn short_bus_timeout(s: &mut buzz_gateway::Settings) {
     s.bus_timeout = Duration::from_millis(400);
 }
 
-/// `GET /` (NIP-11) of the community's host: its status and JSON body.
-async fn nip11(cluster: &Cluster, host: &str) -> (u16, serde_json::Value) {
-    let res = reqwest::Client::new()
-        .get(format!("http://{}/", cluster.gateways[0]))
-        .header("host", host)
-        .header("accept", "application/nostr+json")
-        .send()
-        .await
-        .unwrap();
-    (res.status().as_u16(), res.json().await.unwrap_or_default())
-}
-
 /// With FI `off` no FI policy is read (`nip_fi_enforce::with_fi_off_admission_needs_no_fi_policy_read`),
 /// and a failed host lookup is the bus error itself: the community read failing (here its table
 /// renamed away) is 503 `unavailable`; no answer within the gateway's bus timeout (here the
@@ -149,32 +137,32 @@ async fn with_fi_off_a_failed_lookup_is_503_unavailable_or_504_timeout() {
     })
     .await;
     let team = cluster.community("fi-off-lookup.test").await;
-    assert_eq!(nip11(&cluster, &team.host).await.0, 200);
+    assert_eq!(cluster.nip11(0, &team.host).await.0, 200);
     sqlx::query("ALTER TABLE communities RENAME TO communities_broken").execute(&cluster.pool).await.unwrap();
     let (c, host) = (&cluster, team.host.clone());
     eventually(Duration::from_secs(5), || {
         let host = host.clone();
-        async move { nip11(c, &host).await.0 != 200 }
+        async move { c.nip11(0, &host).await.0 != 200 }
     })
     .await;
-    let (s, v) = nip11(&cluster, &team.host).await;
+    let (s, v) = cluster.nip11(0, &team.host).await;
     assert_eq!((s, v["code"].as_str()), (503, Some("unavailable")), "{v}");
     sqlx::query("ALTER TABLE communities_broken RENAME TO communities").execute(&cluster.pool).await.unwrap();
-    assert_eq!(nip11(&cluster, &team.host).await.0, 200);
+    assert_eq!(cluster.nip11(0, &team.host).await.0, 200);
 
     let mut holder = cluster.pool.begin().await.unwrap();
     sqlx::query("LOCK TABLE communities IN ACCESS EXCLUSIVE MODE").execute(&mut *holder).await.unwrap();
     eventually(Duration::from_secs(5), || {
         let host = host.clone();
-        async move { nip11(c, &host).await.0 != 200 }
+        async move { c.nip11(0, &host).await.0 != 200 }
     })
     .await;
-    let (s, v) = nip11(&cluster, &team.host).await;
+    let (s, v) = cluster.nip11(0, &team.host).await;
     assert_eq!((s, v["code"].as_str()), (504, Some("timeout")), "{v}");
     holder.rollback().await.unwrap();
     eventually(Duration::from_secs(10), || {
         let host = host.clone();
-        async move { nip11(c, &host).await.0 == 200 }
+        async move { c.nip11(0, &host).await.0 == 200 }
     })
     .await;
     cluster.stop().await;

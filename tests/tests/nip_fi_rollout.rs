@@ -6,22 +6,9 @@
 use buzz_tests::nip_fi::{
     self, bind, call, get, legacy_request, post, receipt_count, request, stored, ISSUER, LEGACY, POLICY,
 };
-use buzz_tests::{Cluster, ClusterOptions};
 use reqwest::Method;
 use serde_json::json;
 use uuid::Uuid;
-
-async fn cluster(tweak: fn(&mut buzz_fi::FiSettings)) -> Cluster {
-    Cluster::start_with(ClusterOptions {
-        gateways: 1,
-        writers: 1,
-        queriers: 1,
-        policy_replicas: 2,
-        nip_fi: Some(tweak),
-        ..ClusterOptions::default()
-    })
-    .await
-}
 
 const OLD_INSERT: &str = "INSERT INTO community_auth_upgrades (operation_id, community_id, expected_host, \
     actor_pubkey, expected_owner_pubkey, expected_issuer, operator_pubkey, accepted_policy_generation) \
@@ -86,7 +73,7 @@ async fn the_receipts_table_keeps_old_inserts_meaning_enable_without_preconditio
 
 #[tokio::test]
 async fn general_status_reads_legacy_receipts_with_null_preconditions() {
-    let cluster = cluster(nip_fi::open_gate).await;
+    let cluster = nip_fi::two_policy_cluster(nip_fi::open_gate).await;
     let team = cluster.community("old.test").await;
     let id = Uuid::new_v4();
     let key = cluster.operator.public_hex();
@@ -109,7 +96,7 @@ async fn general_status_reads_legacy_receipts_with_null_preconditions() {
 
 #[tokio::test]
 async fn the_closed_gate_refuses_new_mutations_both_ways_but_keeps_reads_and_replay() {
-    let cluster = cluster(nip_fi::closed_gate).await;
+    let cluster = nip_fi::two_policy_cluster(nip_fi::closed_gate).await;
     let team = cluster.community("fi-gate.test").await;
     bind(&cluster, &team).await;
     for body in [request(&team, 0, false, Some(ISSUER)), request(&team, 0, false, None)] {
@@ -146,7 +133,7 @@ async fn the_closed_gate_refuses_new_mutations_both_ways_but_keeps_reads_and_rep
 
 #[tokio::test]
 async fn the_legacy_route_stays_enable_only_and_cannot_reverse_a_disable() {
-    let cluster = cluster(nip_fi::open_gate).await;
+    let cluster = nip_fi::two_policy_cluster(nip_fi::open_gate).await;
     let team = cluster.community("fi-legacy.test").await;
     bind(&cluster, &team).await;
     // Fresh legacy enable at generation 0.
@@ -191,7 +178,7 @@ async fn the_legacy_route_stays_enable_only_and_cannot_reverse_a_disable() {
 
 #[tokio::test]
 async fn n_operators_racing_on_one_generation_get_exactly_one_acceptance() {
-    let cluster = cluster(nip_fi::open_gate).await;
+    let cluster = nip_fi::two_policy_cluster(nip_fi::open_gate).await;
     let team = cluster.community("fi-race.test").await;
     bind(&cluster, &team).await;
     let n = 12;

@@ -10,24 +10,12 @@ use std::time::Duration;
 use buzz_tests::nip_fi::{
     self, bind, call, get, legacy_request, post, receipt_count, request, stored, ISSUER, LEGACY, POLICY,
 };
-use buzz_tests::{Cluster, ClusterOptions, Community};
+use buzz_tests::{Cluster, Community};
 use reqwest::Method;
 use serde_json::{json, Value};
 
-async fn cluster_with(tweak: fn(&mut buzz_fi::FiSettings)) -> Cluster {
-    Cluster::start_with(ClusterOptions {
-        gateways: 1,
-        writers: 1,
-        queriers: 1,
-        policy_replicas: 2,
-        nip_fi: Some(tweak),
-        ..ClusterOptions::default()
-    })
-    .await
-}
-
 async fn cluster() -> Cluster {
-    cluster_with(nip_fi::open_gate).await
+    nip_fi::two_policy_cluster(nip_fi::open_gate).await
 }
 
 fn receipt_query(body: &Value) -> String {
@@ -138,7 +126,7 @@ fn unregistered_provision_binding(s: &mut buzz_fi::FiSettings) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_enable_naming_a_provision_binding_the_registry_lacks_is_an_issuer_conflict() {
-    let cluster = cluster_with(unregistered_provision_binding).await;
+    let cluster = nip_fi::two_policy_cluster(unregistered_provision_binding).await;
     let team = cluster.community("fi-unregistered.test").await;
     bind(&cluster, &team).await;
     for (path, body) in [(POLICY, request(&team, 0, false, Some(ISSUER))), (LEGACY, legacy_request(&team))] {

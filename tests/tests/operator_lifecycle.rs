@@ -31,20 +31,8 @@ async fn delete(cluster: &Cluster, id: Uuid) -> (u16, Value, Option<String>) {
     call(cluster, 0, Method::DELETE, &path, None, &cluster.operator).await
 }
 
-/// The gateway's answer for `host` (200 bound, 404 unknown).
-async fn host_status(cluster: &Cluster, host: &str) -> u16 {
-    let res = reqwest::Client::new()
-        .get(format!("http://{}/", cluster.gateways[0]))
-        .header("host", host)
-        .header("accept", "application/nostr+json")
-        .send()
-        .await
-        .unwrap();
-    res.status().as_u16()
-}
-
 async fn wait_host(cluster: &Cluster, host: &str, status: u16) {
-    eventually(Duration::from_secs(5), || async move { host_status(cluster, host).await == status }).await;
+    eventually(Duration::from_secs(5), || async move { cluster.nip11(0, host).await.0 == status }).await;
 }
 
 async fn count(cluster: &Cluster, table: &str, id: Uuid) -> i64 {
