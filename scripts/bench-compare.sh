@@ -13,8 +13,9 @@ set -euo pipefail
 
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$ROOT"
-cargo_bin=${CARGO_HOME:-${HOME:-/root}/.cargo}/bin
-[[ -x $cargo_bin/cargo ]] && PATH="$cargo_bin:$PATH"
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. scripts/lib.sh
+need_cargo
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/buzz-target}
 NRR_ROOT=${NRR_ROOT:-/var/tmp/nostr-rs-relay}
 NRR=$NRR_ROOT/bin/nostr-rs-relay
@@ -30,7 +31,7 @@ OUT=$ROOT/target/bench
 mkdir -p "$OUT"
 
 if [[ ! -x $NRR ]]; then
-  command -v protoc >/dev/null || { apt-get update -qq && apt-get install -y -qq protobuf-compiler; }
+  have protoc || apt_install protobuf-compiler
   # --locked pins time 0.3.25, which current rustc rejects; resolve compatible versions instead.
   cargo install nostr-rs-relay --version 0.8.12 --root "$NRR_ROOT"
 fi

@@ -12,8 +12,9 @@ set -euo pipefail
 
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$ROOT"
-cargo_bin=${CARGO_HOME:-${HOME:-/root}/.cargo}/bin
-[[ -x $cargo_bin/cargo ]] && PATH="$cargo_bin:$PATH"
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. scripts/lib.sh
+need_cargo
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/buzz-target}
 
 if [[ $# -gt 0 ]]; then

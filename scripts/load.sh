@@ -10,9 +10,9 @@ set -euo pipefail
 
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$ROOT"
-cargo_bin=${CARGO_HOME:-${HOME:-/root}/.cargo}/bin
-[[ -x $cargo_bin/cargo ]] && PATH="$cargo_bin:$PATH"
-
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. scripts/lib.sh
+need_cargo
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/buzz-target}
 export REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6379}
 export NATS_URL=${NATS_URL:-nats://127.0.0.1:4222}

@@ -12,7 +12,9 @@ set -euo pipefail
 
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$ROOT"
-command -v perf >/dev/null || { apt-get update -qq && apt-get install -y -qq linux-perf; }
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. scripts/lib.sh
+have perf || apt_install linux-perf
 OUT=$ROOT/target/profile
 mkdir -p "$OUT"
 if (($# == 0)); then
