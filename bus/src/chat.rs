@@ -1,5 +1,6 @@
 //! `buzz.v1.chat`: the chat read model's requests and their replies (served by the query-service).
 
+use buzz_core::EventId;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -56,9 +57,9 @@ pub struct ChannelSummary {
     /// The caller's mentions after the marker.
     pub mentions: u64,
     /// `{anchor event id: visible replies}` for anchors with at least one.
-    pub replies: std::collections::BTreeMap<String, u64>,
+    pub replies: std::collections::BTreeMap<EventId, u64>,
     /// The caller's marker; `None` before their first `read`.
-    pub read_up_to: Option<String>,
+    pub read_up_to: Option<EventId>,
 }
 
 /// `GET /api/mentions`.
@@ -71,8 +72,8 @@ pub struct MentionsPage {
 /// One mention of the caller.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mention {
-    /// Id (hex) of the mentioning event.
-    pub event_id: String,
+    /// Id of the mentioning event.
+    pub event_id: EventId,
     /// The channel the mentioning event is in.
     pub channel_id: Uuid,
     /// At or before the caller's marker of the channel.

@@ -1,7 +1,7 @@
 //! Versioned request and reply bodies. Every body is serde JSON; a breaking change gets a new
 //! subject version (`v2`), never a silent reinterpretation.
 
-use buzz_core::{Event, Filter};
+use buzz_core::{Event, EventId, Filter, Pubkey};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -33,8 +33,8 @@ impl Scope {
 /// Who is acting: the authenticated pubkey and what its credential allows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Actor {
-    /// The authenticated public key (hex).
-    pub pubkey: String,
+    /// The authenticated public key.
+    pub pubkey: Pubkey,
     /// Scopes of the credential; NIP-42/NIP-98 sessions carry all of them.
     pub scopes: Vec<Scope>,
     /// A token's channel restriction; `None` means unrestricted.
@@ -45,7 +45,7 @@ pub struct Actor {
     pub fi_admitted: bool,
     /// For a NIP-OA agent: the owner whose community membership admits it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_of: Option<String>,
+    pub agent_of: Option<Pubkey>,
     /// When the credential stops being valid (a token's expiry, unix seconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<i64>,
@@ -54,7 +54,7 @@ pub struct Actor {
 impl Actor {
     /// A NIP-42 or NIP-98 session: every scope.
     #[must_use]
-    pub fn session(pubkey: String) -> Self {
+    pub fn session(pubkey: Pubkey) -> Self {
         Self {
             pubkey,
             scopes: Scope::ALL.to_vec(),
@@ -67,8 +67,8 @@ impl Actor {
     /// The key whose community and channel membership count for this actor: the owner of an
     /// agent, else the actor itself.
     #[must_use]
-    pub fn member_key(&self) -> &str {
-        self.agent_of.as_deref().unwrap_or(&self.pubkey)
+    pub fn member_key(&self) -> &Pubkey {
+        self.agent_of.as_ref().unwrap_or(&self.pubkey)
     }
     /// Whether the credential has expired at `now` (unix seconds).
     #[must_use]
@@ -82,39 +82,8 @@ impl Actor {
     }
 }
 
-/// A member's role in a community, ordered by power (`Member < Admin < Owner`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// `member`: an ordinary member.
-    Member,
-    /// `admin`: may manage members and channels.
-    Admin,
-    /// `owner`: the community's owner.
-    Owner,
-}
-
-impl Role {
-    /// The lowercase wire and database name.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Member => "member",
-            Self::Admin => "admin",
-            Self::Owner => "owner",
-        }
-    }
-    /// The role named by its lowercase name; `None` for anything else.
-    #[must_use]
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "member" => Some(Self::Member),
-            "admin" => Some(Self::Admin),
-            "owner" => Some(Self::Owner),
-            _ => None,
-        }
-    }
-}
+/// A member's role in a community (one type for the bus and the store, `buzz_core::domain`).
+pub use buzz_core::Role;
 
 /// `buzz.v1.write`: every state change goes through one of these.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -135,8 +104,8 @@ pub enum WriteRequest {
         community_id: Uuid,
         /// Who asks (must be allowed to manage members).
         actor: Actor,
-        /// The member's key (hex).
-        pubkey: String,
+        /// The member's key.
+        pubkey: Pubkey,
         /// The role to give them.
         role: Role,
     },
@@ -146,8 +115,8 @@ pub enum WriteRequest {
         community_id: Uuid,
         /// Who asks (must be allowed to manage members).
         actor: Actor,
-        /// The member to remove (hex).
-        pubkey: String,
+        /// The member to remove.
+        pubkey: Pubkey,
     },
     /// `POST /api/tokens`: the gateway generated `token_hash` = sha256(token); the token itself
     /// never crosses the bus or reaches storage.
@@ -173,8 +142,8 @@ pub enum WriteRequest {
         actor: Actor,
         /// The channel.
         channel_id: Uuid,
-        /// Event id (hex) of the message read up to; the marker never moves back.
-        up_to: String,
+        /// Event id of the message read up to; the marker never moves back.
+        up_to: EventId,
     },
 }
 
@@ -220,7 +189,7 @@ pub struct ReadMarker {
     /// The channel.
     pub channel_id: Uuid,
     /// The event id the marker stands at.
-    pub read_up_to: String,
+    pub read_up_to: EventId,
 }
 
 impl WriteOk {
@@ -319,8 +288,8 @@ pub enum AccessRequest {
     Member {
         /// The community.
         community_id: Uuid,
-        /// The key that wants to authenticate (hex).
-        pubkey: String,
+        /// The key that wants to authenticate.
+        pubkey: Pubkey,
     },
     /// May this reader read the channel now?
     CanRead {
@@ -396,7 +365,7 @@ pub struct CommunityLease {
     /// The host it is bound to.
     pub host: String,
     /// The owner's key (hex).
-    pub owner_pubkey: String,
+    pub owner_pubkey: Pubkey,
     /// The stored policy requires NIP-FI evidence to authenticate.
     pub requires_nip_fi: bool,
     /// The community's policy version, bumped on each policy change (NIP-FI CAS uses it).
@@ -471,7 +440,7 @@ pub struct LiveEvent {
     /// For an open channel (`Audience::Community`): member keys banned from it, who must not
     /// receive it although they are community members.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub banned: Vec<String>,
+    pub banned: Vec<Pubkey>,
     /// NIP-AR: for a revision that replaced a served current revision, and for the kind-45011
     /// removal a move leaves in the source, the replaced revision's tags as `[name, lowercase hex
     /// sha256(first value)]` (its `artifact_current_tags` rows). A live `artifact: current`
@@ -492,7 +461,7 @@ pub enum AccessChanged {
     },
     /// A community member was removed: their sockets lose authentication.
     MemberRemoved {
-        /// The removed member's key (hex).
-        pubkey: String,
+        /// The removed member's key.
+        pubkey: Pubkey,
     },
 }

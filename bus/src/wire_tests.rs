@@ -37,8 +37,12 @@ fn write_data_is_the_plain_object_of_its_write() {
     let wire = json!({"scopes": ["messages:read"], "channel_ids": null, "expires_at": 1_700_000_000});
     assert_eq!(serde_json::to_value(&token).ok(), Some(wire.clone()));
     assert_eq!(serde_json::from_value::<WriteData>(wire).ok(), Some(token));
-    let marker = WriteData::ReadMarker(ReadMarker { channel_id: Uuid::nil(), read_up_to: "ab".into() });
-    let wire = json!({"channel_id": Uuid::nil(), "read_up_to": "ab"});
+    let up_to = "ab".repeat(32);
+    let marker = WriteData::ReadMarker(ReadMarker {
+        channel_id: Uuid::nil(),
+        read_up_to: buzz_core::EventId::parse(&up_to).unwrap(),
+    });
+    let wire = json!({"channel_id": Uuid::nil(), "read_up_to": up_to});
     assert_eq!(serde_json::to_value(&marker).ok(), Some(wire.clone()));
     assert_eq!(serde_json::from_value::<WriteData>(wire).ok(), Some(marker));
 }

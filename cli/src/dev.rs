@@ -154,7 +154,7 @@ async fn build(
         redis_prefix: args.redis_prefix.clone(),
         listen: policy_addr,
         admin_listen: loopback0,
-        operator_pubkeys: vec![keys.operator.public_hex()],
+        operator_pubkeys: vec![keys.operator.pubkey()],
         operator_origin: operator_origin.to_owned(),
         lease_ms: 1000,
         nip_fi: args.nip_fi.clone().into(),

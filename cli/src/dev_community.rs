@@ -55,7 +55,7 @@ pub async fn ensure(
 ) -> anyhow::Result<LocalCommunity> {
     let owner_hex = owner.public_hex();
     if let Some(c) = store::lease(pool, host).await? {
-        let foreign_owner = (c.owner_pubkey != owner_hex).then_some(c.owner_pubkey);
+        let foreign_owner = (c.owner_pubkey != owner_hex).then(|| c.owner_pubkey.to_string());
         return Ok(LocalCommunity { id: c.community_id, host: c.host, created: false, foreign_owner });
     }
     let new = store::NewCommunity { id: Uuid::new_v4(), host, owner: &owner_hex, retention_days: None };

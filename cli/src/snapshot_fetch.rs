@@ -183,7 +183,7 @@ async fn fetch_batch(
     for v in events {
         let ev: Event = serde_json::from_value(v.clone())
             .map_err(|e| SnapshotError::Verification(format!("a body is not an event: {e}")))?;
-        by_id.insert(ev.id.clone(), ev);
+        by_id.insert(ev.id.to_string(), ev);
     }
     let asked: HashSet<&str> = ids.iter().copied().collect();
     if let Some(extra) = by_id.keys().find(|id| !asked.contains(id.as_str())) {

@@ -144,7 +144,7 @@ impl Reconciler {
 
     fn remember(&mut self, ev: &Event) {
         if ev.kind == KIND {
-            self.known.insert(ev.id.clone(), ev.clone());
+            self.known.insert(ev.id.to_string(), ev.clone());
         }
     }
 

@@ -20,7 +20,7 @@ fn rev(keys: &Keys, op: &str, h: &str, prev: Option<&Event>, project: &str) -> E
         vec!["project".into(), project.into()],
     ];
     if let Some(p) = prev {
-        tags.push(vec!["prev".into(), p.id.clone()]);
+        tags.push(vec!["prev".into(), p.id.to_string()]);
     }
     keys.sign_new(45010, tags, "{}")
 }
@@ -29,7 +29,7 @@ fn rev(keys: &Keys, op: &str, h: &str, prev: Option<&Event>, project: &str) -> E
 fn rev_at(keys: &Keys, op: &str, prev: Option<&Event>, created_at: i64) -> Event {
     let ev = rev(keys, op, H, prev, "a");
     keys.sign(UnsignedEvent {
-        pubkey: ev.pubkey,
+        pubkey: ev.pubkey.to_string(),
         created_at,
         kind: ev.kind,
         tags: ev.tags,
@@ -38,7 +38,7 @@ fn rev_at(keys: &Keys, op: &str, prev: Option<&Event>, created_at: i64) -> Event
 }
 
 fn entry(ev: &Event) -> Entry {
-    Entry { artifact: D.into(), revision: ev.id.clone(), channel: H.into() }
+    Entry { artifact: D.into(), revision: ev.id.to_string(), channel: H.into() }
 }
 
 #[test]
@@ -71,7 +71,7 @@ fn tampered_bodies_and_bodies_that_do_not_match_the_manifest_are_refused() {
     check(&ev, &Entry { channel: "00000000-0000-4000-8000-000000000002".into(), ..entry(&ev) }, "h tag");
     // A well-signed event of another kind.
     let note = keys.sign_new(1, ev.tags.clone(), "");
-    check(&note, &Entry { revision: note.id.clone(), ..entry(&ev) }, "kind 1");
+    check(&note, &Entry { revision: note.id.to_string(), ..entry(&ev) }, "kind 1");
 }
 
 #[test]

@@ -493,7 +493,7 @@ async fn revisions_the_live_chain_cannot_order_are_decided_by_the_relay_not_by_t
     let v3 = rev(&team.owner, "update", d, h, Some(&v2), TASK, &done);
     let mut v4 = rev(&team.owner, "update", d, h, Some(&v3), TASK, &open);
     v4 = team.owner.sign(buzz_core::UnsignedEvent {
-        pubkey: v4.pubkey.clone(),
+        pubkey: v4.pubkey.to_string(),
         created_at: v1.created_at - 86_400,
         kind: v4.kind,
         tags: v4.tags.clone(),

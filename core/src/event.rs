@@ -3,16 +3,18 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::ids::{EventId, Pubkey};
 use crate::is_lower_hex;
 
-/// A signed Nostr event exactly as it travels on the wire.
+/// A signed Nostr event exactly as it travels on the wire. Deserialising it checks the shape of
+/// `id` and `pubkey` (their types); [`Event::verify`] checks that they and `sig` belong together.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Event {
-    /// Sha256 of the canonical serialisation (64 lowercase hex).
-    pub id: String,
-    /// The author's x-only public key (64 lowercase hex).
-    pub pubkey: String,
+    /// Sha256 of the canonical serialisation.
+    pub id: EventId,
+    /// The author's x-only public key.
+    pub pubkey: Pubkey,
     /// Unix seconds, as the author claims.
     pub created_at: i64,
     /// What the event is (NIP-01 kind).
@@ -58,20 +60,19 @@ impl Event {
     /// NIP-01 canonical form: `[0,pubkey,created_at,kind,tags,content]` compact JSON.
     #[must_use]
     pub fn canonical_json(&self) -> String {
-        canonical_string(&self.pubkey, self.created_at, self.kind, &self.tags, &self.content)
+        canonical_string(self.pubkey.as_str(), self.created_at, self.kind, &self.tags, &self.content)
     }
     /// sha256 of the canonical form.
     #[must_use]
     pub fn compute_id(&self) -> [u8; 32] {
-        canonical_hash(&self.pubkey, self.created_at, self.kind, &self.tags, &self.content)
+        canonical_hash(self.pubkey.as_str(), self.created_at, self.kind, &self.tags, &self.content)
     }
-    /// Checks the shape of id/pubkey/sig (lowercase hex of 64/64/128), that id matches the content and
-    /// that the signature verifies. Call it off the async runtime: it costs tens of microseconds.
+    /// Checks the shape of sig (128 lowercase hex; id and pubkey are checked by their types), that
+    /// id matches the content and that the signature verifies. Call it off the async runtime: it
+    /// costs tens of microseconds.
     pub fn verify(&self) -> Result<(), EventError> {
-        let id: [u8; 32] = decode_lower_hex(&self.id)
-            .ok_or_else(|| EventError::Malformed("event id must be 64 lowercase hex".into()))?;
-        let pubkey: [u8; 32] = decode_lower_hex(&self.pubkey)
-            .ok_or_else(|| EventError::Malformed("pubkey must be 64 lowercase hex".into()))?;
+        let id = self.id.to_bytes();
+        let pubkey = self.pubkey.to_bytes();
         let sig: [u8; 64] = decode_lower_hex(&self.sig)
             .ok_or_else(|| EventError::Malformed("sig must be 128 lowercase hex".into()))?;
         if self.compute_id() != id {

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::artifact_query::ArtifactForm;
 use crate::event::Event;
-use crate::is_lower_hex;
+use crate::ids::{EventId, IdError, Pubkey};
 use crate::limits::{ArtifactLimits, Limits};
 
 /// A REQ/COUNT filter. Tag conditions are keyed by tag name without the `#`.
@@ -14,9 +14,9 @@ use crate::limits::{ArtifactLimits, Limits};
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Filter {
     /// Event ids to match.
-    pub ids: Option<Vec<String>>,
+    pub ids: Option<Vec<EventId>>,
     /// Author public keys to match.
-    pub authors: Option<Vec<String>>,
+    pub authors: Option<Vec<Pubkey>>,
     /// Kinds to match.
     pub kinds: Option<Vec<u32>>,
     /// Tag conditions: tag name (without `#`) to the values any of which matches.
@@ -286,10 +286,10 @@ impl Filter {
         use serde_json::Value;
         let mut map = serde_json::Map::new();
         if let Some(ids) = &self.ids {
-            map.insert("ids".into(), Value::from(ids.clone()));
+            map.insert("ids".into(), ids.iter().map(|i| Value::from(i.as_str())).collect());
         }
         if let Some(authors) = &self.authors {
-            map.insert("authors".into(), Value::from(authors.clone()));
+            map.insert("authors".into(), authors.iter().map(|a| Value::from(a.as_str())).collect());
         }
         if let Some(kinds) = &self.kinds {
             map.insert("kinds".into(), Value::from(kinds.clone()));
@@ -353,15 +353,13 @@ fn string_array(val: &serde_json::Value, field: &str) -> Result<Vec<String>, Fil
     arr.iter().map(|v| v.as_str().map(str::to_owned).ok_or_else(err)).collect()
 }
 
-fn hex_array(val: &serde_json::Value, field: &str) -> Result<Vec<String>, FilterError> {
+fn hex_array<T: for<'a> TryFrom<&'a str, Error = IdError>>(
+    val: &serde_json::Value,
+    field: &str,
+) -> Result<Vec<T>, FilterError> {
     let err = || invalid(&format!("{field} must be an array of 64 lowercase hex strings"));
     let arr = val.as_array().ok_or_else(err)?;
-    arr.iter()
-        .map(|v| match v.as_str() {
-            Some(s) if is_lower_hex(s, 64) => Ok(s.to_owned()),
-            _ => Err(err()),
-        })
-        .collect()
+    arr.iter().map(|v| v.as_str().and_then(|s| T::try_from(s).ok()).ok_or_else(err)).collect()
 }
 
 fn kind_array(val: &serde_json::Value) -> Result<Vec<u32>, FilterError> {

@@ -9,18 +9,19 @@ use rand::RngCore;
 use secp256k1::{Keypair, SecretKey, SECP256K1};
 
 use crate::event::{Event, UnsignedEvent};
+use crate::ids::{EventId, Pubkey};
 
 /// A BIP-340 key pair, with its x-only public key kept as hex (every signed event carries it).
 #[derive(Clone)]
 pub struct Keys {
     pair: Keypair,
-    public: String,
+    public: Pubkey,
 }
 
 impl Keys {
     fn from_secret(secret: &SecretKey) -> Self {
         let pair = Keypair::from_secret_key(SECP256K1, secret);
-        let public = hex::encode(pair.x_only_public_key().0.serialize());
+        let public = Pubkey::from_bytes(&pair.x_only_public_key().0.serialize());
         Self { pair, public }
     }
     /// A new random key pair.
@@ -53,6 +54,11 @@ impl Keys {
     /// x-only public key, 64 lowercase hex.
     #[must_use]
     pub fn public_hex(&self) -> String {
+        self.public.to_string()
+    }
+    /// The x-only public key.
+    #[must_use]
+    pub fn pubkey(&self) -> Pubkey {
         self.public.clone()
     }
     /// Signs `unsigned` (its pubkey must be this key's) into a full event.
@@ -60,16 +66,16 @@ impl Keys {
     /// `unsigned.pubkey` empty or wrong.
     #[must_use]
     pub fn sign(&self, unsigned: UnsignedEvent) -> Event {
-        let unsigned = if unsigned.pubkey == self.public {
+        let unsigned = if self.public == unsigned.pubkey {
             unsigned
         } else {
-            UnsignedEvent { pubkey: self.public.clone(), ..unsigned }
+            UnsignedEvent { pubkey: self.public.to_string(), ..unsigned }
         };
         let id = unsigned.compute_id();
         let sig = self.sign32(&id);
         Event {
-            id: hex::encode(id),
-            pubkey: unsigned.pubkey,
+            id: EventId::from_bytes(&id),
+            pubkey: self.public.clone(),
             created_at: unsigned.created_at,
             kind: unsigned.kind,
             tags: unsigned.tags,
@@ -81,7 +87,7 @@ impl Keys {
     #[must_use]
     pub fn sign_new(&self, kind: u32, tags: Vec<Vec<String>>, content: &str) -> Event {
         self.sign(UnsignedEvent {
-            pubkey: self.public.clone(),
+            pubkey: self.public.to_string(),
             created_at: crate::unix_now(),
             kind,
             tags,

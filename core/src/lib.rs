@@ -2,6 +2,7 @@
 //! host normalisation, the JSON of the HTTP APIs and the NIP-42 / NIP-98 checks. No I/O lives here.
 
 pub mod artifact_query;
+pub mod domain;
 pub mod event;
 pub mod filter;
 pub mod host;
@@ -17,8 +18,10 @@ pub mod nipar;
 pub mod nipoa;
 
 pub use artifact_query::ArtifactForm;
+pub use domain::{ChannelType, Lifecycle, Role, Visibility};
 pub use event::{Event, EventError, UnsignedEvent};
 pub use filter::{Filter, FilterError};
+pub use ids::{ChannelId, CommunityId, EventId, IdError, Pubkey};
 pub use keys::Keys;
 pub use limits::{ArtifactLimits, Limits};
 pub use message::{ClientMessage, ParseError, RelayMessage};

@@ -5,6 +5,7 @@ use serde_json::value::RawValue;
 
 use crate::event::Event;
 use crate::filter::Filter;
+use crate::ids::{EventId, Pubkey};
 use crate::is_lower_hex;
 use crate::limits::Limits;
 
@@ -41,7 +42,7 @@ pub enum ParseError {
     /// Answer with `["OK", id, false, reason]` (an EVENT or AUTH whose id could be recovered).
     Ok {
         /// The event's id.
-        id: String,
+        id: EventId,
         /// The prefixed reason (`invalid: ...`).
         reason: String,
     },
@@ -115,7 +116,7 @@ pub enum RelayMessage {
     /// `["OK", id, accepted, message]`: the outcome of an EVENT or AUTH.
     Ok {
         /// The event's id.
-        id: String,
+        id: EventId,
         /// Whether the event was stored (or the AUTH accepted).
         accepted: bool,
         /// Empty, or a prefixed reason (`duplicate:`, `invalid:`, ...).
@@ -152,7 +153,7 @@ impl RelayMessage {
                 format!("[\"EVENT\",{},{event_json}]", json_str(sub_id))
             }
             RelayMessage::Ok { id, accepted, message } => {
-                format!("[\"OK\",{},{accepted},{}]", json_str(id), json_str(message))
+                format!("[\"OK\",{},{accepted},{}]", json_str(id.as_str()), json_str(message))
             }
             RelayMessage::Eose(sub_id) => format!("[\"EOSE\",{}]", json_str(sub_id)),
             RelayMessage::Closed { sub_id, message } => {
@@ -224,17 +225,26 @@ fn parse_event_message(parts: &[&RawValue], kind: &str, limits: &Limits) -> Resu
         return Err(notice(&format!("invalid: {kind} needs exactly one event")));
     }
     let raw = parts[1].get();
-    let event: Event = match serde_json::from_str(raw) {
+    let wire: WireEvent = match serde_json::from_str(raw) {
         Ok(event) => event,
         Err(_) => return Err(malformed_event(raw, kind, limits)),
     };
-    if !is_lower_hex(&event.id, 64) {
+    let Ok(id) = EventId::try_from(wire.id) else {
         return Err(notice("invalid: event id must be 64 lowercase hex"));
-    }
+    };
+    let Ok(pubkey) = Pubkey::try_from(wire.pubkey) else {
+        return Err(ParseError::Ok { id, reason: "invalid: pubkey must be 64 lowercase hex".into() });
+    };
+    let event = Event {
+        id,
+        pubkey,
+        created_at: wire.created_at,
+        kind: wire.kind,
+        tags: wire.tags,
+        content: wire.content,
+        sig: wire.sig,
+    };
     let reject = |reason: String| ParseError::Ok { id: event.id.clone(), reason };
-    if !is_lower_hex(&event.pubkey, 64) {
-        return Err(reject("invalid: pubkey must be 64 lowercase hex".into()));
-    }
     if !is_lower_hex(&event.sig, 128) {
         return Err(reject("invalid: sig must be 128 lowercase hex".into()));
     }
@@ -262,6 +272,21 @@ fn parse_event_message(parts: &[&RawValue], kind: &str, limits: &Limits) -> Resu
             .map_err(|why| reject(format!("invalid: {why}")))?;
     }
     Ok(Box::new(event))
+}
+
+/// An event as the client sent it, before its id and pubkey are checked: the checks answer in a
+/// fixed order (a bad id is a NOTICE, a bad pubkey an `OK false` for the id), which deserialising
+/// into [`Event`] directly would not keep.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WireEvent {
+    id: String,
+    pubkey: String,
+    created_at: i64,
+    kind: u32,
+    tags: Vec<Vec<String>>,
+    content: String,
+    sig: String,
 }
 
 /// The answer to an event that did not deserialise (`malformed::explain`): `OK false` when a

@@ -4,6 +4,7 @@
 use uuid::Uuid;
 
 use crate::event::Event;
+use crate::ids::EventId;
 
 /// An artifact revision.
 pub const KIND_REVISION: u32 = crate::kinds::ARTIFACT_REVISION;
@@ -59,9 +60,9 @@ pub struct Envelope {
     /// What this revision does.
     pub op: Op,
     /// Conversation anchor event id in `h`.
-    pub root: Option<String>,
+    pub root: Option<EventId>,
     /// Previous accepted revision id; absent exactly on create.
-    pub prev: Option<String>,
+    pub prev: Option<EventId>,
 }
 
 /// Tags that make up the envelope. Each has exactly two string elements and occurs at most once;
@@ -130,12 +131,8 @@ pub fn parse(event: &Event) -> Result<Envelope, String> {
     check_type(type_name)?;
     let op = op.ok_or("missing op tag")?;
     let op = Op::parse(op).ok_or("op must be one of create, update, move, delete, restore")?;
-    if let Some(root) = root {
-        check_event_id("root", root)?;
-    }
-    if let Some(prev) = prev {
-        check_event_id("prev", prev)?;
-    }
+    let root = root.map(|r| event_id_tag("root", r)).transpose()?;
+    let prev = prev.map(|p| event_id_tag("prev", p)).transpose()?;
 
     let title = if op == Op::Delete {
         if title.is_some() {
@@ -153,7 +150,7 @@ pub fn parse(event: &Event) -> Result<Envelope, String> {
         Some(title)
     };
 
-    match (op, prev) {
+    match (op, &prev) {
         (Op::Create, Some(_)) => return Err("prev must be absent on create".into()),
         (Op::Create, None) | (_, Some(_)) => {}
         (_, None) => return Err(format!("missing prev tag on {}", op.as_str())),
@@ -172,15 +169,7 @@ pub fn parse(event: &Event) -> Result<Envelope, String> {
         }
     }
 
-    Ok(Envelope {
-        d,
-        h,
-        type_name: type_name.to_owned(),
-        title: title.map(str::to_owned),
-        op,
-        root: root.map(str::to_owned),
-        prev: prev.map(str::to_owned),
-    })
+    Ok(Envelope { d, h, type_name: type_name.to_owned(), title: title.map(str::to_owned), op, root, prev })
 }
 
 /// `ar`: present, well formed, once, and the supported version.
@@ -209,12 +198,8 @@ fn uuid_tag(name: &str, value: Option<&str>) -> Result<Uuid, String> {
 }
 
 /// `root` / `prev`: an event id, exactly 64 lowercase hex characters.
-fn check_event_id(name: &str, value: &str) -> Result<(), String> {
-    if crate::is_lower_hex(value, 64) {
-        Ok(())
-    } else {
-        Err(format!("{name} must be 64 lowercase hex characters"))
-    }
+fn event_id_tag(name: &str, value: &str) -> Result<EventId, String> {
+    EventId::parse(value).map_err(|_| format!("{name} must be 64 lowercase hex characters"))
 }
 
 /// `type`: dot-separated lowercase ASCII components, each `[a-z][a-z0-9_-]*`, at most 128 bytes.

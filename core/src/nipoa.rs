@@ -5,6 +5,7 @@
 use sha2::{Digest, Sha256};
 
 use crate::event::{verify_schnorr, Event};
+use crate::ids::Pubkey;
 
 /// The prefix of the signed grant string.
 pub const PREFIX: &str = "nostr:agent-auth:";
@@ -13,7 +14,7 @@ pub const PREFIX: &str = "nostr:agent-auth:";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentAuth {
     /// Public key of the owner who delegated.
-    pub owner: String,
+    pub owner: Pubkey,
     /// The conditions string the delegation is limited to.
     pub conditions: String,
     /// The owner's signature over the delegation.
@@ -29,9 +30,10 @@ pub fn auth_tag(event: &Event) -> Result<Option<AgentAuth>, String> {
         return Err("more than one auth tag".into());
     }
     match tag {
-        [_, owner, conditions, sig] if crate::is_lower_hex(owner, 64) && crate::is_lower_hex(sig, 128) => {
-            Ok(Some(AgentAuth { owner: owner.clone(), conditions: conditions.clone(), sig: sig.clone() }))
-        }
+        [_, owner, conditions, sig] if crate::is_lower_hex(sig, 128) => match Pubkey::parse(owner) {
+            Ok(owner) => Ok(Some(AgentAuth { owner, conditions: conditions.clone(), sig: sig.clone() })),
+            Err(_) => Err("malformed auth tag".into()),
+        },
         _ => Err("malformed auth tag".into()),
     }
 }
@@ -50,14 +52,14 @@ pub fn grant_digest(prefix: &str, agent: &str, conditions: &str) -> [u8; 32] {
 
 /// Verifies the owner's signature over the grant for `agent` (signature only; see [`allows`]).
 #[must_use]
-pub fn verify(agent: &str, auth: &AgentAuth) -> bool {
-    verify_with_prefix(PREFIX, agent, auth)
+pub fn verify(agent: &Pubkey, auth: &AgentAuth) -> bool {
+    verify_with_prefix(PREFIX, agent.as_str(), auth)
 }
 
 fn verify_with_prefix(prefix: &str, agent: &str, auth: &AgentAuth) -> bool {
-    let (Ok(owner), Ok(sig)) = (hex::decode(&auth.owner), hex::decode(&auth.sig)) else { return false };
-    let (Ok(owner), Ok(sig)) = (<[u8; 32]>::try_from(owner), <[u8; 64]>::try_from(sig)) else { return false };
-    verify_schnorr(&owner, &grant_digest(prefix, agent, &auth.conditions), &sig)
+    let Ok(sig) = hex::decode(&auth.sig) else { return false };
+    let Ok(sig) = <[u8; 64]>::try_from(sig) else { return false };
+    verify_schnorr(&auth.owner.to_bytes(), &grant_digest(prefix, agent, &auth.conditions), &sig)
 }
 
 /// Checks `conditions` against an event's kind and creation time. Every clause must hold; several
@@ -93,7 +95,7 @@ pub fn grant(owner: &crate::Keys, agent: &str, conditions: &str) -> Vec<String> 
 
 /// Checks an event's `auth` tag, if any: the owner's grant must verify for the event's author and
 /// allow its kind and time. Returns the owner for a valid tag. `kind: None` for AUTH events.
-pub fn check_event(event: &Event, kind: Option<u32>) -> Result<Option<String>, String> {
+pub fn check_event(event: &Event, kind: Option<u32>) -> Result<Option<Pubkey>, String> {
     let Some(auth) = auth_tag(event)? else { return Ok(None) };
     if !verify(&event.pubkey, &auth) {
         return Err("unverified auth tag".into());
@@ -113,14 +115,14 @@ mod tests {
     #[test]
     fn the_construction_verifies_the_published_nip26_vector() {
         let auth = AgentAuth {
-            owner: "8e0d3d3eb2881ec137a11debe736a9086715a8c8beeeda615780064d68bc25dd".into(),
+            owner: Pubkey::parse("8e0d3d3eb2881ec137a11debe736a9086715a8c8beeeda615780064d68bc25dd").unwrap(),
             conditions: "kind=1&created_at>1674834236&created_at<1677426236".into(),
             sig: "6f44d7fe4f1c09f3954640fb58bd12bae8bb8ff4120853c4693106c82e920e2b898f1f9ba9bd65449a987c39c0423426ab7b53910c0c6abfb41b30bc16e5f524".into(),
         };
         let agent = "477318cfb5427b9cfc66a9fa376150c1ddbc62115ae27cef72417eb959691396";
         assert!(verify_with_prefix("nostr:delegation:", agent, &auth));
         // Under the NIP-OA prefix the same signature is not a grant.
-        assert!(!verify(agent, &auth));
+        assert!(!verify(&Pubkey::parse(agent).unwrap(), &auth));
         // Tampered conditions or another agent fail.
         let widened = AgentAuth { conditions: "kind=1".into(), ..auth.clone() };
         assert!(!verify_with_prefix("nostr:delegation:", agent, &widened));
@@ -134,8 +136,8 @@ mod tests {
         let tag = grant(&owner, &agent.public_hex(), "kind=9&created_at<9999999999");
         let ev = agent.sign_new(9, vec![tag], "");
         let auth = auth_tag(&ev).unwrap().unwrap();
-        assert!(verify(&agent.public_hex(), &auth));
-        assert!(!verify(&owner.public_hex(), &auth));
+        assert!(verify(&agent.pubkey(), &auth));
+        assert!(!verify(&owner.pubkey(), &auth));
     }
 
     #[test]

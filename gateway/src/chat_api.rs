@@ -16,6 +16,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use buzz_bus::{ChatAnswer, ChatReply, ChatRequest, WriteData, WriteReply, WriteRequest};
 use buzz_core::http_json::JsonObject;
+use buzz_core::EventId;
 use buzz_http_auth::ApiError;
 use uuid::Uuid;
 
@@ -72,10 +73,8 @@ async fn mark_read(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let channel_id = channel_id(&id)?;
     let req = JsonObject::parse(&body, &["up_to"]).map_err(ApiError::invalid_body)?;
-    let up_to = req.string("up_to").map_err(ApiError::invalid_body)?.to_owned();
-    if !buzz_core::is_lower_hex(&up_to, 64) {
-        return Err(bad_request("up_to must be a 64-char lowercase hex event id"));
-    }
+    let up_to = EventId::parse(req.string("up_to").map_err(ApiError::invalid_body)?)
+        .map_err(|_| bad_request("up_to must be a 64-char lowercase hex event id"))?;
     let write = WriteRequest::MarkRead { community_id: community.community_id, actor, channel_id, up_to };
     let reply: WriteReply = buzz_bus::retry::request_retrying(
         &state.nats,

@@ -10,8 +10,9 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
-use buzz_bus::{Role, WriteOk, WriteReply, WriteRequest};
+use buzz_bus::{BusError, Role, WriteOk, WriteReply, WriteRequest};
 use buzz_core::http_json::JsonObject;
+use buzz_core::Pubkey;
 use buzz_http_auth::ApiError;
 
 use crate::extract::{Signed, Tenant};
@@ -156,12 +157,18 @@ async fn write(state: &AppState, req: WriteRequest) -> Result<WriteOk, ApiError>
     Ok(reply?)
 }
 
+/// A member's key from a request: 64 lowercase hex, else `400 invalid` (the answer the
+/// write-service gave before the gateway parsed keys).
+fn member_key(s: &str) -> Result<Pubkey, ApiError> {
+    Pubkey::parse(s).map_err(|_| BusError::invalid("pubkey must be 64 lowercase hex").into())
+}
+
 async fn put_member(
     State(state): State<Arc<AppState>>,
     Signed { community, actor, body }: Signed,
 ) -> Result<Response, ApiError> {
     let req = JsonObject::parse(&body, &["pubkey", "role"]).map_err(ApiError::invalid_body)?;
-    let pubkey = req.string("pubkey").map_err(ApiError::invalid_body)?.to_owned();
+    let pubkey = member_key(req.string("pubkey").map_err(ApiError::invalid_body)?)?;
     let role = match req.opt_string("role").map_err(ApiError::invalid_body)? {
         None => Role::Member,
         Some(r) => Role::parse(r).ok_or_else(|| ApiError::invalid_request("role must be member or admin"))?,
@@ -180,6 +187,7 @@ async fn remove_member(
     Path(pubkey): Path<String>,
     Signed { community, actor, .. }: Signed,
 ) -> Result<Response, ApiError> {
+    let pubkey = member_key(&pubkey)?;
     write(
         &state,
         WriteRequest::RemoveMember { community_id: community.community_id, actor, pubkey: pubkey.clone() },

@@ -11,6 +11,7 @@ pub use redis::{connect_redis, RedisArgs, RedisConfig};
 use std::time::Duration;
 
 use buzz_core::nip98::{self, Nip98Error};
+use buzz_core::{EventId, Pubkey};
 use fred::prelude::*;
 use fred::types::{Expiration, SetOptions};
 use http::{HeaderMap, StatusCode};
@@ -81,7 +82,7 @@ impl ReplayGuard {
 
     /// Records the use of `event_id`; false when it was used before. Redis failing or not
     /// answering within the deadline is `Unavailable` (fail closed).
-    pub async fn first_use(&self, event_id: &str) -> Result<bool, HttpAuthError> {
+    pub async fn first_use(&self, event_id: &EventId) -> Result<bool, HttpAuthError> {
         // Kept a little past the acceptance window so a replay can never fall out of the guard while
         // its timestamp is still acceptable.
         let ttl = WINDOW_SECS * 2 + 10;
@@ -115,7 +116,7 @@ pub async fn authenticate(
     urls: &[String],
     body: &[u8],
     guard: &ReplayGuard,
-) -> Result<String, HttpAuthError> {
+) -> Result<Pubkey, HttpAuthError> {
     let value =
         headers.get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).ok_or(Nip98Error::Missing)?;
     let event = nip98::decode_header(value)?;

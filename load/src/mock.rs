@@ -85,11 +85,11 @@ fn nip98(m: &Mock, h: &HeaderMap, path: &str, body: &[u8]) -> Result<String, (St
     if let Err(e) = buzz_core::nip98::validate(&ev, "POST", &url, body, buzz_core::unix_now(), 60) {
         return deny(format!("{e} (expected u={url})"));
     }
-    if !m.used_nip98.lock().expect("lock").insert(ev.id.clone()) {
+    if !m.used_nip98.lock().expect("lock").insert(ev.id.to_string()) {
         return deny("replayed".into());
     }
     *m.accepted_http.lock().expect("lock").entry(path.to_string()).or_default() += 1;
-    Ok(ev.pubkey)
+    Ok(ev.pubkey.to_string())
 }
 
 async fn provision(State(m): State<Arc<Mock>>, h: HeaderMap, body: axum::body::Bytes) -> Response {
@@ -148,8 +148,8 @@ async fn send(socket: &mut WebSocket, msg: RelayMessage) -> bool {
     socket.send(Message::Text(msg.to_json().into())).await.is_ok()
 }
 
-fn ok(id: &str, accepted: bool, message: &str) -> RelayMessage {
-    RelayMessage::Ok { id: id.into(), accepted, message: message.into() }
+fn ok(id: &buzz_core::EventId, accepted: bool, message: &str) -> RelayMessage {
+    RelayMessage::Ok { id: id.clone(), accepted, message: message.into() }
 }
 
 /// Handles one EVENT; returns the OK to send.
@@ -197,11 +197,11 @@ async fn session(m: Arc<Mock>, host: String, mut socket: WebSocket) {
                 match ClientMessage::parse(text.as_str(), &limits) {
                     Ok(ClientMessage::Auth(ev)) => {
                         let member = m.community.lock().expect("lock").as_ref()
-                            .is_some_and(|c| c.members.contains(&ev.pubkey) || c.owner == ev.pubkey);
+                            .is_some_and(|c| c.members.iter().any(|k| *k == ev.pubkey) || c.owner == ev.pubkey);
                         let valid = ev.verify().is_ok()
                             && buzz_core::nip42::validate_auth_event(&ev, &challenge, &host, buzz_core::unix_now()).is_ok();
                         if valid && member {
-                            authed = Some(ev.pubkey.clone());
+                            authed = Some(ev.pubkey.to_string());
                         }
                         let why = match (valid, member) {
                             (true, true) => "",

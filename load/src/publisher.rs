@@ -45,7 +45,7 @@ fn spawn_signer(plan: &PublisherPlan) -> mpsc::Receiver<(String, String)> {
         while quota.is_none_or(|q| seq < q) {
             // One signature is tens of microseconds: short enough to run on a runtime worker.
             let ev = nostr::chat_event(&keys, &channel, index, seq, filler);
-            if tx.send((ev.id.clone(), nostr::event_msg(&ev))).await.is_err() {
+            if tx.send((ev.id.to_string(), nostr::event_msg(&ev))).await.is_err() {
                 break;
             }
             seq += 1;

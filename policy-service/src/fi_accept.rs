@@ -1,6 +1,7 @@
 //! Accepting an enable or disable: one transaction under the spec's lock order, with the policy
 //! change and its receipt committed together.
 
+use buzz_core::Lifecycle;
 use sqlx::PgPool;
 
 use crate::fi_request::PolicyRequest;
@@ -51,7 +52,7 @@ fn conflict(code: &'static str, message: &str) -> AcceptError {
 
 /// Lifecycle, exact host, single owner and actor == owner.
 fn check_target(cur: &Current, req: &PolicyRequest) -> Result<(), AcceptError> {
-    if cur.lifecycle != "active" {
+    if cur.lifecycle != Lifecycle::Active {
         return Err(conflict(
             "lifecycle_conflict",
             "the community is not active (archived or being deleted)",

@@ -31,14 +31,14 @@ impl From<sqlx::Error> for BindingError {
 pub async fn bind(pool: &PgPool, community_id: Uuid, issuer: &str) -> Result<bool, BindingError> {
     let mut tx = pool.begin().await?;
     fi_store::lock_deletion(&mut tx, community_id, false).await?;
-    let lifecycle: Option<String> =
+    let lifecycle: Option<buzz_core::Lifecycle> =
         sqlx::query_scalar("SELECT lifecycle FROM communities WHERE id = $1 FOR KEY SHARE")
             .bind(community_id)
             .fetch_optional(&mut *tx)
             .await?;
-    match lifecycle.as_deref() {
+    match lifecycle {
         None => return Err(BindingError::CommunityNotFound),
-        Some("active") => {}
+        Some(buzz_core::Lifecycle::Active) => {}
         Some(_) => return Err(BindingError::Lifecycle),
     }
     let inserted = sqlx::query(

@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use buzz_core::{Lifecycle, Pubkey};
 use sqlx::{PgConnection, PgPool};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
@@ -88,10 +89,10 @@ pub struct Current {
     pub community_id: Uuid,
     /// Its bound host.
     pub host: String,
-    /// Its owner's key (hex).
-    pub owner_pubkey: String,
-    /// `active`, `archived` or `deleting`.
-    pub lifecycle: String,
+    /// Its owner's key.
+    pub owner_pubkey: Pubkey,
+    /// Where it is in its life.
+    pub lifecycle: Lifecycle,
     /// The stored policy requires NIP-FI.
     pub requires_nip_fi: bool,
     /// The policy version, bumped on each accepted change.

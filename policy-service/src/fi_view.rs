@@ -1,6 +1,7 @@
 //! What the NIP-FI operator routes answer: receipts with their derived state, and current-state
 //! reads with the exact expected precondition fields.
 
+use buzz_core::Lifecycle;
 use buzz_fi::Mode;
 use serde_json::{json, Value};
 
@@ -37,7 +38,7 @@ impl State {
 #[must_use]
 pub fn state(r: &Receipt, current: Option<&Current>, trust_available: bool) -> State {
     let Some(cur) = current else { return State::Unavailable };
-    if cur.lifecycle != "active" || cur.host != r.expected_host {
+    if cur.lifecycle != Lifecycle::Active || cur.host != r.expected_host {
         return State::Unavailable;
     }
     if cur.policy_generation != r.accepted_policy_generation

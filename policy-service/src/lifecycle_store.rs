@@ -5,6 +5,7 @@
 //! host in name order). Receipts (`community_auth_upgrades`) have no foreign key to
 //! `communities` and are never deleted here.
 
+use buzz_core::{Lifecycle, Pubkey};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
@@ -40,13 +41,13 @@ pub struct Change<'a> {
 pub async fn change(pool: &PgPool, id: Uuid, change: &Change<'_>) -> Result<Community, ChangeError> {
     let mut tx = pool.begin().await?;
     fi_store::lock_deletion(&mut tx, id, false).await?;
-    let row: Option<(String, String, String)> =
+    let row: Option<(String, Pubkey, Lifecycle)> =
         sqlx::query_as("SELECT host, owner_pubkey, lifecycle FROM communities WHERE id = $1 FOR UPDATE")
             .bind(id)
             .fetch_optional(&mut *tx)
             .await?;
     let (host, owner, lifecycle) = row.ok_or(ChangeError::NotFound)?;
-    if lifecycle == "deleting" {
+    if lifecycle == Lifecycle::Deleting {
         return Err(ChangeError::Lifecycle);
     }
     if let Some(new_host) = change.host.filter(|h| *h != host) {

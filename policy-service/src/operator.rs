@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use buzz_core::http_json::JsonObject;
+use buzz_core::Pubkey;
 use buzz_http_auth::ReplayGuard;
 pub use buzz_http_auth::{contract_errors, ApiError};
 use uuid::Uuid;
@@ -26,8 +27,8 @@ pub struct OperatorState {
     pub pool: sqlx::PgPool,
     /// NIP-98 replay protection (Redis).
     pub guard: ReplayGuard,
-    /// The operator keys allowed to sign requests (hex).
-    pub operator_pubkeys: Vec<String>,
+    /// The operator keys allowed to sign requests.
+    pub operator_pubkeys: Vec<Pubkey>,
     /// The configured origin a NIP-98 `u` tag must name.
     pub origin: String,
 }
@@ -68,7 +69,7 @@ pub(crate) async fn authorize(
     uri: &OriginalUri,
     headers: &HeaderMap,
     body: &[u8],
-) -> Result<String, ApiError> {
+) -> Result<Pubkey, ApiError> {
     let path_and_query = uri.0.path_and_query().map_or("/", |pq| pq.as_str());
     let url = format!("{}{path_and_query}", state.origin);
     let pubkey = buzz_http_auth::authenticate(headers, method.as_str(), &[url], body, &state.guard).await?;
@@ -135,12 +136,10 @@ async fn create_community(
         })?;
     let host = buzz_core::host::community_host(req.string("host").map_err(ApiError::invalid_body)?)
         .map_err(|e| ApiError::invalid_request(e.to_string()))?;
-    let owner = req.string("owner_pubkey").map_err(ApiError::invalid_body)?;
-    if !buzz_core::is_lower_hex(owner, 64) {
-        return Err(ApiError::invalid_request("owner_pubkey must be 64 lowercase hex"));
-    }
+    let owner = Pubkey::parse(req.string("owner_pubkey").map_err(ApiError::invalid_body)?)
+        .map_err(|_| ApiError::invalid_request("owner_pubkey must be 64 lowercase hex"))?;
     let retention = req.get("retention_days").map(retention_days).transpose()?;
-    let new = NewCommunity { id: community_id, host: &host, owner, retention_days: retention };
+    let new = NewCommunity { id: community_id, host: &host, owner: &owner, retention_days: retention };
     match store::create(&state.pool, &new).await {
         Ok((c, created)) => {
             tracing::info!(%operator, community_id = %c.community_id, host = %c.host, created, "community provisioned");

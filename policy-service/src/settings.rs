@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 
+use buzz_core::Pubkey;
 use buzz_telemetry::settings::{invalid, trimmed};
 
 /// What the policy-service runs with, checked at start-up.
@@ -23,7 +24,7 @@ pub struct Settings {
     /// the operator API's port (and thus its Ingress).
     pub admin_listen: SocketAddr,
     /// Keys allowed to sign operator requests.
-    pub operator_pubkeys: Vec<String>,
+    pub operator_pubkeys: Vec<Pubkey>,
     /// The origin operator NIP-98 `u` tags must name, e.g. `https://ops.example.com`.
     pub operator_origin: String,
     /// How long gateways may cache a host answer.
@@ -105,16 +106,14 @@ impl TryFrom<Args> for Settings {
 }
 
 /// Comma-separated 64-char lowercase hex keys; at least one.
-pub fn parse_pubkeys(raw: &str) -> Result<Vec<String>, String> {
-    let keys: Vec<String> =
-        raw.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
+pub fn parse_pubkeys(raw: &str) -> Result<Vec<Pubkey>, String> {
+    let keys: Vec<&str> = raw.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
     if keys.is_empty() {
         return Err("must name at least one key".to_owned());
     }
-    if let Some(bad) = keys.iter().find(|k| !buzz_core::is_lower_hex(k, 64)) {
-        return Err(format!("{bad:?} is not a 64-char lowercase hex public key"));
-    }
-    Ok(keys)
+    keys.into_iter()
+        .map(|k| Pubkey::parse(k).map_err(|_| format!("{k:?} is not a 64-char lowercase hex public key")))
+        .collect()
 }
 
 /// `scheme://host[:port]`, no path; stored without a trailing slash.
@@ -152,7 +151,7 @@ mod tests {
         let s = Settings::parse_from(args.iter().chain(&["--operator-pubkeys", &key])).unwrap();
         assert_eq!(
             (s.operator_pubkeys, s.operator_origin.as_str(), s.lease_ms),
-            (vec![key], "https://ops.x", 1000)
+            (vec![buzz_core::Pubkey::parse(&key).unwrap()], "https://ops.x", 1000)
         );
         assert_eq!(s.admin_listen, SocketAddr::from(([127, 0, 0, 1], 7085)));
         let err = Settings::parse_from(args.iter().chain(&["--operator-pubkeys", ","])).unwrap_err();

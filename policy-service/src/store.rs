@@ -1,6 +1,7 @@
 //! All SQL of the policy-service.
 
 use buzz_bus::CommunityLease;
+use buzz_core::{Lifecycle, Pubkey};
 use serde::Serialize;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -12,10 +13,10 @@ pub struct Community {
     pub community_id: Uuid,
     /// The host it is bound to.
     pub host: String,
-    /// Its owner's key (hex).
-    pub owner_pubkey: String,
-    /// `active`, `archived` or `deleting`.
-    pub lifecycle: String,
+    /// Its owner's key.
+    pub owner_pubkey: Pubkey,
+    /// Where it is in its life.
+    pub lifecycle: Lifecycle,
     /// The stored policy requires NIP-FI.
     pub requires_nip_fi: bool,
     /// The policy version, bumped on each accepted NIP-FI change.

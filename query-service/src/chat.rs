@@ -14,6 +14,7 @@
 //! - `mentions`: the caller's mentions in this channel whose message is visible and after the marker;
 //! - `replies`: `{anchor id: n}` for visible anchors with at least one visible reply.
 
+use buzz_core::EventId;
 use std::collections::BTreeMap;
 
 use buzz_bus::{
@@ -88,7 +89,7 @@ async fn summary(
     if !channel.as_ref().is_some_and(|c| access::can_read(c, standing, credential(reader))) {
         return Err(not_found());
     }
-    let (message_count, unread, mentions, read_up_to): (i64, i64, i64, Option<String>) =
+    let (message_count, unread, mentions, read_up_to): (i64, i64, i64, Option<EventId>) =
         sqlx::query_as(&format!(
             "WITH marker AS ( \
              SELECT coalesce(max(seq), 0) AS seq, max(event_id) AS event_id FROM read_markers \
@@ -116,7 +117,7 @@ async fn summary(
         .fetch_one(&mut *tx)
         .await
         .map_err(sql_error)?;
-    let rows: Vec<(String, i64)> = sqlx::query_as(&format!(
+    let rows: Vec<(EventId, i64)> = sqlx::query_as(&format!(
         "SELECT r.thread_root, count(*) FROM events r \
          JOIN events a ON a.community_id = r.community_id AND a.id = r.thread_root \
          WHERE r.community_id = $1 AND r.channel_id = $2 AND r.kind = $3 AND r.thread_root IS NOT NULL \
@@ -132,7 +133,7 @@ async fn summary(
     .await
     .map_err(sql_error)?;
     let count = |n: i64| u64::try_from(n).unwrap_or(0);
-    let replies: BTreeMap<String, u64> = rows.into_iter().map(|(id, n)| (id, count(n))).collect();
+    let replies: BTreeMap<EventId, u64> = rows.into_iter().map(|(id, n)| (id, count(n))).collect();
     Ok(ChannelSummary {
         channel_id,
         message_count: count(message_count),
@@ -156,7 +157,7 @@ async fn mentions(
     if limit == 0 || limit > MAX_MENTIONS {
         return Err(BusError::invalid(format!("limit must be 1 to {MAX_MENTIONS}")));
     }
-    let rows: Vec<(String, Uuid, String, bool)> = sqlx::query_as(&format!(
+    let rows: Vec<(EventId, Uuid, String, bool)> = sqlx::query_as(&format!(
         "SELECT mn.event_id, mn.channel_id, e.raw, coalesce(rm.seq >= mn.seq, false) \
          FROM mentions mn \
          JOIN events e ON e.community_id = mn.community_id AND e.id = mn.event_id \

@@ -133,7 +133,6 @@ impl Querier {
                 let role = buzz_store::access::community_role(&mut conn, community_id, &pubkey)
                     .await
                     .map_err(sql_error)?;
-                let role = role.and_then(|r| buzz_bus::Role::parse(r.as_str()));
                 Ok(AccessReply::Member(MemberReply { role }))
             }
             AccessRequest::CanRead { community_id, reader, channel_id } => {

@@ -19,9 +19,8 @@ pub struct Reader<'a> {
 /// Does the filter need the database at all? (An empty value list or `limit: 0` matches nothing.)
 #[must_use]
 pub fn can_match(filter: &Filter) -> bool {
-    let empty = |v: &Option<Vec<String>>| v.as_ref().is_some_and(Vec::is_empty);
-    !(empty(&filter.ids)
-        || empty(&filter.authors)
+    !(filter.ids.as_ref().is_some_and(Vec::is_empty)
+        || filter.authors.as_ref().is_some_and(Vec::is_empty)
         || filter.kinds.as_ref().is_some_and(Vec::is_empty)
         || filter.tags.values().any(Vec::is_empty)
         || filter.limit == Some(0))

@@ -23,7 +23,7 @@ pub async fn resolve(pool: &PgPool, community: Uuid, token_hash: &str) -> Result
         return Ok(none);
     }
     // (pubkey, scopes, channel restriction, expiry in unix seconds)
-    type Grant = (String, Vec<String>, Option<Vec<Uuid>>, i64);
+    type Grant = (buzz_core::Pubkey, Vec<String>, Option<Vec<Uuid>>, i64);
     let row: Option<Grant> = sqlx::query_as(
         "SELECT t.pubkey, t.scopes, t.channel_ids, floor(extract(epoch FROM t.expires_at))::bigint FROM tokens t \
          JOIN community_members m ON m.community_id = t.community_id AND m.pubkey = t.pubkey \

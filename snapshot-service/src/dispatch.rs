@@ -84,7 +84,7 @@ mod tests {
         let held: Vec<_> = (0..4).map(|_| service.ops.clone().try_acquire_owned().unwrap()).collect();
         let req = SnapshotRequest {
             community_id: uuid::Uuid::new_v4(),
-            reader: buzz_bus::Actor::session("a".repeat(64)),
+            reader: buzz_bus::Actor::session(buzz_core::Pubkey::parse(&"a".repeat(64)).unwrap()),
             filter: serde_json::json!({"artifact":"snapshot","action":"start","query":{"artifact":"current"}}),
         };
         let busy = tokio::time::timeout(Duration::from_secs(1), service.handle(req)).await.unwrap();

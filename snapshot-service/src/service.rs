@@ -25,7 +25,7 @@ pub struct Meta {
     /// The community of the capture.
     pub community: uuid::Uuid,
     /// The authenticated pubkey (an agent's own key, not its owner's).
-    pub reader: String,
+    pub reader: buzz_core::Pubkey,
     /// sha256 of the query as captured.
     pub query: String,
     /// The capture transaction's timestamp.

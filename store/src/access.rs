@@ -3,6 +3,7 @@
 //! below or by the SQL fragment that encodes the same read rule
 //! (`fragments::readable_channel`).
 
+use buzz_core::Pubkey;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -149,7 +150,7 @@ pub async fn load_channel(
 pub async fn community_role(
     conn: &mut PgConnection,
     community: Uuid,
-    pubkey: &str,
+    pubkey: &Pubkey,
 ) -> Result<Option<Role>, sqlx::Error> {
     sqlx::query_scalar("SELECT role FROM community_members WHERE community_id = $1 AND pubkey = $2")
         .bind(community)
@@ -163,7 +164,7 @@ pub async fn standing(
     conn: &mut PgConnection,
     community: Uuid,
     channel: Uuid,
-    pubkey: &str,
+    pubkey: &Pubkey,
 ) -> Result<Standing, sqlx::Error> {
     let row: Option<(Role, Option<Role>, Option<bool>)> = sqlx::query_as(
         "SELECT cm.role, CASE WHEN chm.removed_at IS NULL THEN chm.role END, chm.banned \
@@ -207,10 +208,10 @@ pub async fn channel_for_post(
     conn: &mut PgConnection,
     community: Uuid,
     channel: Uuid,
-    pubkey: &str,
+    pubkey: &Pubkey,
     community_role: Option<Role>,
-) -> Result<(Option<Channel>, Standing, Vec<String>), sqlx::Error> {
-    type Row = (Uuid, String, Visibility, ChannelType, Option<i32>, bool, Option<Role>, bool, Vec<String>);
+) -> Result<(Option<Channel>, Standing, Vec<Pubkey>), sqlx::Error> {
+    type Row = (Uuid, String, Visibility, ChannelType, Option<i32>, bool, Option<Role>, bool, Vec<Pubkey>);
     let row: Option<Row> = sqlx::query_as(
         "SELECT ch.id, ch.name, ch.visibility, ch.channel_type, ch.ttl_seconds, ch.archived, \
                 CASE WHEN chm.removed_at IS NULL THEN chm.role END, coalesce(chm.banned, false), \

@@ -3,11 +3,11 @@
 
 pub mod access;
 pub mod current_tags;
-pub mod domain;
 pub mod fragments;
 pub mod tag_rows;
 
-pub use domain::{ChannelType, Role, Visibility};
+/// The stored domain values live in `buzz_core::domain` (one `Role` for the bus and the store).
+pub use buzz_core::domain::{self, ChannelType, Lifecycle, Role, Visibility};
 
 use std::time::Duration;
 

@@ -181,7 +181,7 @@ impl Cluster {
                 redis_prefix: redis_prefix.clone(),
                 listen: policy_addr,
                 admin_listen: loopback0,
-                operator_pubkeys: vec![operator.public_hex(), operator2.public_hex()],
+                operator_pubkeys: vec![operator.pubkey(), operator2.pubkey()],
                 operator_origin: format!("http://{policy_addr}"),
                 lease_ms: 1000,
                 nip_fi,

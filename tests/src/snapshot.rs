@@ -135,7 +135,7 @@ pub fn entries(v: &Value) -> Vec<(String, String, String)> {
 /// Stores `evs` (signed `buzz.task` creates by `author` in `h`) by SQL as the write path stores
 /// them (events, artifact, type tag, current-tag index), bypassing the relay's message limit.
 pub async fn seed_events(cluster: &Cluster, team: &Community, author: &Keys, h: Uuid, evs: &[Event]) {
-    let ids: Vec<String> = evs.iter().map(|e| e.id.clone()).collect();
+    let ids: Vec<String> = evs.iter().map(|e| e.id.to_string()).collect();
     let raws: Vec<String> = evs.iter().map(Event::to_json).collect();
     let ds: Vec<Uuid> = evs.iter().map(|e| e.tag_value("d").unwrap().parse().unwrap()).collect();
     let ats: Vec<i64> = evs.iter().map(|e| e.created_at).collect();

@@ -26,7 +26,7 @@ fn rev(keys: &Keys, op: &str, d: Uuid, h: Uuid, prev: Option<&Event>) -> Event {
 async fn ids(c: &mut WsClient, filter: Value) -> Vec<String> {
     let r = c.req(&Uuid::new_v4().simple().to_string(), &[filter]).await;
     assert!(r.closed.is_none(), "closed: {:?}", r.closed);
-    let mut ids: Vec<String> = r.events.into_iter().map(|e| e.id).collect();
+    let mut ids: Vec<String> = r.events.into_iter().map(|e| e.id.to_string()).collect();
     ids.sort();
     ids
 }
@@ -36,7 +36,7 @@ async fn count(c: &mut WsClient, filter: Value) -> u64 {
 }
 
 fn sorted(events: &[&Event]) -> Vec<String> {
-    let mut ids: Vec<String> = events.iter().map(|e| e.id.clone()).collect();
+    let mut ids: Vec<String> = events.iter().map(|e| e.id.to_string()).collect();
     ids.sort();
     ids
 }
@@ -75,7 +75,7 @@ async fn a_lookup_by_d_or_ids_returns_every_readable_revision_including_the_dele
     ok(&mut a, &deletion).await;
     let all = [&created, &edited, &again, &deletion];
     let by_d = json!({"kinds": [45010], "#d": [d.to_string()]});
-    let by_ids = json!({"ids": all.iter().map(|e| e.id.clone()).collect::<Vec<_>>()});
+    let by_ids = json!({"ids": all.iter().map(|e| e.id.to_string()).collect::<Vec<_>>()});
     for filter in [&by_d, &json!({"#d": [d.to_string()]}), &by_ids] {
         assert_eq!(ids(&mut b, filter.clone()).await, sorted(&all), "{filter}");
         assert_eq!(count(&mut b, filter.clone()).await, 4, "{filter}");
@@ -127,12 +127,14 @@ async fn a_broad_generic_filter_returns_only_current_revisions_a_deletion_includ
     // Without kinds: messages and channel events are unaffected, revisions are current only.
     let everything = ids(&mut b, json!({"#h": [open.to_string()]})).await;
     assert!(
-        everything.contains(&msg.id) && everything.contains(&second.id) && everything.contains(&deletion.id)
+        everything.contains(&msg.id.to_string())
+            && everything.contains(&second.id.to_string())
+            && everything.contains(&deletion.id.to_string())
     );
-    assert!(!everything.contains(&first.id) && !everything.contains(&doomed.id));
+    assert!(!everything.contains(&first.id.to_string()) && !everything.contains(&doomed.id.to_string()));
     // `since` replays what changed: the deletion tells a client to drop the artifact.
     let since = json!({"kinds": [45010], "since": deletion.created_at});
-    assert!(ids(&mut b, since).await.contains(&deletion.id));
+    assert!(ids(&mut b, since).await.contains(&deletion.id.to_string()));
     cluster.stop().await;
 }
 
@@ -152,7 +154,7 @@ async fn generic_reads_keep_each_revision_under_its_own_channels_access_across_a
     ok(&mut b, &next).await;
     let all = [&created, &edited, &moved, &next];
     let by_d = json!({"kinds": [45010], "#d": [d.to_string()]});
-    let by_ids = json!({"ids": all.iter().map(|e| e.id.clone()).collect::<Vec<_>>()});
+    let by_ids = json!({"ids": all.iter().map(|e| e.id.to_string()).collect::<Vec<_>>()});
     // Alice reads both channels: every revision. Bob reads the destination only: never the
     // source's revisions, by any generic read.
     for filter in [&by_d, &by_ids] {
@@ -166,7 +168,10 @@ async fn generic_reads_keep_each_revision_under_its_own_channels_access_across_a
         json!({"authors": [alice.public_hex()]}),
     ] {
         let seen = ids(&mut b, filter.clone()).await;
-        assert!(!seen.contains(&created.id) && !seen.contains(&edited.id), "{filter}: {seen:?}");
+        assert!(
+            !seen.contains(&created.id.to_string()) && !seen.contains(&edited.id.to_string()),
+            "{filter}: {seen:?}"
+        );
     }
     cluster.stop().await;
 }
@@ -270,7 +275,7 @@ async fn envelope_tag_predicates_match_each_events_own_tags_without_tag_rows() {
     let m2 = alice.sign_new(9, vec![tag("h", private), tag("d", d2)], "in private");
     ok(&mut a, &m2).await;
     let all = [&c1, &u1, &u2, &c2, &u3, &moved, &u4, &c3, &deletion, &m1, &m2];
-    let all_ids: Vec<String> = all.iter().map(|e| e.id.clone()).collect();
+    let all_ids: Vec<String> = all.iter().map(|e| e.id.to_string()).collect();
     let (o, p) = (open.to_string(), private.to_string());
     let upper = d1.to_string().to_uppercase();
 
@@ -311,7 +316,7 @@ async fn envelope_tag_predicates_match_each_events_own_tags_without_tag_rows() {
     }
     // The truth is not empty where it must not be (the test would pass on an empty store).
     assert!(truth(&cluster.pool, team.id, &json!({"#d": [d1.to_string()]})).await.len() >= 4);
-    assert!(truth(&cluster.pool, team.id, &json!({"#h": [p]})).await.contains(&m2.id));
+    assert!(truth(&cluster.pool, team.id, &json!({"#h": [p]})).await.contains(&m2.id.to_string()));
     // COUNT over several filters counts their union once.
     for pair in [
         [json!({"#h": [o]}), json!({"kinds": [9]})],
@@ -332,7 +337,7 @@ async fn envelope_tag_predicates_match_each_events_own_tags_without_tag_rows() {
     {
         let seen = ids(&mut b, filter.clone()).await;
         for hidden in [&c2, &u3, &m2] {
-            assert!(!seen.contains(&hidden.id), "{filter}: {seen:?}");
+            assert!(!seen.contains(&hidden.id.to_string()), "{filter}: {seen:?}");
         }
     }
     assert_eq!(ids(&mut b, json!({"#d": [d2.to_string()]})).await, sorted(&[&moved, &u4]));

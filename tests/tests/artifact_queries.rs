@@ -55,7 +55,7 @@ fn admin(keys: &Keys, kind: u32, h: Uuid, extra: Vec<String>) -> Event {
 async fn ids(c: &mut WsClient, filter: Value) -> Vec<String> {
     let r = c.req(&Uuid::new_v4().simple().to_string(), &[filter]).await;
     assert!(r.closed.is_none(), "closed: {:?}", r.closed);
-    r.events.into_iter().map(|e| e.id).collect()
+    r.events.into_iter().map(|e| e.id.to_string()).collect()
 }
 
 async fn count(c: &mut WsClient, filter: Value) -> u64 {
@@ -69,7 +69,7 @@ async fn closed(c: &mut WsClient, filters: &[Value]) -> String {
 }
 
 fn idv(events: &[&Event]) -> Vec<String> {
-    events.iter().map(|e| e.id.clone()).collect()
+    events.iter().map(|e| e.id.to_string()).collect()
 }
 
 /// `POST /query[?count=1]` signed by `keys` through gateway `g`: (status, body).

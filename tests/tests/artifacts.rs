@@ -118,7 +118,7 @@ async fn a_create_and_its_updates_form_one_chain_each_naming_the_current_revisio
     ok_plain(&mut b, &u1).await;
     let u2 = update(&alice, d, channel, &u1);
     ok_plain(&mut a, &u2).await;
-    assert_eq!(stored(&cluster, d).await, (u2.id.clone(), channel, false));
+    assert_eq!(stored(&cluster, d).await, (u2.id.to_string(), channel, false));
     let chain: Vec<(String, Option<String>, String)> = sqlx::query_as(
         "SELECT revision_id, prev, op FROM artifact_revisions WHERE d = $1 ORDER BY accepted_seq",
     )
@@ -129,9 +129,9 @@ async fn a_create_and_its_updates_form_one_chain_each_naming_the_current_revisio
     assert_eq!(
         chain,
         vec![
-            (c.id.clone(), None, "create".into()),
-            (u1.id.clone(), Some(c.id.clone()), "update".into()),
-            (u2.id.clone(), Some(u1.id.clone()), "update".into()),
+            (c.id.to_string(), None, "create".into()),
+            (u1.id.to_string(), Some(c.id.to_string()), "update".into()),
+            (u2.id.to_string(), Some(u1.id.to_string()), "update".into()),
         ]
     );
     // A regular stored event, not addressable: every revision is kept, none replaces another.
@@ -180,12 +180,12 @@ async fn a_create_on_a_taken_d_fails_and_reveals_only_that_the_identity_is_taken
     let mine = rev(&bob, "create", d, channel, None, &[]);
     let msg = refused(&mut b, &mine, "conflict:").await;
     assert_eq!(msg, "conflict: artifact identity is taken");
-    for hidden in [private.to_string(), secret.id.clone(), TYPE.into(), "payment".into()] {
+    for hidden in [private.to_string(), secret.id.to_string(), TYPE.into(), "payment".into()] {
         assert!(!msg.contains(&hidden));
     }
     // Alice, who can read it, gets the same answer for a second create of the same d.
     refused(&mut a, &create(&alice, d, channel), "conflict: artifact identity is taken").await;
-    assert_eq!(stored(&cluster, d).await, (secret.id.clone(), private, false));
+    assert_eq!(stored(&cluster, d).await, (secret.id.to_string(), private, false));
     cluster.stop().await;
 }
 
@@ -201,7 +201,7 @@ async fn a_revision_whose_prev_is_not_the_current_revision_is_a_conflict() {
     let stale = update(&bob, d, channel, &c);
     let msg = refused(&mut b, &stale, "conflict:").await;
     assert_eq!(msg, "conflict: prev is not the current revision");
-    assert!(!msg.contains(&u1.id));
+    assert!(!msg.contains(&u1.id.to_string()));
     // An unknown prev, and an unknown d, are the same conflict.
     refused(&mut b, &rev(&bob, "update", d, channel, Some(&"b".repeat(64)), &[]), "conflict:").await;
     refused(&mut b, &update(&bob, Uuid::new_v4(), channel, &c), "conflict: prev is not the current").await;
@@ -313,7 +313,7 @@ async fn resubmitting_an_accepted_revision_after_two_later_revisions_succeeds_an
     duplicate(&mut a, &u1).await;
     duplicate(&mut a2, &u1).await;
     duplicate(&mut a2, &c).await;
-    assert_eq!(stored(&cluster, d).await, (u3.id.clone(), channel, false));
+    assert_eq!(stored(&cluster, d).await, (u3.id.to_string(), channel, false));
     assert_eq!((revisions_of(&cluster, d).await, stored_events(&cluster).await), (revisions, events));
     cluster.stop().await;
 }
@@ -352,7 +352,7 @@ async fn an_update_keeps_h_and_d_and_type_are_immutable() {
     refused(&mut a, &alice.sign_new(45010, retyped, "{}"), "invalid: type is immutable").await;
     // d is immutable by construction: a revision naming c under another d is another artifact.
     refused(&mut a, &update(&alice, Uuid::new_v4(), channel, &c), "conflict:").await;
-    assert_eq!(stored(&cluster, d).await, (c.id.clone(), channel, false));
+    assert_eq!(stored(&cluster, d).await, (c.id.to_string(), channel, false));
     cluster.stop().await;
 }
 
@@ -363,13 +363,17 @@ async fn root_must_be_an_undeleted_conversation_anchor_in_h_on_create_or_change_
     let other = self::channel(&mut a, &alice, "open").await;
     let anchor = message(&alice, channel, "the payment timeout");
     ok_plain(&mut a, &anchor).await;
-    let reply =
-        tagged(&alice, 9, channel, vec![vec!["e".into(), anchor.id.clone(), String::new(), "root".into()]]);
+    let reply = tagged(
+        &alice,
+        9,
+        channel,
+        vec![vec!["e".into(), anchor.id.to_string(), String::new(), "root".into()]],
+    );
     ok_plain(&mut a, &reply).await;
     let elsewhere = message(&alice, other, "elsewhere");
     ok_plain(&mut a, &elsewhere).await;
     let d = Uuid::new_v4();
-    for bad in [&"c".repeat(64), &reply.id, &elsewhere.id] {
+    for bad in [&"c".repeat(64), &reply.id.to_string(), &elsewhere.id.to_string()] {
         refused(&mut a, &rev(&alice, "create", d, channel, None, &[root(bad)]), "invalid: root").await;
     }
     let c = rev(&alice, "create", d, channel, None, &[root(&anchor.id)]);
@@ -387,7 +391,7 @@ async fn root_must_be_an_undeleted_conversation_anchor_in_h_on_create_or_change_
     ok_plain(&mut a, &fresh).await;
     ok_plain(&mut a, &rev(&alice, "update", d, channel, Some(&u2.id), &[root(&fresh.id)])).await;
     // Replies belong to the conversation: a kind-9 reply cannot name a revision as its root...
-    let to_revision = vec!["e".to_owned(), c.id.clone(), String::new(), "root".to_owned()];
+    let to_revision = vec!["e".to_owned(), c.id.to_string(), String::new(), "root".to_owned()];
     refused(&mut a, &tagged(&alice, 9, channel, vec![to_revision]), "invalid:").await;
     // ...and a revision is not a reply.
     let replies = scalar(&cluster, "SELECT count(*) FROM events WHERE thread_root = $1", &fresh.id).await;
@@ -516,8 +520,8 @@ async fn a_move_needs_write_in_both_source_and_destination() {
         .await;
     // A move that does not change h is not a move.
     refused(&mut b, &rev(&bob, "move", d, channel, Some(&c.id), &[]), "invalid: a move changes h").await;
-    assert_eq!(stored(&cluster, d).await, (c.id.clone(), channel, false));
-    assert_eq!(stored(&cluster, d2).await, (c2.id.clone(), src, false));
+    assert_eq!(stored(&cluster, d).await, (c.id.to_string(), channel, false));
+    assert_eq!(stored(&cluster, d2).await, (c2.id.to_string(), src, false));
     cluster.stop().await;
 }
 
@@ -566,7 +570,7 @@ async fn a_move_stores_the_arrival_and_a_relay_signed_removal_atomically_and_ear
     let replay = c.req("replay", &[json!({"#h": [source.to_string()], "kinds": [45011]})]).await;
     assert_eq!(replay.events, vec![removal.clone()]);
     assert_eq!(b.req("arrival", &[json!({"ids": [moved.id]})]).await.events, vec![moved.clone()]);
-    assert_eq!(stored(&cluster, d).await, (moved.id.clone(), destination, false));
+    assert_eq!(stored(&cluster, d).await, (moved.id.to_string(), destination, false));
     // Earlier revisions stay under the source's rules (stored there): Carol, who reads the
     // source, reads them by id and by d; Bob, who reads only the destination, by neither.
     let old = json!({"ids": [created.id, edited.id]});
@@ -584,7 +588,11 @@ async fn a_move_stores_the_arrival_and_a_relay_signed_removal_atomically_and_ear
             .unwrap();
     assert_eq!(
         homes,
-        vec![(created.id.clone(), source), (edited.id.clone(), source), (moved.id.clone(), destination)]
+        vec![
+            (created.id.to_string(), source),
+            (edited.id.to_string(), source),
+            (moved.id.to_string(), destination)
+        ]
     );
     // From now on the home is the destination: Bob, who cannot read the source, edits it there.
     let next = update(&bob, d, destination, &moved);
@@ -611,7 +619,7 @@ async fn a_moves_root_must_be_absent_or_an_anchor_in_the_destination() {
             .fetch_all(&cluster.pool)
             .await
             .unwrap();
-    assert_eq!(homes, vec![(here.id.clone(), source), (there.id.clone(), destination)]);
+    assert_eq!(homes, vec![(here.id.to_string(), source), (there.id.to_string(), destination)]);
     cluster.stop().await;
 }
 
@@ -634,7 +642,7 @@ async fn deletion_preserves_type_h_and_root_and_afterwards_only_a_restore_naming
     refused(&mut a, &rev(&alice, "restore", d, channel, Some(&c.id), &[root(&anchor.id)]), "invalid:").await;
     let del = rev(&bob, "delete", d, channel, Some(&c.id), &[root(&anchor.id)]);
     ok_plain(&mut b, &del).await;
-    assert_eq!(stored(&cluster, d).await, (del.id.clone(), channel, true));
+    assert_eq!(stored(&cluster, d).await, (del.id.to_string(), channel, true));
     for next in [
         rev(&alice, "update", d, channel, Some(&del.id), &[root(&anchor.id)]),
         rev(&alice, "move", d, other, Some(&del.id), &[]),
@@ -653,7 +661,7 @@ async fn deletion_preserves_type_h_and_root_and_afterwards_only_a_restore_naming
     refused(&mut a, &alice.sign_new(45010, untitled, "{}"), "invalid:").await;
     let back = rev(&alice, "restore", d, channel, Some(&del.id), &[root(&anchor.id)]);
     ok_plain(&mut a, &back).await;
-    assert_eq!(stored(&cluster, d).await, (back.id.clone(), channel, false));
+    assert_eq!(stored(&cluster, d).await, (back.id.to_string(), channel, false));
     ok_plain(&mut b, &rev(&bob, "update", d, channel, Some(&back.id), &[root(&anchor.id)])).await;
     cluster.stop().await;
 }
@@ -752,7 +760,12 @@ async fn revisions_never_change_chat_counts_replies_unread_or_read_markers() {
     ok_plain(&mut a, &anchor).await;
     ok_plain(
         &mut b,
-        &tagged(&bob, 9, channel, vec![vec!["e".into(), anchor.id.clone(), String::new(), "root".into()]]),
+        &tagged(
+            &bob,
+            9,
+            channel,
+            vec![vec!["e".into(), anchor.id.to_string(), String::new(), "root".into()]],
+        ),
     )
     .await;
     let path = format!("/api/channels/{channel}/summary");
@@ -765,7 +778,7 @@ async fn revisions_never_change_chat_counts_replies_unread_or_read_markers() {
     let after = (get(&cluster, &team, &path, &alice).await, get(&cluster, &team, &path, &bob).await);
     assert_eq!(after, before);
     assert_eq!(after.0["message_count"], 2);
-    assert_eq!(after.0["replies"][&anchor.id], 1);
+    assert_eq!(after.0["replies"][anchor.id.as_str()], 1);
     cluster.stop().await;
 }
 

@@ -156,7 +156,7 @@ async fn bench_artifact_revisions() {
                             "revision refused: {msg}"
                         );
                         duplicates += u64::from(!msg.is_empty());
-                        prev = Some(event.id);
+                        prev = Some(event.id.to_string());
                     }
                 }
                 (latencies, duplicates)

@@ -181,9 +181,13 @@ async fn kind_5_deletes_only_ones_own_messages_and_redaction_hides_any_from_ever
     refused(&mut b, &delete(&bob, &theirs.id), "restricted:").await;
     ok(&mut b, &delete(&bob, &mine.id)).await;
     // Bob may not redact Alice's message; Alice, the channel owner, redacts Bob's.
-    refused(&mut b, &tagged(&bob, 9005, channel, vec![vec!["e".into(), theirs.id.clone()]]), "restricted:")
-        .await;
-    ok(&mut a, &tagged(&alice, 9005, channel, vec![vec!["e".into(), rude.id.clone()]])).await;
+    refused(
+        &mut b,
+        &tagged(&bob, 9005, channel, vec![vec!["e".into(), theirs.id.to_string()]]),
+        "restricted:",
+    )
+    .await;
+    ok(&mut a, &tagged(&alice, 9005, channel, vec![vec!["e".into(), rude.id.to_string()]])).await;
     for c in [&mut a, &mut b] {
         let got = c.req("r", &[json!({"kinds": [9], "#h": [channel.to_string()]})]).await;
         assert_eq!(got.events, vec![theirs.clone()]);
@@ -204,7 +208,7 @@ async fn an_event_its_author_deleted_is_refused_when_resubmitted_and_never_store
     ok(&mut a, &create_channel(&alice, channel, "general", "open")).await;
     let mine = message(&bob, channel, "oops");
     ok(&mut b, &mine).await;
-    let deletion = bob.sign_new(5, vec![vec!["e".into(), mine.id.clone()]], "");
+    let deletion = bob.sign_new(5, vec![vec!["e".into(), mine.id.to_string()]], "");
     ok(&mut b, &deletion).await;
     let mut b0 = WsClient::authed(cluster.gateways[0], &team.host, &bob).await;
     for c in [&mut b, &mut b0] {

@@ -21,7 +21,7 @@ fn lease(host: &str) -> CommunityLease {
     CommunityLease {
         community_id: Uuid::new_v4(),
         host: host.to_owned(),
-        owner_pubkey: "a".repeat(64),
+        owner_pubkey: buzz_core::Pubkey::parse(&"a".repeat(64)).unwrap(),
         requires_nip_fi: false,
         policy_generation: 0,
         fi_issuers: Vec::new(),

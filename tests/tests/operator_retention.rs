@@ -96,7 +96,7 @@ fn revision(keys: &Keys, op: &str, d: Uuid, h: Uuid, prev: Option<&Event>) -> Ev
         t("title", "Fix the payment timeout".into()),
     ];
     if let Some(prev) = prev {
-        tags.push(t("prev", prev.id.clone()));
+        tags.push(t("prev", prev.id.to_string()));
     }
     keys.sign_new(45010, tags, &json!({"version": 1, "n": Uuid::new_v4()}).to_string())
 }
@@ -146,7 +146,7 @@ async fn retention_set_through_the_operator_api_expires_earlier_revisions_never_
     eventually(Duration::from_secs(10), || async { revision_events(&cluster).await.len() == 1 }).await;
     assert_eq!(revision_events(&cluster).await, vec![u2.id.clone()]);
     let served = ws.req("cur", &[json!({"artifact": "current", "#d": [d]})]).await.events;
-    assert_eq!(served.iter().map(|e| e.id.clone()).collect::<Vec<_>>(), vec![u2.id.clone()]);
+    assert_eq!(served.iter().map(|e| e.id.to_string()).collect::<Vec<_>>(), vec![u2.id.clone()]);
     // The expired revisions are still known: a stale prev is a conflict, the current one works.
     let (ok, msg) = ws.publish(&revision(&alice, "update", d, channel, Some(&u1))).await;
     assert!(!ok && msg.starts_with("conflict:"), "{msg}");
@@ -204,9 +204,9 @@ async fn the_sweep_applies_each_communitys_own_retention_and_one_batch_across_th
     assert_eq!((first, second), (4, 2));
     assert_eq!(buzz_write::artifacts::sweep_retention(&cluster.pool, 4).await.unwrap(), 0);
     let kept = revision_events(&cluster).await;
-    let mut expected: Vec<String> = chains[0].iter().map(|e| e.id.clone()).collect();
-    expected.push(chains[1][3].id.clone());
-    expected.push(chains[2][3].id.clone());
+    let mut expected: Vec<String> = chains[0].iter().map(|e| e.id.to_string()).collect();
+    expected.push(chains[1][3].id.to_string());
+    expected.push(chains[2][3].id.to_string());
     let mut sorted = kept.clone();
     sorted.sort();
     expected.sort();

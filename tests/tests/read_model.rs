@@ -125,7 +125,7 @@ async fn summaries_count_messages_replies_unread_and_mentions_and_markers_move_f
     // bob posted the second reply: only the shout is unread, and it mentions him once.
     let s = summary(&cluster, 0, &c, channel, &bob).await;
     assert_eq!(counts(&s), (4, 1, 1, replies.clone()));
-    assert_eq!(s["read_up_to"], r2.id);
+    assert_eq!(s["read_up_to"], r2.id.as_str());
     // The author of the shout has read everything and mentioned nobody that counts for themself.
     assert_eq!(counts(&summary(&cluster, 0, &c, channel, &c.owner).await), (4, 0, 0, replies.clone()));
 
@@ -145,10 +145,10 @@ async fn summaries_count_messages_replies_unread_and_mentions_and_markers_move_f
     // bob's mentions: the shout, once, unread; marking it read clears the summary's mention.
     let listed = mentions(&cluster, &c, &bob).await;
     assert_eq!(listed.len(), 1, "{listed:?}");
-    assert_eq!(listed[0]["event_id"], shout.id);
+    assert_eq!(listed[0]["event_id"], shout.id.as_str());
     assert_eq!(listed[0]["channel_id"], json!(channel));
     assert_eq!(listed[0]["read"], false);
-    assert_eq!(listed[0]["event"]["id"], shout.id);
+    assert_eq!(listed[0]["event"]["id"], shout.id.as_str());
     assert_eq!(listed[0]["event"]["sig"], shout.sig);
     let (status, _) = mark_read(&cluster, &c, &channel.to_string(), &json!({"up_to": shout.id}), &bob).await;
     assert_eq!(status, 200);
@@ -489,7 +489,7 @@ async fn expired_deleted_and_redacted_messages_are_not_counted() {
     );
 
     // The author deletes the mentioning reply (NIP-09): it stops counting, and so does its mention.
-    publish_ok(&mut ws, &c.owner.sign_new(5, vec![vec!["e".into(), r2.id.clone()]], "")).await;
+    publish_ok(&mut ws, &c.owner.sign_new(5, vec![vec!["e".into(), r2.id.to_string()]], "")).await;
     assert_eq!(
         counts(&summary(&cluster, 0, &c, channel, &reader).await),
         (2, 2, 0, json!({ anchor.id.clone(): 1 }))
@@ -498,7 +498,7 @@ async fn expired_deleted_and_redacted_messages_are_not_counted() {
     // A redacted anchor (9005) is no longer an anchor: its replies are not listed under it.
     let redact = c.owner.sign_new(
         9005,
-        vec![vec!["h".into(), channel.to_string()], vec!["e".into(), anchor.id.clone()]],
+        vec![vec!["h".into(), channel.to_string()], vec!["e".into(), anchor.id.to_string()]],
         "",
     );
     publish_ok(&mut ws, &redact).await;

@@ -118,7 +118,7 @@ async fn setup() -> Setup {
 }
 
 fn ids(events: &[&Event]) -> Vec<String> {
-    events.iter().map(|e| e.id.clone()).collect()
+    events.iter().map(|e| e.id.to_string()).collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -151,7 +151,7 @@ async fn bodies_are_exactly_the_captured_revisions_and_an_ordinary_update_keeps_
     );
     assert!(events.iter().all(|e| e.verify().is_ok()));
     // Not captured: the newer revision, another type's revision, an unknown id.
-    for other in [&t1b.id, &note.id, &"0".repeat(64)] {
+    for other in [t1b.id.as_str(), note.id.as_str(), &"0".repeat(64)] {
         assert_snapshot_error(
             &snap(&cluster, 0, &team, &alice, bodies(&token, &[other])).await,
             400,

@@ -76,7 +76,7 @@ async fn with_capture(
     let (_, ev) = create(&mut a, &alice, open, TASK, &[]).await;
     let r = snap(&cluster, 0, &team, &alice, start(json!({"artifact": "current"}))).await;
     assert_eq!(r.0, 200, "{}", r.1);
-    (cluster, team, alice, r.1["token"].clone(), ev.id)
+    (cluster, team, alice, r.1["token"].clone(), ev.id.to_string())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

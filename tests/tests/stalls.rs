@@ -60,7 +60,7 @@ async fn one_stalled_write_replica_does_not_cost_writes_the_bus_timeout() {
         for e in &events {
             c.send_json(&json!(["EVENT", e])).await;
         }
-        let mut pending: HashSet<String> = events.iter().map(|e| e.id.clone()).collect();
+        let mut pending: HashSet<String> = events.iter().map(|e| e.id.to_string()).collect();
         while !pending.is_empty() {
             let v = c
                 .wait_for(|v| v[0] == "OK" && v[1].as_str().is_some_and(|id| pending.contains(id)))

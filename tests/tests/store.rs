@@ -101,7 +101,7 @@ async fn a_req_answer_larger_than_one_flush_arrives_whole_and_in_order() {
     // 150 stored events (plus EOSE) are more than the gateway writes per flush (64).
     let mut b = WsClient::authed(cluster.gateways[1], &team.host, &alice).await;
     let got = b.req("all", &[json!({"kinds": [9], "#h": [channel.to_string()], "limit": 500})]).await;
-    let ids: Vec<String> = got.events.iter().map(|e| e.id.clone()).collect();
+    let ids: Vec<String> = got.events.iter().map(|e| e.id.to_string()).collect();
     sent.reverse(); // newest first
     assert_eq!(ids, sent);
     cluster.stop().await;

@@ -83,8 +83,9 @@ async fn rediss_with_a_private_ca_carries_the_replay_guard() {
     let config = RedisConfig { url, ca_file: Some(certs.ca.clone()) };
     let pool = within("rediss with CA", buzz_http_auth::connect_redis(&config, 2)).await.unwrap();
     let guard = ReplayGuard::new(pool, "tls-test:");
-    assert!(guard.first_use("event-1").await.unwrap(), "first use is accepted");
-    assert!(!guard.first_use("event-1").await.unwrap(), "a replay is detected over TLS");
+    let id = buzz_core::EventId::parse(&"e1".repeat(32)).unwrap();
+    assert!(guard.first_use(&id).await.unwrap(), "first use is accepted");
+    assert!(!guard.first_use(&id).await.unwrap(), "a replay is detected over TLS");
 }
 
 #[tokio::test]

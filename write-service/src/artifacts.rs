@@ -33,6 +33,7 @@ mod tests;
 use buzz_bus::{Actor, Audience, BusError, ErrorCode, LiveEvent, WriteOk};
 use buzz_core::nipar::{self, Envelope, Op};
 use buzz_core::Event;
+use buzz_core::Pubkey;
 use buzz_store::access::{self, Channel};
 use buzz_store::Role;
 use sqlx::PgConnection;
@@ -64,7 +65,7 @@ pub(crate) fn conflict(message: &str, reason: &'static str) -> WriteError {
 /// A channel the sender may post in (the kind-9 rule), share-locked, with its banned keys.
 struct Writable {
     channel: Channel,
-    banned: Vec<String>,
+    banned: Vec<Pubkey>,
 }
 
 async fn writable(
@@ -221,12 +222,12 @@ async fn store(
         community,
         env.d,
         &current_tag_rows(&event),
-        current.map(|row| row.current_revision.as_str()),
+        current.map(|row| &row.current_revision),
     )
     .await?;
     let replaced = replaced_tags(env.d, &env.type_name, before);
     sql::record(tx, community, env, &event.id, seq).await?;
-    let added: Vec<String> = match current {
+    let added: Vec<Pubkey> = match current {
         Some(row) => mentioned.iter().filter(|k| !row.mentioned.contains(k)).cloned().collect(),
         None => mentioned,
     };
@@ -283,13 +284,8 @@ pub(crate) fn replaced_tags(d: Uuid, type_name: &str, mut rows: Vec<(String, Vec
 }
 
 /// The distinct well-formed `p` pubkeys of a revision, sorted.
-pub(crate) fn p_keys(event: &Event) -> Vec<String> {
-    let mut keys: Vec<String> = event
-        .tags_named("p")
-        .filter_map(|t| t.get(1))
-        .filter(|k| buzz_core::is_lower_hex(k, 64))
-        .cloned()
-        .collect();
+pub(crate) fn p_keys(event: &Event) -> Vec<Pubkey> {
+    let mut keys: Vec<Pubkey> = event.tags_named("p").filter_map(|t| Pubkey::parse(t.get(1)?).ok()).collect();
     keys.sort_unstable();
     keys.dedup();
     keys

@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use buzz_bus::{Actor, Audience, BusError};
 use buzz_core::{kinds, Event};
+use buzz_core::{EventId, Pubkey};
 use buzz_store::access::{self, Channel, Standing};
 use buzz_store::fragments::served_event;
 use buzz_store::{ChannelType, Role, Visibility};
@@ -208,7 +209,7 @@ pub(crate) struct Post<'a> {
     /// The channel it is written in (`h`), or why it names none.
     pub(crate) channel: Result<Uuid, BusError>,
     /// The conversation anchor it names in that channel, or why it names a bad one.
-    pub(crate) root: Result<Option<&'a str>, BusError>,
+    pub(crate) root: Result<Option<EventId>, BusError>,
 }
 
 impl<'a> Post<'a> {
@@ -220,7 +221,7 @@ impl<'a> Post<'a> {
 /// What an accepted post leaves to do once committed.
 enum Outcome {
     Duplicate,
-    Stored { seq: i64, channel: Channel, banned: Vec<String>, access_version: i64, root: Option<String> },
+    Stored { seq: i64, channel: Channel, banned: Vec<Pubkey>, access_version: i64, root: Option<EventId> },
 }
 
 impl Outcome {
@@ -276,7 +277,7 @@ pub(crate) struct View {
     channel_role: Option<Role>,
     channel_banned: bool,
     /// The channel's banned keys.
-    pub(crate) banned: Vec<String>,
+    pub(crate) banned: Vec<Pubkey>,
     /// The named root is a served conversation anchor (a top-level kind 9) in the channel.
     pub(crate) anchor: bool,
 }
@@ -296,13 +297,13 @@ impl View {
 
 /// The single-post path's decision, in its order, from the batch's view of the post: the channel
 /// and thread root to store it with, or `None` for an event already accepted.
-fn decide(post: &Post<'_>, view: &View) -> WriteResult<Option<(Channel, Option<String>)>> {
+fn decide(post: &Post<'_>, view: &View) -> WriteResult<Option<(Channel, Option<EventId>)>> {
     let Some(channel) = admit(post, view)? else { return Ok(None) };
     let root = post.root.clone()?;
     if root.is_some() && !view.anchor {
         return Err(WriteError::invalid("thread root must be a conversation anchor in this channel"));
     }
-    Ok(Some((channel, root.map(str::to_owned))))
+    Ok(Some((channel, root)))
 }
 
 /// What every client event write decides first, in the single-write path's order
@@ -408,7 +409,7 @@ pub(crate) async fn load(tx: &mut PgConnection, posts: &[Post<'_>]) -> Result<Ve
         event_id.push(p.event.id.as_str());
         member.push(p.actor.member_key());
         channel.push(p.channel.as_ref().ok().copied());
-        root.push(p.root.as_ref().ok().copied().flatten());
+        root.push(p.root.as_ref().ok().and_then(Option::as_ref));
     }
     let sql = format!(
         "WITH i AS ( \
@@ -476,7 +477,7 @@ pub(crate) struct NewEvent<'a> {
 pub(crate) async fn insert_events(
     tx: &mut PgConnection,
     events: &[NewEvent<'_>],
-) -> Result<std::collections::HashMap<(Uuid, String), i64>, sqlx::Error> {
+) -> Result<std::collections::HashMap<(Uuid, EventId), i64>, sqlx::Error> {
     let n = events.len();
     let (mut community, mut id, mut pubkey, mut kind, mut created_at) = (
         Vec::with_capacity(n),
@@ -507,7 +508,7 @@ pub(crate) async fn insert_events(
             tag_hash.push(hash);
         }
     }
-    let rows: Vec<(Uuid, String, i64)> = sqlx::query_as(
+    let rows: Vec<(Uuid, EventId, i64)> = sqlx::query_as(
         "WITH e AS ( \
              INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw, expires_at, thread_root) \
              SELECT u.community_id, u.id, u.pubkey, u.kind, u.created_at, u.channel_id, u.raw, \

@@ -6,6 +6,7 @@ use buzz_core::kinds::{
     CHANNEL_MEMBERS, CHANNEL_METADATA, DELETE_CHANNEL, EDIT_CHANNEL, PUT_USER, REDACT, REMOVE_USER,
 };
 use buzz_core::Event;
+use buzz_core::{EventId, Pubkey};
 use buzz_store::access::{self, Channel, Credential, Standing, WriteDenial};
 use buzz_store::{ChannelType, Role, Visibility};
 use sqlx::PgConnection;
@@ -37,13 +38,9 @@ fn moderator(standing: Standing) -> Result<(), BusError> {
     }
 }
 
-fn target_pubkey(event: &Event) -> Result<String, BusError> {
-    let p = event.tag_value("p").unwrap_or_default();
-    if buzz_core::is_lower_hex(p, 64) {
-        Ok(p.to_owned())
-    } else {
-        Err(BusError::invalid("p must be a 64-char lowercase hex pubkey"))
-    }
+fn target_pubkey(event: &Event) -> Result<Pubkey, BusError> {
+    Pubkey::parse(event.tag_value("p").unwrap_or_default())
+        .map_err(|_| BusError::invalid("p must be a 64-char lowercase hex pubkey"))
 }
 
 /// Kinds 9000/9001/9002/9005/9008. The channel row is locked for the change; the change and its
@@ -191,11 +188,9 @@ async fn redact(
     channel_id: Uuid,
     standing: Standing,
 ) -> WriteResult<()> {
-    let target = event.tag_value("e").unwrap_or_default();
-    if !buzz_core::is_lower_hex(target, 64) {
-        return Err(WriteError::invalid("e must be a 64-char lowercase hex event id"));
-    }
-    let found = store::event_owner(tx, community, target).await?;
+    let target = EventId::parse(event.tag_value("e").unwrap_or_default())
+        .map_err(|_| WriteError::invalid("e must be a 64-char lowercase hex event id"))?;
+    let found = store::event_owner(tx, community, &target).await?;
     let Some((author, _, _)) = found.filter(|(_, c, _)| *c == Some(channel_id)) else {
         return Err(WriteError::invalid("no such event in this channel"));
     };
@@ -205,7 +200,7 @@ async fn redact(
         need(actor, Scope::ChannelsWrite)?;
         moderator(standing)?;
     }
-    Ok(store::redact_event(tx, community, target).await?)
+    Ok(store::redact_event(tx, community, &target).await?)
 }
 
 /// Kind 5 (NIP-09): the author deletes their own events, all in one channel they can read.
@@ -216,10 +211,10 @@ pub async fn delete_own(
     actor: &Actor,
     event: Event,
 ) -> WriteResult<Accepted> {
-    let ids: Vec<String> = event.tags_named("e").filter_map(|t| t.get(1).cloned()).collect();
-    if ids.is_empty() || ids.iter().any(|id| !buzz_core::is_lower_hex(id, 64)) {
+    let ids: Option<Vec<EventId>> = event.tags_named("e").map(|t| EventId::parse(t.get(1)?).ok()).collect();
+    let Some(ids) = ids.filter(|ids| !ids.is_empty()) else {
         return Err(WriteError::invalid("a deletion names one or more events in e tags"));
-    }
+    };
     let mut channel_id = None;
     for id in &ids {
         if is_known_revision(tx, community, actor, id).await? {
@@ -259,12 +254,12 @@ async fn is_known_revision(
     tx: &mut PgConnection,
     community: Uuid,
     actor: &Actor,
-    id: &str,
+    id: &EventId,
 ) -> WriteResult<bool> {
     let Some((channel_id, author)) = crate::artifacts::sql::revision_origin(tx, community, id).await? else {
         return Ok(false);
     };
-    if author.as_deref() == Some(actor.pubkey.as_str()) {
+    if author.as_ref() == Some(&actor.pubkey) {
         return Ok(true);
     }
     let channel = access::load_channel(tx, community, channel_id, false).await?;

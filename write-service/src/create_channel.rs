@@ -4,7 +4,7 @@
 //! is checked without I/O first ([`parse`]), then against the store.
 
 use buzz_bus::{Actor, BusError, Scope};
-use buzz_core::{kinds, Event};
+use buzz_core::{kinds, Event, Pubkey};
 use buzz_store::{access, ChannelType, Role, Visibility};
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -30,7 +30,7 @@ pub struct Spec<'a> {
     /// Event lifetime in seconds, for a TTL channel.
     pub ttl_seconds: Option<i32>,
     /// A DM's distinct `p` keys, in tag order (may include the creator); empty otherwise.
-    pub peers: Vec<&'a str>,
+    pub peers: Vec<Pubkey>,
 }
 
 /// Checks a kind-9007 event's tags.
@@ -63,13 +63,11 @@ pub fn parse(event: &Event) -> Result<Spec<'_>, BusError> {
                 .ok_or_else(|| BusError::invalid("ttl must be a positive number of seconds"))?,
         ),
     };
-    let mut peers: Vec<&str> = Vec::new();
+    let mut peers: Vec<Pubkey> = Vec::new();
     if dm {
         for p in event.tags_named("p") {
-            let key = p.get(1).map(String::as_str).unwrap_or_default();
-            if !buzz_core::is_lower_hex(key, 64) {
-                return Err(BusError::invalid("p must be a 64-char lowercase hex pubkey"));
-            }
+            let key = Pubkey::parse(p.get(1).map(String::as_str).unwrap_or_default())
+                .map_err(|_| BusError::invalid("p must be a 64-char lowercase hex pubkey"))?;
             if !peers.contains(&key) {
                 peers.push(key);
             }
@@ -92,7 +90,7 @@ pub async fn create_channel(
     }
     let spec = parse(&event)?;
     let dm = spec.channel_type == ChannelType::Dm;
-    let mut participants: Vec<String> = vec![actor.member_key().to_owned()];
+    let mut participants: Vec<Pubkey> = vec![actor.member_key().clone()];
     for key in &spec.peers {
         if access::community_role(tx, community, key).await?.is_none() {
             return Err(WriteError::invalid("every dm participant must be a community member"));

@@ -2,7 +2,7 @@
 //! published after commit. Kind-9 posts are handled here.
 
 use buzz_bus::{Actor, Audience, BusError};
-use buzz_core::{kinds, Event};
+use buzz_core::{kinds, Event, EventId, Pubkey};
 use buzz_store::{access, Role};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
@@ -60,7 +60,7 @@ pub async fn write_event(
     };
     let bans_resolved = accepted.bans_resolved;
     // The primary event and the relay's own events are usually in one channel: read its bans once.
-    let mut bans: Option<(Uuid, Vec<String>)> = None;
+    let mut bans: Option<(Uuid, Vec<Pubkey>)> = None;
     for live in accepted.live.iter_mut().chain(accepted.also.iter_mut()) {
         live.access_version = version;
         if let (Audience::Community, Some(channel), false) = (live.audience, live.channel_id, bans_resolved) {
@@ -87,13 +87,13 @@ async fn post_message(
         access::channel_for_post(tx, community, channel_id, actor.member_key(), Some(community_role)).await?;
     access::can_write(channel.as_ref(), standing, credential(actor))?;
     let channel = channel.ok_or_else(BusError::internal)?;
-    let root = thread_root(&event)?.map(str::to_owned);
+    let root = thread_root(&event)?;
     if let Some(root) = &root {
         if !store::is_anchor(tx, community, channel.id, root).await? {
             return Err(WriteError::invalid("thread root must be a conversation anchor in this channel"));
         }
     }
-    let mut accepted = store_and_announce(tx, community, event, &channel, root.as_deref()).await?;
+    let mut accepted = store_and_announce(tx, community, event, &channel, root.as_ref()).await?;
     if let Some(live) = accepted.live.as_mut().filter(|l| l.audience == Audience::Community) {
         live.banned = banned;
     }
@@ -104,15 +104,13 @@ async fn post_message(
 
 /// The anchor of a thread reply: the `e` tag marked `root` (`["e", <id>, <relay>, "root"]`).
 /// More than one root, or a malformed id, is invalid.
-pub fn thread_root(event: &Event) -> Result<Option<&str>, BusError> {
+pub fn thread_root(event: &Event) -> Result<Option<EventId>, BusError> {
     let mut roots = event.tags_named("e").filter(|t| t.get(3).map(String::as_str) == Some("root"));
     let Some(first) = roots.next() else { return Ok(None) };
     if roots.next().is_some() {
         return Err(BusError::invalid("a reply names exactly one root"));
     }
-    let id = first.get(1).map(String::as_str).unwrap_or_default();
-    if !buzz_core::is_lower_hex(id, 64) {
-        return Err(BusError::invalid("thread root must be a 64-char lowercase hex event id"));
-    }
-    Ok(Some(id))
+    EventId::parse(first.get(1).map(String::as_str).unwrap_or_default())
+        .map(Some)
+        .map_err(|_| BusError::invalid("thread root must be a 64-char lowercase hex event id"))
 }

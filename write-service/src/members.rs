@@ -1,6 +1,7 @@
 //! Community membership changes requested over `POST/DELETE /api/members`.
 
 use buzz_bus::{Actor, BusError, Scope, WriteOk};
+use buzz_core::Pubkey;
 use buzz_store::Role;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -23,19 +24,15 @@ fn actor_role(role: Option<Role>) -> Result<Role, BusError> {
         .ok_or_else(|| BusError::restricted("only community owners and admins manage members"))
 }
 
-/// The common start of a membership change: scope, target key shape, and the actor's role
+/// The common start of a membership change: scope (the target key's shape is its type), and the actor's role
 /// (owner or admin), inside the transaction that will make the change.
 async fn begin_as_manager(
     pool: &PgPool,
     community: Uuid,
     actor: &Actor,
-    pubkey: &str,
 ) -> WriteResult<(sqlx::Transaction<'static, sqlx::Postgres>, Role)> {
     if !actor.has_scope(Scope::MembersWrite) {
         return Err(WriteError::restricted("token does not allow managing members"));
-    }
-    if !buzz_core::is_lower_hex(pubkey, 64) {
-        return Err(WriteError::invalid("pubkey must be 64 lowercase hex"));
     }
     let mut tx = pool.begin().await?;
     let role = buzz_store::access::community_role(&mut tx, community, actor.member_key()).await?;
@@ -52,11 +49,11 @@ pub async fn put_member(
     pool: &PgPool,
     community: Uuid,
     actor: &Actor,
-    pubkey: &str,
+    pubkey: &Pubkey,
     role: buzz_bus::Role,
 ) -> WriteResult<WriteOk> {
     let role = crate::shared::stored_role(role);
-    let (mut tx, me) = begin_as_manager(pool, community, actor, pubkey).await?;
+    let (mut tx, me) = begin_as_manager(pool, community, actor).await?;
     let previous = buzz_store::access::community_role(&mut tx, community, pubkey).await?;
     if !may_grant(me, previous, role) {
         return Err(WriteError::restricted("your role cannot grant that role"));
@@ -74,8 +71,13 @@ pub async fn put_member(
     skip_all,
     fields(db.system = "postgresql", db.operation = "remove_member", otel.kind = "client")
 )]
-pub async fn remove_member(pool: &PgPool, community: Uuid, actor: &Actor, pubkey: &str) -> WriteResult<bool> {
-    let (mut tx, me) = begin_as_manager(pool, community, actor, pubkey).await?;
+pub async fn remove_member(
+    pool: &PgPool,
+    community: Uuid,
+    actor: &Actor,
+    pubkey: &Pubkey,
+) -> WriteResult<bool> {
+    let (mut tx, me) = begin_as_manager(pool, community, actor).await?;
     let target = buzz_store::access::community_role(&mut tx, community, pubkey).await?;
     let Some(target) = target else {
         return Err(WriteError::new(buzz_bus::ErrorCode::NotFound, "not a member"));

@@ -12,7 +12,7 @@
 //!   "read up to X" means every message accepted no later than X.
 
 use buzz_bus::{Actor, BusError, ErrorCode, ReadMarker, Scope, WriteData, WriteOk};
-use buzz_core::{kinds, Event};
+use buzz_core::{kinds, Event, EventId, Pubkey};
 use buzz_store::access;
 use buzz_store::fragments::served_event;
 use sqlx::{PgConnection, PgPool};
@@ -40,12 +40,11 @@ pub async fn on_message(tx: &mut PgConnection, community: Uuid, accepted: &Accep
 
 /// The distinct, well-formed pubkeys of `event`'s `p` tags, the author excluded.
 #[must_use]
-pub fn mentioned(event: &Event) -> Vec<String> {
-    let mut keys: Vec<String> = event
+pub fn mentioned(event: &Event) -> Vec<Pubkey> {
+    let mut keys: Vec<Pubkey> = event
         .tags_named("p")
-        .filter_map(|t| t.get(1))
-        .filter(|k| buzz_core::is_lower_hex(k, 64) && **k != event.pubkey)
-        .cloned()
+        .filter_map(|t| Pubkey::parse(t.get(1)?).ok())
+        .filter(|k| *k != event.pubkey)
         .collect();
     keys.sort_unstable();
     keys.dedup();
@@ -61,7 +60,7 @@ pub async fn record_mentions(
     channel: Uuid,
     event: &Event,
     seq: i64,
-    pubkeys: &[String],
+    pubkeys: &[Pubkey],
 ) -> Result<(), sqlx::Error> {
     if pubkeys.is_empty() {
         return Ok(());
@@ -90,9 +89,9 @@ async fn advance_marker(
     tx: &mut PgConnection,
     community: Uuid,
     channel: Uuid,
-    pubkey: &str,
+    pubkey: &Pubkey,
     seq: i64,
-    event_id: &str,
+    event_id: &EventId,
 ) -> Result<bool, sqlx::Error> {
     let moved = sqlx::query(
         "INSERT INTO read_markers (community_id, channel_id, pubkey, seq, event_id) \
@@ -126,13 +125,10 @@ pub async fn mark_read(
     community: Uuid,
     actor: &Actor,
     channel_id: Uuid,
-    up_to: &str,
+    up_to: &EventId,
 ) -> WriteResult<WriteOk> {
     if !actor.has_scope(Scope::MessagesRead) {
         return Err(WriteError::restricted("token does not allow reading messages"));
-    }
-    if !buzz_core::is_lower_hex(up_to, 64) {
-        return Err(WriteError::invalid("up_to must be a 64-char lowercase hex event id"));
     }
     let mut tx = pool.begin().await?;
     let channel = access::load_channel(&mut tx, community, channel_id, false).await?;
@@ -155,7 +151,7 @@ pub async fn mark_read(
         return Err(WriteError::invalid("up_to is not a message of this channel"));
     };
     let moved = advance_marker(&mut tx, community, channel_id, &actor.pubkey, seq, up_to).await?;
-    let (marker,): (String,) = sqlx::query_as(
+    let (marker,): (EventId,) = sqlx::query_as(
         "SELECT event_id FROM read_markers WHERE community_id = $1 AND channel_id = $2 AND pubkey = $3",
     )
     .bind(community)

@@ -30,6 +30,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use buzz_bus::{Actor, Audience, BusError, WriteOk};
 use buzz_core::nipar::{self, Envelope, Op};
 use buzz_core::Event;
+use buzz_core::Pubkey;
 use buzz_store::access::Channel;
 use futures::future::BoxFuture;
 use sqlx::{PgConnection, PgPool};
@@ -66,7 +67,7 @@ pub async fn write_revisions(
             actor,
             event,
             channel: env.as_ref().map(|e| e.h).map_err(Clone::clone),
-            root: Ok(env.as_ref().ok().and_then(|e| e.root.as_deref())),
+            root: Ok(env.as_ref().ok().and_then(|e| e.root.clone())),
         })
         .collect();
     let result = write_batch(&pools.batch, &posts, &envelopes).await;
@@ -116,7 +117,7 @@ enum Outcome {
 struct Stored {
     seq: i64,
     channel: Channel,
-    banned: Vec<String>,
+    banned: Vec<Pubkey>,
     access_version: i64,
     /// The current-tag rows it replaced, as `[name, hex(sha256(first value))]`.
     replaced: Vec<[String; 2]>,
@@ -251,7 +252,7 @@ async fn write_batch(
         for &(i, seq) in &stored {
             let (post, view) = (&posts[i], &views[i]);
             let Some(p) = pending[i].take() else { continue };
-            let added: Vec<String> = match locked.get(&(post.community, p.env.d)) {
+            let added: Vec<Pubkey> = match locked.get(&(post.community, p.env.d)) {
                 Some(row) => crate::read_model::mentioned(post.event)
                     .into_iter()
                     .filter(|k| !row.mentioned.contains(k))

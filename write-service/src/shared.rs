@@ -3,6 +3,7 @@
 
 use buzz_bus::{Actor, Audience, BusError, LiveEvent, Scope, WriteOk};
 use buzz_core::Event;
+use buzz_core::EventId;
 use buzz_store::access::{self, Credential};
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -93,7 +94,7 @@ pub(crate) async fn store_and_announce(
     community: Uuid,
     event: Event,
     channel: &access::Channel,
-    thread_root: Option<&str>,
+    thread_root: Option<&EventId>,
 ) -> WriteResult<Accepted> {
     let Some(seq) =
         store::insert_event(tx, community, &event, Some(channel.id), channel.ttl_seconds, thread_root)

@@ -1,6 +1,7 @@
 //! SQL of the write-service that is not access: events, tags, channels, members.
 
 use buzz_core::{kinds, Event};
+use buzz_core::{EventId, Pubkey};
 use buzz_store::fragments::served_event;
 use buzz_store::{access, ChannelType, Role, Visibility};
 use sqlx::PgConnection;
@@ -36,7 +37,7 @@ pub async fn insert_event(
     event: &Event,
     channel: Option<Uuid>,
     ttl_seconds: Option<i32>,
-    thread_root: Option<&str>,
+    thread_root: Option<&EventId>,
 ) -> Result<Option<i64>, sqlx::Error> {
     let (names, hashes): (Vec<&str>, Vec<Vec<u8>>) = event_tag_rows(event).unzip();
     sqlx::query_scalar(
@@ -85,8 +86,8 @@ pub struct Admission {
 pub async fn admission(
     conn: &mut PgConnection,
     community: Uuid,
-    event_id: &str,
-    member: &str,
+    event_id: &EventId,
+    member: &Pubkey,
 ) -> Result<Option<Admission>, sqlx::Error> {
     let row: Option<(i64, bool, bool, Option<Role>)> = sqlx::query_as(
         "SELECT c.access_version, \
@@ -153,7 +154,7 @@ pub async fn add_channel_members(
     conn: &mut PgConnection,
     community: Uuid,
     channel: Uuid,
-    pubkeys: &[String],
+    pubkeys: &[Pubkey],
     role: Role,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
@@ -174,7 +175,7 @@ pub async fn add_channel_members(
 pub async fn put_member(
     conn: &mut PgConnection,
     community: Uuid,
-    pubkey: &str,
+    pubkey: &Pubkey,
     role: Role,
 ) -> Result<Option<Role>, sqlx::Error> {
     let previous: Option<Role> = sqlx::query_scalar(
@@ -200,7 +201,7 @@ pub async fn put_member(
 pub async fn remove_member(
     conn: &mut PgConnection,
     community: Uuid,
-    pubkey: &str,
+    pubkey: &Pubkey,
 ) -> Result<bool, sqlx::Error> {
     let n = sqlx::query("DELETE FROM community_members WHERE community_id = $1 AND pubkey = $2")
         .bind(community)
@@ -224,7 +225,7 @@ pub async fn is_anchor(
     conn: &mut PgConnection,
     community: Uuid,
     channel: Uuid,
-    id: &str,
+    id: &EventId,
 ) -> Result<bool, sqlx::Error> {
     sqlx::query_scalar(&format!(
         "SELECT EXISTS (SELECT 1 FROM events e WHERE e.community_id = $1 AND e.id = $2 \
@@ -289,7 +290,7 @@ pub async fn remove_channel_member(
     conn: &mut PgConnection,
     community: Uuid,
     channel: Uuid,
-    pubkey: &str,
+    pubkey: &Pubkey,
     ban: bool,
 ) -> Result<bool, sqlx::Error> {
     let n = sqlx::query(
@@ -311,7 +312,7 @@ pub async fn channel_role(
     conn: &mut PgConnection,
     community: Uuid,
     channel: Uuid,
-    pubkey: &str,
+    pubkey: &Pubkey,
 ) -> Result<Option<Role>, sqlx::Error> {
     sqlx::query_scalar(
         "SELECT role FROM channel_members WHERE community_id = $1 AND channel_id = $2 AND pubkey = $3 AND removed_at IS NULL",
@@ -343,8 +344,8 @@ pub async fn channel_members(
 pub async fn event_owner(
     conn: &mut PgConnection,
     community: Uuid,
-    id: &str,
-) -> Result<Option<(String, Option<Uuid>, i64)>, sqlx::Error> {
+    id: &EventId,
+) -> Result<Option<(Pubkey, Option<Uuid>, i64)>, sqlx::Error> {
     sqlx::query_as(
         "SELECT pubkey, channel_id, kind FROM events WHERE community_id = $1 AND id = $2 \
          AND deleted_at IS NULL AND redacted_at IS NULL",
@@ -357,7 +358,7 @@ pub async fn event_owner(
 
 /// Redacts a stored event. A redacted current artifact revision retires its artifact: it leaves
 /// the current-state index (`artifact_current_tags`) in the same statement.
-pub async fn redact_event(conn: &mut PgConnection, community: Uuid, id: &str) -> Result<(), sqlx::Error> {
+pub async fn redact_event(conn: &mut PgConnection, community: Uuid, id: &EventId) -> Result<(), sqlx::Error> {
     sqlx::query(
         "WITH r AS (UPDATE events SET redacted_at = now() \
                     WHERE community_id = $1 AND id = $2 AND redacted_at IS NULL RETURNING id) \
@@ -375,7 +376,7 @@ pub async fn redact_event(conn: &mut PgConnection, community: Uuid, id: &str) ->
 pub async fn delete_events(
     conn: &mut PgConnection,
     community: Uuid,
-    ids: &[String],
+    ids: &[EventId],
 ) -> Result<(), sqlx::Error> {
     sqlx::query("UPDATE events SET deleted_at = now() WHERE community_id = $1 AND id = ANY($2) AND deleted_at IS NULL")
         .bind(community)
@@ -391,7 +392,7 @@ pub async fn drop_relay_event(
     community: Uuid,
     channel: Uuid,
     kind: u32,
-    relay: &str,
+    relay: &Pubkey,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
         "DELETE FROM events WHERE community_id = $1 AND channel_id = $2 AND kind = $3 AND pubkey = $4",
@@ -424,7 +425,7 @@ pub async fn banned_members(
     conn: &mut PgConnection,
     community: Uuid,
     channel: Uuid,
-) -> Result<Vec<String>, sqlx::Error> {
+) -> Result<Vec<Pubkey>, sqlx::Error> {
     sqlx::query_scalar(
         "SELECT pubkey FROM channel_members WHERE community_id = $1 AND channel_id = $2 AND banned",
     )

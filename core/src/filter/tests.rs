@@ -4,8 +4,8 @@ use super::*;
 
 fn ev(id_byte: char, pubkey_byte: char, kind: u32, created_at: i64, tags: &[&[&str]]) -> Event {
     Event {
-        id: id_byte.to_string().repeat(64),
-        pubkey: pubkey_byte.to_string().repeat(64),
+        id: EventId::parse(&id_byte.to_string().repeat(64)).unwrap(),
+        pubkey: Pubkey::parse(&pubkey_byte.to_string().repeat(64)).unwrap(),
         created_at,
         kind,
         tags: tags.iter().map(|t| t.iter().map(|s| (*s).to_owned()).collect()).collect(),

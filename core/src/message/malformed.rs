@@ -7,7 +7,7 @@ use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use crate::event::check_created_at;
-use crate::is_lower_hex;
+use crate::ids::EventId;
 
 /// The fields of a NIP-01 event, in the order their problems are reported.
 const FIELDS: [&str; 7] = ["id", "pubkey", "created_at", "kind", "tags", "content", "sig"];
@@ -16,7 +16,7 @@ const FIELDS: [&str; 7] = ["id", "pubkey", "created_at", "kind", "tags", "conten
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Malformed {
     /// The payload's `id` when it is 64 lowercase hex: the answer is then `OK false` for it.
-    pub id: Option<String>,
+    pub id: Option<EventId>,
     /// `invalid: ...`, naming the first field that is wrong and what it must be.
     pub reason: String,
 }
@@ -32,7 +32,7 @@ pub fn explain(raw: &str, upper_limit: Option<u64>) -> Malformed {
         .iter()
         .find(|(k, _)| k == "id")
         .and_then(|(_, v)| serde_json::from_str::<String>(v.get()).ok())
-        .filter(|id| is_lower_hex(id, 64));
+        .and_then(|id| EventId::try_from(id).ok());
     Malformed { id, reason: format!("invalid: {}", problem(&members, upper_limit)) }
 }
 

@@ -64,12 +64,20 @@ fn relay_messages() {
             r#"["EVENT","s\"1",{"id":"x"}]"#,
         ),
         (
-            RelayMessage::Ok { id: "ab".into(), accepted: true, message: String::new() },
-            r#"["OK","ab",true,""]"#,
+            RelayMessage::Ok {
+                id: crate::EventId::parse(&"ab".repeat(32)).unwrap(),
+                accepted: true,
+                message: String::new(),
+            },
+            &format!(r#"["OK","{}",true,""]"#, "ab".repeat(32)),
         ),
         (
-            RelayMessage::Ok { id: "ab".into(), accepted: false, message: "invalid: \n".into() },
-            r#"["OK","ab",false,"invalid: \n"]"#,
+            RelayMessage::Ok {
+                id: crate::EventId::parse(&"ab".repeat(32)).unwrap(),
+                accepted: false,
+                message: "invalid: \n".into(),
+            },
+            &format!(r#"["OK","{}",false,"invalid: \n"]"#, "ab".repeat(32)),
         ),
         (RelayMessage::Eose("s".into()), r#"["EOSE","s"]"#),
         (

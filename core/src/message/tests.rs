@@ -196,7 +196,7 @@ fn parse_table() {
             (Want::Close(s), Ok(ClientMessage::Close(got))) => got == s,
             (Want::Notice(p), Err(ParseError::Notice(text))) => text.starts_with(p),
             (Want::Ok(p), Err(ParseError::Ok { id: got_id, reason })) => {
-                reason.starts_with(p) && got_id.len() == 64
+                reason.starts_with(p) && got_id.as_str().len() == 64
             }
             (Want::Closed(s, p), Err(ParseError::Closed { sub_id, reason })) => {
                 sub_id == s && reason.starts_with(p)

@@ -54,7 +54,10 @@ fn rejects_bad_headers() {
         "Nostr !!!".to_owned(),
         format!("Nostr {}", STANDARD.encode("{}")),
         format!("Nostr {}", STANDARD.encode("not json")),
-        format!("Nostr {}", STANDARD.encode(event.to_json().replace(&event.id, &event.id.to_uppercase()))),
+        format!(
+            "Nostr {}",
+            STANDARD.encode(event.to_json().replace(event.id.as_str(), &event.id.as_str().to_uppercase()))
+        ),
     ] {
         assert!(matches!(decode_header(&value), Err(Nip98Error::Malformed(_))), "{value}");
     }

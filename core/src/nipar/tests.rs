@@ -439,13 +439,16 @@ fn envelope_fields() {
             type_name: "buzz.task".into(),
             title: Some("Fix the payment timeout".into()),
             op: Op::Update,
-            root: Some(ROOT.into()),
-            prev: Some(PREV.into()),
+            root: Some(crate::EventId::parse(ROOT).unwrap()),
+            prev: Some(crate::EventId::parse(PREV).unwrap()),
         }
     );
 
     let env = parse(&keys.sign_new(KIND_REVISION, base("delete"), "")).unwrap();
-    assert_eq!((env.op, env.title, env.prev.as_deref(), env.root), (Op::Delete, None, Some(PREV), None));
+    assert_eq!(
+        (env.op, env.title, env.prev.as_ref().map(crate::EventId::as_str), env.root),
+        (Op::Delete, None, Some(PREV), None)
+    );
 
     let env = parse(&keys.sign_new(KIND_REVISION, base("create"), "")).unwrap();
     assert_eq!((env.op, env.prev), (Op::Create, None));
@@ -459,7 +462,7 @@ fn accepted_auth_tag_really_verifies() {
     let event = agent.sign_new(KIND_REVISION, tags, "");
     parse(&event).unwrap();
     let auth = nipoa::auth_tag(&event).unwrap().unwrap();
-    assert!(nipoa::verify(&agent.public_hex(), &auth));
+    assert!(nipoa::verify(&agent.pubkey(), &auth));
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! outbound queue, with live events held back until `EOSE`.
 
 use buzz_bus::{QueryKind, QueryRequest};
-use buzz_core::{Filter, RelayMessage};
+use buzz_core::{EventId, Filter, RelayMessage};
 use tracing::Instrument;
 
 use super::outbound::Frame;
@@ -94,10 +94,10 @@ impl Session {
     }
 }
 
-fn event_id(raw: &str) -> Option<String> {
+fn event_id(raw: &str) -> Option<EventId> {
     #[derive(serde::Deserialize)]
     struct IdOnly {
-        id: String,
+        id: EventId,
     }
     serde_json::from_str::<IdOnly>(raw).ok().map(|e| e.id)
 }

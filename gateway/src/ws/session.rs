@@ -7,7 +7,7 @@ use axum::extract::ws::{Message, WebSocket};
 use buzz_bus::{
     AccessChanged, AccessRequest, Actor, BusError, CanReadReply, CommunityLease, MemberReply, QueryKind,
 };
-use buzz_core::{ClientMessage, ParseError, RelayMessage};
+use buzz_core::{ClientMessage, ParseError, Pubkey, RelayMessage};
 use futures::stream::SplitStream;
 use futures::StreamExt;
 use tokio::sync::{mpsc, Semaphore};
@@ -243,9 +243,8 @@ impl Session {
         }
     }
 
-    pub(super) async fn is_member(&self, pubkey: &str) -> Result<bool, BusError> {
-        let req =
-            AccessRequest::Member { community_id: self.community.community_id, pubkey: pubkey.to_owned() };
+    pub(super) async fn is_member(&self, pubkey: &Pubkey) -> Result<bool, BusError> {
+        let req = AccessRequest::Member { community_id: self.community.community_id, pubkey: pubkey.clone() };
         let answer: Result<MemberReply, BusError> = buzz_bus::retry::request_retrying(
             &self.state.nats,
             self.state.subjects.access(),

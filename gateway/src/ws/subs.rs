@@ -12,7 +12,7 @@ pub struct Pending {
     /// Live events held back, in arrival order, with their event JSON.
     pub buffer: Vec<(Arc<LiveEvent>, Arc<str>)>,
     /// Ids of the stored events already sent, so a held event is not sent twice.
-    pub sent: HashSet<String>,
+    pub sent: HashSet<buzz_core::EventId>,
 }
 
 /// One open REQ subscription of a socket.
@@ -107,7 +107,7 @@ mod tests {
         assert!(subs.open("b", vec![], 1).is_none());
     }
 
-    fn live(audience: Audience, channel: Option<Uuid>, banned: Vec<String>) -> LiveEvent {
+    fn live(audience: Audience, channel: Option<Uuid>, banned: Vec<buzz_core::Pubkey>) -> LiveEvent {
         let keys = buzz_core::Keys::generate();
         LiveEvent {
             community_id: Uuid::nil(),
@@ -123,11 +123,12 @@ mod tests {
     #[test]
     fn live_access_follows_scope_restriction_bans_and_audience() {
         let c = Uuid::from_u128(1);
-        let actor = Actor::session("a".repeat(64));
+        let key = buzz_core::Pubkey::parse(&"a".repeat(64)).unwrap();
+        let actor = Actor::session(key.clone());
         assert_eq!(live_access(&actor, &live(Audience::Community, Some(c), vec![])), Some(true));
         assert_eq!(live_access(&actor, &live(Audience::ChannelMembers, Some(c), vec![])), None);
         assert_eq!(live_access(&actor, &live(Audience::Community, None, vec![])), Some(false));
-        let banned = live(Audience::Community, Some(c), vec!["a".repeat(64)]);
+        let banned = live(Audience::Community, Some(c), vec![key]);
         assert_eq!(live_access(&actor, &banned), Some(false));
         let restricted = Actor { channel_ids: Some(vec![Uuid::from_u128(2)]), ..actor.clone() };
         assert_eq!(live_access(&restricted, &live(Audience::Community, Some(c), vec![])), Some(false));

@@ -2,7 +2,7 @@
 //! request over the bus and the `OK` answer, each in its own task.
 
 use buzz_bus::{BusError, WriteReply, WriteRequest};
-use buzz_core::{Event, RelayMessage};
+use buzz_core::{Event, Pubkey, RelayMessage};
 use tracing::Instrument;
 
 use super::outbound::Frame;
@@ -65,7 +65,7 @@ impl Session {
 /// handing it to the blocking pool and back cost (the pool's wake-ups were 5 % of the relay's CPU
 /// under load, issue 13), and each event already has its own task.
 #[allow(clippy::unused_async)]
-pub(super) async fn verify(event: Event, is_auth: bool) -> Result<(Event, Option<String>), String> {
+pub(super) async fn verify(event: Event, is_auth: bool) -> Result<(Event, Option<Pubkey>), String> {
     event.verify().map_err(|e| e.to_string())?;
     let kind = (!is_auth).then_some(event.kind);
     let artifact = event.kind == buzz_core::nipar::KIND_REVISION;

@@ -1,6 +1,7 @@
 //! SQL of the artifact write path. Every statement is keyed by community first.
 
 use buzz_core::nipar::Envelope;
+use buzz_core::{EventId, Pubkey};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -12,15 +13,15 @@ pub struct Artifact {
     #[sqlx(rename = "type")]
     pub type_name: String,
     /// Id of the current revision.
-    pub current_revision: String,
+    pub current_revision: EventId,
     /// The channel the artifact lives in.
     pub home_channel: Uuid,
     /// The root anchor, when the artifact has one.
-    pub root: Option<String>,
+    pub root: Option<EventId>,
     /// Whether the current revision is a delete.
     pub deleted: bool,
     /// The `p` keys the current revision carries.
-    pub mentioned: Vec<String>,
+    pub mentioned: Vec<Pubkey>,
 }
 
 /// Claims `(community, d)` for a create whose revision becomes current. False when the d is
@@ -30,8 +31,8 @@ pub async fn claim(
     conn: &mut PgConnection,
     community: Uuid,
     env: &Envelope,
-    revision: &str,
-    mentioned: &[String],
+    revision: &EventId,
+    mentioned: &[Pubkey],
 ) -> Result<bool, sqlx::Error> {
     let n = sqlx::query(
         "INSERT INTO artifacts (community_id, d, type, current_revision, home_channel, root, mentioned) \
@@ -67,7 +68,11 @@ pub async fn lock(
 }
 
 /// Was this revision id ever accepted in the community (whether or not its event is still kept)?
-pub async fn accepted(conn: &mut PgConnection, community: Uuid, revision: &str) -> Result<bool, sqlx::Error> {
+pub async fn accepted(
+    conn: &mut PgConnection,
+    community: Uuid,
+    revision: &EventId,
+) -> Result<bool, sqlx::Error> {
     sqlx::query_scalar(
         "SELECT EXISTS (SELECT 1 FROM artifact_revisions WHERE community_id = $1 AND revision_id = $2)",
     )
@@ -82,8 +87,8 @@ pub async fn advance(
     conn: &mut PgConnection,
     community: Uuid,
     env: &Envelope,
-    revision: &str,
-    mentioned: &[String],
+    revision: &EventId,
+    mentioned: &[Pubkey],
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
         "UPDATE artifacts SET current_revision = $3, home_channel = $4, root = $5, deleted = $6, \
@@ -107,7 +112,7 @@ pub async fn record(
     conn: &mut PgConnection,
     community: Uuid,
     env: &Envelope,
-    revision: &str,
+    revision: &EventId,
     seq: i64,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
@@ -138,7 +143,7 @@ pub async fn index_current_tags(
     community: Uuid,
     d: Uuid,
     tags: &[(&str, Vec<u8>)],
-    replaced: Option<&str>,
+    replaced: Option<&EventId>,
 ) -> Result<Vec<(String, Vec<u8>)>, sqlx::Error> {
     let (names, hashes): (Vec<&str>, Vec<&[u8]>) = tags.iter().map(|(n, h)| (*n, h.as_slice())).unzip();
     // Every part of one statement sees the same snapshot: `before` reads the rows as they were.
@@ -180,8 +185,8 @@ pub async fn index_current_tags(
 pub async fn revision_origin(
     conn: &mut PgConnection,
     community: Uuid,
-    id: &str,
-) -> Result<Option<(Uuid, Option<String>)>, sqlx::Error> {
+    id: &EventId,
+) -> Result<Option<(Uuid, Option<Pubkey>)>, sqlx::Error> {
     sqlx::query_as(
         "SELECT r.channel_id, e.pubkey FROM artifact_revisions r \
          LEFT JOIN events e ON e.community_id = r.community_id AND e.id = r.revision_id \

@@ -89,13 +89,13 @@ async fn send(
         (true, false) => {
             ctx.rec.ok(op, took);
             ctx.audit.ack(op, &ev.id, ev.kind, &message, attempt);
-            Ok(Some(ev.id.clone()))
+            Ok(Some(ev.id.to_string()))
         }
         (true, true) => {
             ctx.rec.error(op, "a stale prev was accepted");
             ctx.audit.ack(op, &ev.id, ev.kind, &message, attempt);
             ctx.audit.answer(op, "ok", Some(&ev.id), "unexpected: a stale prev was accepted", false);
-            Ok(Some(ev.id.clone()))
+            Ok(Some(ev.id.to_string()))
         }
         (false, true) if message.starts_with("conflict:") => {
             ctx.rec.conflict(op, took);

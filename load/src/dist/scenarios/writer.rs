@@ -121,7 +121,7 @@ impl Writer {
                         let now = Instant::now();
                         seq += 1;
                         let msg = nostr::event_msg(&ev);
-                        let id = ev.id.clone();
+                        let id = ev.id.to_string();
                         pending.insert(id.clone(), Pending { at: now, first: now, ev, attempt: 1 });
                         if let Err(e) = sink.send(msg.into()).await {
                             if !ctx.a.reconnect {

@@ -1,11 +1,15 @@
 //! The stored domain values, as enums. Each is a `text` column with a `CHECK` listing exactly
-//! these values (store/migrations/0001_baseline.sql); sqlx encodes and decodes them as that text, so a row with any
-//! other value fails to decode instead of reaching a decision as an unchecked string.
+//! these values (store/migrations/0001_baseline.sql); sqlx encodes and decodes them as that text
+//! (feature `sqlx`), so a row with any other value fails to decode instead of reaching a decision
+//! as an unchecked string. The same lowercase names travel on the bus (serde).
+
+use serde::{Deserialize, Serialize};
 
 /// A community or channel role (`community_members.role`, `channel_members.role`). Ordered by
 /// power: `Member < Admin < Owner`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, sqlx::Type)]
-#[sqlx(type_name = "text", rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "sqlx", derive(sqlx::Type), sqlx(type_name = "text", rename_all = "lowercase"))]
 pub enum Role {
     /// An ordinary member.
     Member,
@@ -40,8 +44,9 @@ impl Role {
 }
 
 /// Who may read a channel without joining it (`channels.visibility`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, sqlx::Type)]
-#[sqlx(type_name = "text", rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "sqlx", derive(sqlx::Type), sqlx(type_name = "text", rename_all = "lowercase"))]
 pub enum Visibility {
     /// Every community member reads it and may post without joining.
     Open,
@@ -67,8 +72,9 @@ impl Visibility {
 }
 
 /// What a channel is for (`channels.channel_type`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, sqlx::Type)]
-#[sqlx(type_name = "text", rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "sqlx", derive(sqlx::Type), sqlx(type_name = "text", rename_all = "lowercase"))]
 pub enum ChannelType {
     /// A chat stream.
     Stream,
@@ -96,6 +102,37 @@ impl ChannelType {
     }
 }
 
+/// Where a community is in its life (`communities.lifecycle`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "sqlx", derive(sqlx::Type), sqlx(type_name = "text", rename_all = "lowercase"))]
+pub enum Lifecycle {
+    /// Served: leases are granted, writes and reads run.
+    Active,
+    /// Kept but read-only (the schema allows it; no operator route sets it yet).
+    Archived,
+    /// Its deletion has been recorded: no lease, no write; the rows go next.
+    Deleting,
+}
+
+impl Lifecycle {
+    /// The stored text.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Archived => "archived",
+            Self::Deleting => "deleting",
+        }
+    }
+
+    /// The lifecycle named by `s`; `None` for anything else.
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::Active, Self::Archived, Self::Deleting].into_iter().find(|l| l.as_str() == s)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,6 +148,11 @@ mod tests {
         for t in [ChannelType::Stream, ChannelType::Forum, ChannelType::Dm] {
             assert_eq!(ChannelType::parse(t.as_str()), Some(t));
         }
+        for l in [Lifecycle::Active, Lifecycle::Archived, Lifecycle::Deleting] {
+            assert_eq!(Lifecycle::parse(l.as_str()), Some(l));
+            assert_eq!(serde_json::to_value(l).unwrap(), serde_json::json!(l.as_str()));
+        }
+        assert_eq!(serde_json::to_value(Role::Admin).unwrap(), serde_json::json!("admin"));
         assert_eq!(Role::parse("Owner"), None);
         assert_eq!(Visibility::parse("public"), None);
         assert_eq!(ChannelType::parse(""), None);
