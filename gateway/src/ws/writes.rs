@@ -12,16 +12,16 @@ impl Session {
     pub(super) async fn on_event(&mut self, event: Event) {
         let Some(actor) = self.actor.clone() else {
             let message = "auth-required: authenticate to publish".to_owned();
-            return self.send(RelayMessage::Ok { id: event.id, accepted: false, message }).await;
+            return self.send(RelayMessage::Ok { id: event.id, accepted: false, message });
         };
         if event.pubkey != actor.pubkey {
             let message = "restricted: event pubkey is not the authenticated pubkey".to_owned();
-            return self.send(RelayMessage::Ok { id: event.id, accepted: false, message }).await;
+            return self.send(RelayMessage::Ok { id: event.id, accepted: false, message });
         }
         if !self.bucket.try_take() {
             metrics::counter!("buzz_gateway_rate_limited_total", "limit" => "connection").increment(1);
             let message = "rate-limited: too many events on this connection; slow down".to_owned();
-            return self.send(RelayMessage::Ok { id: event.id, accepted: false, message }).await;
+            return self.send(RelayMessage::Ok { id: event.id, accepted: false, message });
         }
         let Ok(permit) = self.writes.clone().acquire_owned().await else { return };
         let state = self.state.clone();
