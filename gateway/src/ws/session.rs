@@ -4,9 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::ws::{Message, WebSocket};
-use buzz_bus::{
-    AccessChanged, AccessRequest, Actor, BusError, CanReadReply, CommunityLease, MemberReply, QueryKind,
-};
+use buzz_bus::{AccessChanged, Actor, BusError, CommunityLease, QueryKind};
 use buzz_core::{ClientMessage, ParseError, RelayMessage};
 use futures::stream::SplitStream;
 use futures::StreamExt;
@@ -241,17 +239,9 @@ impl Session {
         }
     }
 
+    /// `pubkey` is a member of this socket's community (asked over the bus, never cached).
     pub(super) async fn is_member(&self, pubkey: &str) -> Result<bool, BusError> {
-        let req =
-            AccessRequest::Member { community_id: self.community.community_id, pubkey: pubkey.to_owned() };
-        let answer: Result<MemberReply, BusError> = buzz_bus::retry::request_retrying(
-            &self.state.nats,
-            self.state.subjects.access(),
-            &req,
-            self.state.settings.bus_retry(),
-        )
-        .await?;
-        Ok(answer?.role.is_some())
+        self.state.access.member(self.community.community_id, pubkey).await
     }
 
     async fn on_push(&mut self, push: Push) {
@@ -387,22 +377,10 @@ impl Session {
         if let Some(b) = self.read_cache.get(&channel_id) {
             return Some(*b);
         }
-        let req = AccessRequest::CanRead {
-            community_id: self.community.community_id,
-            reader: actor.clone(),
-            channel_id,
-        };
-        let answer: Result<Result<CanReadReply, BusError>, BusError> = buzz_bus::retry::request_retrying(
-            &self.state.nats,
-            self.state.subjects.access(),
-            &req,
-            self.state.settings.bus_retry(),
-        )
-        .await;
-        match answer.and_then(|r| r) {
-            Ok(r) => {
-                self.read_cache.insert(channel_id, r.can_read);
-                Some(r.can_read)
+        match self.state.access.can_read(self.community.community_id, actor, channel_id).await {
+            Ok(can_read) => {
+                self.read_cache.insert(channel_id, can_read);
+                Some(can_read)
             }
             Err(e) => {
                 tracing::warn!(error = %e, "live access check failed");
