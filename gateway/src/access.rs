@@ -27,23 +27,23 @@ impl AccessClient {
     /// `pubkey` has a role in `community` (an agent asks with its owner's key).
     pub async fn member(&self, community: Uuid, pubkey: &str) -> Result<bool, BusError> {
         let req = AccessRequest::Member { community_id: community, pubkey: pubkey.to_owned() };
-        let reply: Result<MemberReply, BusError> = self.ask(&req).await?;
-        Ok(reply?.role.is_some())
+        let reply: MemberReply = self.ask(&req).await?;
+        Ok(reply.role.is_some())
     }
 
     /// `reader` may read `channel` of `community` now.
     pub async fn can_read(&self, community: Uuid, reader: &Actor, channel: Uuid) -> Result<bool, BusError> {
         let req =
             AccessRequest::CanRead { community_id: community, reader: reader.clone(), channel_id: channel };
-        let reply: Result<CanReadReply, BusError> = self.ask(&req).await?;
-        Ok(reply?.can_read)
+        let reply: CanReadReply = self.ask(&req).await?;
+        Ok(reply.can_read)
     }
 
     /// The actor the token whose sha256 hex is `token_hash` authenticates as in `community`;
     /// `None` when it is unknown, expired or revoked.
     pub async fn token(&self, community: Uuid, token_hash: String) -> Result<Option<Actor>, BusError> {
         let req = AccessRequest::Token { community_id: community, token_hash };
-        let reply: Result<TokenReply, BusError> = self.ask(&req).await?;
-        Ok(reply?.token)
+        let reply: TokenReply = self.ask(&req).await?;
+        Ok(reply.token)
     }
 }

@@ -1,7 +1,7 @@
 //! Client writes (`EVENT`) of one socket: limits, signature checks on the event's task, the write
 //! request over the bus and the `OK` answer, each in its own task.
 
-use buzz_bus::{BusError, WriteReply, WriteRequest};
+use buzz_bus::{BusError, WriteOk, WriteRequest};
 use buzz_core::{Event, RelayMessage};
 use tracing::Instrument;
 
@@ -45,9 +45,9 @@ impl Session {
                 }
                 Ok((event, _)) => {
                     let req = WriteRequest::Event { community_id, actor, event };
-                    let reply: Result<WriteReply, BusError> =
+                    let reply: Result<WriteOk, BusError> =
                         buzz_bus::retry::request_retrying(&state.nats, state.subjects.write(), &req, state.settings.bus_retry()).await;
-                    match reply.and_then(|r| r) {
+                    match reply {
                         Ok(ok) => (true, ok.message),
                         Err(e) => (false, e.nip01()),
                     }
