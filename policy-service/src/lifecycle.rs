@@ -5,9 +5,8 @@
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
-use axum::extract::{OriginalUri, Path, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::patch;
 use axum::{Json, Router};
@@ -16,7 +15,7 @@ use buzz_snapshot::state::SharedState;
 use uuid::Uuid;
 
 use crate::lifecycle_store::{self as lstore, Change, ChangeError};
-use crate::operator::{authorize, no_store, not_found, unavailable, ApiError, OperatorState};
+use crate::operator::{no_store, not_found, unavailable, ApiError, HasOperator, Operator, OperatorState};
 
 /// What the lifecycle routes need: the operator surface and the shared snapshot store.
 pub struct LifecycleState {
@@ -24,6 +23,12 @@ pub struct LifecycleState {
     pub op: Arc<OperatorState>,
     /// The snapshot-service's shared Redis hash, for removing a deleted community's captures.
     pub snapshots: SharedState,
+}
+
+impl HasOperator for Arc<LifecycleState> {
+    fn operator(&self) -> &OperatorState {
+        &self.op
+    }
 }
 
 /// `PATCH` and `DELETE /operator/communities/{id}`.
@@ -71,12 +76,8 @@ fn parse_change(body: &[u8]) -> Result<(Option<String>, Option<String>), ApiErro
 async fn change_community(
     State(state): State<Arc<LifecycleState>>,
     Path(raw): Path<String>,
-    method: Method,
-    uri: OriginalUri,
-    headers: HeaderMap,
-    body: Bytes,
+    Operator { pubkey: operator, body }: Operator,
 ) -> Result<Response, ApiError> {
-    let operator = authorize(&state.op, &method, &uri, &headers, &body).await?;
     let id = community_id(&raw)?;
     let (host, owner) = parse_change(&body)?;
     let change = Change { host: host.as_deref(), owner: owner.as_deref() };
@@ -97,12 +98,8 @@ async fn change_community(
 async fn delete_community(
     State(state): State<Arc<LifecycleState>>,
     Path(raw): Path<String>,
-    method: Method,
-    uri: OriginalUri,
-    headers: HeaderMap,
-    body: Bytes,
+    Operator { pubkey: operator, body }: Operator,
 ) -> Result<Response, ApiError> {
-    let operator = authorize(&state.op, &method, &uri, &headers, &body).await?;
     let id = community_id(&raw)?;
     if !body.is_empty() {
         return Err(ApiError::invalid_body("DELETE takes no body".into()));
