@@ -1,28 +1,46 @@
 //! The community lifecycle routes: `PATCH /operator/communities/{id}` changes host and owner,
 //! `DELETE /operator/communities/{id}` deletes the community (intent first, then its data, its
-//! snapshot captures and charges in Redis, then its row; a retry finishes an interrupted one).
+//! snapshot captures and charges, which the snapshot-service purges when asked over the bus,
+//! then its row; a retry finishes an interrupted one).
 //! Operator NIP-98 and `Cache-Control: no-store` like every operator route.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::patch;
 use axum::{Json, Router};
+use buzz_bus::retry::Retry;
+use buzz_bus::snapshot::PurgeCaptures;
+use buzz_bus::BusError;
 use buzz_core::http_json::JsonObject;
-use buzz_snapshot::state::SharedState;
 use uuid::Uuid;
 
 use crate::lifecycle_store::{self as lstore, Change, ChangeError};
 use crate::operator::{no_store, not_found, unavailable, ApiError, HasOperator, Operator, OperatorState};
 
-/// What the lifecycle routes need: the operator surface and the shared snapshot store.
+/// What the lifecycle routes need: the operator surface and the bus to the snapshot-service.
 pub struct LifecycleState {
     /// Operator authentication and the database pool.
     pub op: Arc<OperatorState>,
-    /// The snapshot-service's shared Redis hash, for removing a deleted community's captures.
-    pub snapshots: SharedState,
+    /// The bus, to ask the snapshot-service to purge a deleted community's captures.
+    pub bus: buzz_bus::Bus,
+    /// `<p>.v1.snapshot.purge`.
+    pub purge_subject: String,
+}
+
+/// A purge is hedged to another replica after `first` and given up after `total` (a replica
+/// that took it acknowledges it, so a slow purge is waited for, not sent again).
+const PURGE_RETRY: Retry = Retry { first: Duration::from_millis(500), total: Duration::from_secs(5) };
+
+impl LifecycleState {
+    /// Asks a snapshot-service replica to remove every capture and charge of `community`.
+    async fn purge_captures(&self, community: Uuid) -> Result<(), BusError> {
+        let req = PurgeCaptures { community_id: community };
+        buzz_bus::retry::request_retrying(&self.bus, self.purge_subject.clone(), &req, PURGE_RETRY).await
+    }
 }
 
 impl HasOperator for Arc<LifecycleState> {
@@ -109,13 +127,19 @@ async fn delete_community(
     let Some(host) = host else { return Err(not_found("community not found")) };
     tracing::info!(%operator, community_id = %id, %host, "community deletion recorded");
     lstore::remove_data(pool, id).await.map_err(unavailable)?;
-    state.snapshots.try_purge_community(&id.to_string()).await.map_err(|code| {
+    // The captures belong to the snapshot-service, which is asked over the bus. When no replica
+    // does it (its store failed; none runs; or, mid rolling upgrade, only replicas older than
+    // the purge subject, which policy-service is upgraded before), the deletion stops here like
+    // any failed step: 503, the row kept in `deleting` (no lease, no host, and the snapshot-service
+    // serves no capture of a community that is not active), and a retry finishes it. So a 200
+    // always means the captures are gone too.
+    state.purge_captures(id).await.map_err(|e| {
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "authorization_unavailable",
             "snapshot store unavailable",
         )
-        .with_cause(std::io::Error::other(format!("{code:?}")))
+        .with_cause(e)
     })?;
     lstore::remove_row(pool, id).await.map_err(unavailable)?;
     tracing::info!(%operator, community_id = %id, %host, "community deleted");
