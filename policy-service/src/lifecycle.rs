@@ -127,12 +127,12 @@ async fn delete_community(
     let Some(host) = host else { return Err(not_found("community not found")) };
     tracing::info!(%operator, community_id = %id, %host, "community deletion recorded");
     lstore::remove_data(pool, id).await.map_err(unavailable)?;
-    // The captures belong to the snapshot-service, which is asked over the bus. When no replica
-    // does it (its store failed; none runs; or, mid rolling upgrade, only replicas older than
-    // the purge subject, which policy-service is upgraded before), the deletion stops here like
-    // any failed step: 503, the row kept in `deleting` (no lease, no host, and the snapshot-service
-    // serves no capture of a community that is not active), and a retry finishes it. So a 200
-    // always means the captures are gone too.
+    // The captures belong to the snapshot-service: it is asked over the bus. When no replica
+    // purges them (its Redis failed; none runs; or, mid rolling upgrade, where the chart rolls
+    // policy before snapshot, only replicas that predate the purge subject), the deletion stops
+    // here like any failed step: 503, the row stays `deleting` (no lease, no host; the
+    // snapshot-service serves no capture of a community that is not active) and a retry
+    // finishes it. A 200 thus always means the captures are gone too.
     state.purge_captures(id).await.map_err(|e| {
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,

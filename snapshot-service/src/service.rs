@@ -95,8 +95,8 @@ impl Service {
     /// operation slot, no database; Redis' own timeout bounds it.
     pub async fn purge(&self, req: &PurgeCaptures) -> PurgeReply {
         let purged = self.state.try_purge_community(&req.community_id.to_string()).await;
-        metrics::counter!("buzz_snapshot_purges_total", "outcome" => if purged.is_ok() { "ok" } else { "unavailable" })
-            .increment(1);
+        let outcome = if purged.is_ok() { "ok" } else { "unavailable" };
+        metrics::counter!("buzz_snapshot_purges_total", "outcome" => outcome).increment(1);
         purged.map_err(|_| BusError::unavailable("snapshot store unavailable"))
     }
 
