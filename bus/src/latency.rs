@@ -7,7 +7,8 @@ use crate::error::BusError;
 
 /// Request operations, as the subject names them after `<prefix>.v1.`. Anything else is "other",
 /// so no subject (a per-community one, a test's) can grow the label set.
-const OPERATIONS: [&str; 6] = ["write", "query", "access", "chat", "snapshot", "policy.lease"];
+const OPERATIONS: [&str; 7] =
+    ["write", "query", "access", "chat", "snapshot", "snapshot.purge", "policy.lease"];
 
 /// The operation label of `subject`: its part after `.v1.`, when that is a known request operation.
 #[must_use]
@@ -45,6 +46,7 @@ mod tests {
     fn operations_are_a_closed_set_whatever_the_prefix() {
         assert_eq!(operation("buzz.v1.write"), "write");
         assert_eq!(operation("t.abc-1.v1.policy.lease"), "policy.lease");
+        assert_eq!(operation("buzz.v1.snapshot.purge"), "snapshot.purge");
         assert_eq!(operation("buzz.v1.live.00000000-0000-0000-0000-000000000000"), "other");
         assert_eq!(operation("buzz.v1.write.direct.abc"), "other");
         assert_eq!(operation("nonsense"), "other");

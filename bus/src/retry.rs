@@ -153,9 +153,11 @@ async fn wait_until(
     }
 }
 
-/// `rpc::request` for idempotent requests: hedged as the module describes. Errors as
-/// there: `Unavailable` when nobody serves `subject`, `Timeout` when no attempt was answered.
-/// Timed, all attempts together, in `buzz_bus_request_seconds`.
+/// `rpc::request` for idempotent requests whose reply is itself a `Result<R, BusError>` (every
+/// request/reply subject's reply type is), hedged as the module describes. One error either way:
+/// the bus's (`Unavailable` when nobody serves `subject`, `Timeout` when no attempt was answered)
+/// or the one the service answered with. Timed, all attempts together, in
+/// `buzz_bus_request_seconds` (outcome `ok` when an answer arrived, whatever it says).
 pub async fn request_retrying<T: Serialize, R: DeserializeOwned>(
     client: &crate::Bus,
     subject: String,
@@ -163,9 +165,10 @@ pub async fn request_retrying<T: Serialize, R: DeserializeOwned>(
     retry: Retry,
 ) -> Result<R, BusError> {
     let started = std::time::Instant::now();
-    let result = request_hedged(client, subject.clone(), body, retry).await;
+    let result: Result<Result<R, BusError>, BusError> =
+        request_hedged(client, subject.clone(), body, retry).await;
     crate::latency::record(&subject, started, &result);
-    result
+    result?
 }
 
 async fn request_hedged<T: Serialize, R: DeserializeOwned>(

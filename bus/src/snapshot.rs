@@ -10,6 +10,19 @@ use uuid::Uuid;
 use crate::error::BusError;
 use crate::payload::Actor;
 
+/// `<p>.v1.snapshot.purge`: remove every capture and quota charge of a community that is being
+/// deleted. Purging a community without captures is no error, so the request may run twice and
+/// is hedged like a read (`retry::request_retrying`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PurgeCaptures {
+    /// The community being deleted.
+    pub community_id: Uuid,
+}
+
+/// The answer to [`PurgeCaptures`]: `Ok(())` once its captures and charges are gone, else why not
+/// (`unavailable` when the snapshot store did not do it).
+pub type PurgeReply = Result<(), BusError>;
+
 /// One snapshot action as the client sent it (parsed and validated by the snapshot-service).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SnapshotRequest {

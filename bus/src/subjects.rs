@@ -64,6 +64,13 @@ impl Subjects {
     pub fn snapshot(&self) -> String {
         format!("{}.v1.snapshot", self.prefix)
     }
+    /// `<p>.v1.snapshot.purge`: [`PurgeCaptures`](crate::snapshot::PurgeCaptures) of a community
+    /// being deleted, sent by the policy-service's community deletion, answered by the
+    /// snapshot-service (queue group `snapshot`), which alone knows how its captures are stored.
+    #[must_use]
+    pub fn snapshot_purge(&self) -> String {
+        format!("{}.v1.snapshot.purge", self.prefix)
+    }
     /// `<p>.v1.policy.lease`: host → community leases, asked by the gateway's host cache, answered by
     /// the policy-service (queue group `policy`).
     #[must_use]

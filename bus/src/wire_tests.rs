@@ -131,3 +131,16 @@ fn a_lease_request_is_full_unless_it_asks_for_the_identity_only() {
     let off = LeaseRequest { host: "a.test".into(), identity_only: true };
     assert_eq!(serde_json::to_value(&off).ok(), Some(json!({"host": "a.test", "identity_only": true})));
 }
+
+/// The community deletion's purge request (`<p>.v1.snapshot.purge`) and its answers.
+#[test]
+fn a_purge_is_the_community_id_and_its_answer_a_plain_result() {
+    use crate::snapshot::{PurgeCaptures, PurgeReply};
+    let req = PurgeCaptures { community_id: Uuid::nil() };
+    assert_eq!(serde_json::to_value(&req).ok(), Some(json!({"community_id": Uuid::nil()})));
+    let done: PurgeReply = Ok(());
+    assert_eq!(serde_json::to_value(&done).ok(), Some(json!({"Ok": null})));
+    let failed = json!({"Err": {"code": "unavailable", "message": "snapshot store unavailable"}});
+    let read = serde_json::from_value::<PurgeReply>(failed).ok();
+    assert_eq!(read, Some(Err(crate::BusError::unavailable("snapshot store unavailable"))));
+}

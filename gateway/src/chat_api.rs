@@ -14,7 +14,7 @@ use axum::extract::{Path, State};
 use axum::http::Uri;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use buzz_bus::{ChatAnswer, ChatReply, ChatRequest, WriteData, WriteReply, WriteRequest};
+use buzz_bus::{ChatAnswer, ChatRequest, WriteData, WriteOk, WriteRequest};
 use buzz_core::http_json::JsonObject;
 use buzz_core::EventId;
 use buzz_http_auth::ApiError;
@@ -46,14 +46,14 @@ fn channel_id(raw: &str) -> Result<Uuid, ApiError> {
 }
 
 async fn chat(state: &AppState, req: &ChatRequest) -> Result<Json<ChatAnswer>, ApiError> {
-    let reply: ChatReply = buzz_bus::retry::request_retrying(
+    let answer: ChatAnswer = buzz_bus::retry::request_retrying(
         &state.nats,
         state.subjects.chat(),
         req,
         state.settings.bus_retry(),
     )
     .await?;
-    Ok(Json(reply?))
+    Ok(Json(answer))
 }
 
 async fn summary(
@@ -76,14 +76,13 @@ async fn mark_read(
     let up_to = EventId::parse(req.string("up_to").map_err(ApiError::invalid_body)?)
         .map_err(|_| bad_request("up_to must be a 64-char lowercase hex event id"))?;
     let write = WriteRequest::MarkRead { community_id: community.community_id, actor, channel_id, up_to };
-    let reply: WriteReply = buzz_bus::retry::request_retrying(
+    let ok: WriteOk = buzz_bus::retry::request_retrying(
         &state.nats,
         state.subjects.write(),
         &write,
         state.settings.bus_retry(),
     )
     .await?;
-    let ok = reply?;
     let read_up_to = match ok.data {
         Some(WriteData::ReadMarker(m)) => Some(m.read_up_to),
         _ => None,

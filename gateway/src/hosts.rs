@@ -60,10 +60,9 @@ impl HostCache {
         let req = LeaseRequest { host: host.to_owned(), identity_only: self.identity_only };
         for _ in 0..LEASE_REQUESTS {
             let requested = Instant::now();
-            let reply: Result<LeaseReply, BusError> =
+            let reply: LeaseReply =
                 buzz_bus::retry::request_retrying(&self.nats, self.subjects.policy_lease(), &req, self.retry)
                     .await?;
-            let reply = reply?;
             let until = requested + Duration::from_millis(reply.lease_ms).min(MAX_LEASE);
             if until <= Instant::now() {
                 metrics::counter!("buzz_gateway_expired_leases_total").increment(1);

@@ -2,6 +2,7 @@
 //! speaks NIP-01/11/42/98, checks ids and signatures off the async runtime, forwards writes and
 //! reads over NATS and fans live events out to the matching subscriptions of its sockets.
 
+pub mod access;
 pub mod chat_api;
 pub mod extract;
 pub mod fi;
@@ -38,6 +39,8 @@ pub struct AppState {
     pub subjects: Subjects,
     /// Host → community leases.
     pub hosts: hosts::HostCache,
+    /// Membership, channel-read and token answers of the query-service.
+    pub access: access::AccessClient,
     /// NIP-98 replay protection shared by every gateway (Redis).
     pub guard: buzz_http_auth::ReplayGuard,
     /// The per-pubkey write limit shared by every gateway (Redis).
@@ -75,6 +78,7 @@ impl Application {
         let state = Arc::new(AppState {
             hosts: hosts::HostCache::new(nats.clone(), subjects.clone(), settings.bus_retry())
                 .identity_only(settings.nip_fi.mode == buzz_fi::Mode::Off),
+            access: access::AccessClient::new(nats.clone(), &subjects, settings.bus_retry()),
             rate: ratelimit::PubkeyLimiter::new(
                 redis.clone(),
                 &settings.redis_prefix,

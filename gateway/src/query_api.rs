@@ -90,18 +90,7 @@ async fn handle(
     // Bodies over `max_message_length` never get here: the router answers 413 `too_large`.
     let parsed = parse_body(&state, &body)?;
     // The same membership check as a WebSocket AUTH: only community members (and their agents) query.
-    let member = buzz_bus::AccessRequest::Member {
-        community_id: community.community_id,
-        pubkey: actor.member_key().to_owned(),
-    };
-    let role: Result<buzz_bus::MemberReply, buzz_bus::BusError> = buzz_bus::retry::request_retrying(
-        &state.nats,
-        state.subjects.access(),
-        &member,
-        state.settings.bus_retry(),
-    )
-    .await?;
-    if role?.role.is_none() {
+    if !state.access.member(community.community_id, actor.member_key()).await? {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
             "restricted",

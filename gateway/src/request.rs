@@ -4,7 +4,7 @@
 //! and [`resolve`]. A token is never logged; only its sha256 crosses the bus.
 
 use axum::http::{header, HeaderMap, StatusCode};
-use buzz_bus::{AccessRequest, Actor, BusError, CommunityLease, TokenReply};
+use buzz_bus::{Actor, CommunityLease};
 use buzz_http_auth::ApiError;
 use sha2::Digest as _;
 use uuid::Uuid;
@@ -94,15 +94,7 @@ pub async fn resolve(state: &AppState, community: Uuid, token: &str) -> Result<A
     if !token.starts_with(TOKEN_PREFIX) || token.len() > 128 {
         return Err(invalid_token());
     }
-    let req = AccessRequest::Token { community_id: community, token_hash: hash(token) };
-    let reply: Result<TokenReply, BusError> = buzz_bus::retry::request_retrying(
-        &state.nats,
-        state.subjects.access(),
-        &req,
-        state.settings.bus_retry(),
-    )
-    .await?;
-    reply?.token.ok_or_else(invalid_token)
+    state.access.token(community, hash(token)).await?.ok_or_else(invalid_token)
 }
 
 /// [`resolve`] for an HTTP request whose (normalised) host is known.

@@ -4,9 +4,8 @@
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
 use axum::extract::{OriginalUri, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
@@ -16,7 +15,9 @@ use crate::fi_accept::{self, AcceptError, Accepted};
 use crate::fi_request::{self, PolicyRequest, ReadForm};
 use crate::fi_store::{self, Receipt};
 use crate::fi_view;
-use crate::operator::{authorize, not_found, unavailable as store_unavailable, ApiError, OperatorState};
+use crate::operator::{
+    not_found, unavailable as store_unavailable, ApiError, HasOperator, Operator, OperatorState,
+};
 
 /// What the NIP-FI operator routes share.
 pub struct FiState {
@@ -26,6 +27,12 @@ pub struct FiState {
     pub settings: FiSettings,
     /// The issuer trust registry.
     pub registry: Arc<Registry>,
+}
+
+impl HasOperator for Arc<FiState> {
+    fn operator(&self) -> &OperatorState {
+        &self.op
+    }
 }
 
 /// The NIP-FI operator routes: policy, bindings and the legacy upgrade.
@@ -48,24 +55,16 @@ fn unavailable(message: &str) -> ApiError {
 
 async fn post_policy(
     State(state): State<Arc<FiState>>,
-    method: Method,
-    uri: OriginalUri,
-    headers: HeaderMap,
-    body: Bytes,
+    Operator { pubkey: operator, body }: Operator,
 ) -> Result<Response, ApiError> {
-    let operator = authorize(&state.op, &method, &uri, &headers, &body).await?;
     let req = fi_request::parse_general(&body).map_err(ApiError::invalid_body)?;
     mutate(&state, &req, &operator).await
 }
 
 async fn post_legacy(
     State(state): State<Arc<FiState>>,
-    method: Method,
-    uri: OriginalUri,
-    headers: HeaderMap,
-    body: Bytes,
+    Operator { pubkey: operator, body }: Operator,
 ) -> Result<Response, ApiError> {
-    let operator = authorize(&state.op, &method, &uri, &headers, &body).await?;
     let req = fi_request::parse_legacy(&body).map_err(ApiError::invalid_body)?;
     mutate(&state, &req, &operator).await
 }
@@ -153,11 +152,9 @@ async fn receipt_body(state: &FiState, r: &Receipt) -> Result<serde_json::Value,
 
 async fn get_policy(
     State(state): State<Arc<FiState>>,
-    method: Method,
     uri: OriginalUri,
-    headers: HeaderMap,
+    Operator { pubkey: operator, .. }: Operator,
 ) -> Result<Response, ApiError> {
-    let operator = authorize(&state.op, &method, &uri, &headers, &[]).await?;
     match fi_request::parse_read(uri.0.query()).map_err(ApiError::invalid_request)? {
         ReadForm::Operation(id) => read_receipt(&state, id, &operator, false).await,
         ReadForm::Current { community_id, expected_host } => {
@@ -195,11 +192,9 @@ async fn read_receipt(
 
 async fn get_legacy(
     State(state): State<Arc<FiState>>,
-    method: Method,
     uri: OriginalUri,
-    headers: HeaderMap,
+    Operator { pubkey: operator, .. }: Operator,
 ) -> Result<Response, ApiError> {
-    let operator = authorize(&state.op, &method, &uri, &headers, &[]).await?;
     match fi_request::parse_read(uri.0.query()).map_err(ApiError::invalid_request)? {
         ReadForm::Operation(id) => read_receipt(&state, id, &operator, true).await,
         ReadForm::Current { .. } => {
@@ -210,12 +205,8 @@ async fn get_legacy(
 
 async fn post_binding(
     State(state): State<Arc<FiState>>,
-    method: Method,
-    uri: OriginalUri,
-    headers: HeaderMap,
-    body: Bytes,
+    Operator { pubkey: operator, body }: Operator,
 ) -> Result<Response, ApiError> {
-    let operator = authorize(&state.op, &method, &uri, &headers, &body).await?;
     let (community_id, issuer) = binding_body(&body)?;
     match crate::fi_bindings::bind(&state.op.pool, community_id, &issuer).await {
         Ok(created) => {
@@ -230,12 +221,8 @@ async fn post_binding(
 
 async fn delete_binding(
     State(state): State<Arc<FiState>>,
-    method: Method,
-    uri: OriginalUri,
-    headers: HeaderMap,
-    body: Bytes,
+    Operator { pubkey: operator, body }: Operator,
 ) -> Result<Response, ApiError> {
-    let operator = authorize(&state.op, &method, &uri, &headers, &body).await?;
     let (community_id, issuer) = binding_body(&body)?;
     match crate::fi_bindings::unbind(&state.op.pool, community_id, &issuer).await {
         Ok(()) => {

@@ -50,17 +50,14 @@ impl Application {
         let subjects = Subjects::new(&settings.nats_prefix).map_err(anyhow::Error::msg)?;
         let state = Arc::new(operator::OperatorState {
             pool: pool.clone(),
-            guard: buzz_http_auth::ReplayGuard::new(redis.clone(), &settings.redis_prefix),
+            guard: buzz_http_auth::ReplayGuard::new(redis, &settings.redis_prefix),
             operator_pubkeys: settings.operator_pubkeys.clone(),
             origin: settings.operator_origin.clone(),
         });
         let lifecycle_state = Arc::new(lifecycle::LifecycleState {
             op: state.clone(),
-            snapshots: buzz_snapshot::state::SharedState::new(
-                redis.clone(),
-                &settings.redis_prefix,
-                std::time::Duration::from_secs(2),
-            ),
+            bus: buzz_bus::Bus::new(nats.clone()),
+            purge_subject: subjects.snapshot_purge(),
         });
         let fi = &settings.nip_fi;
         let registry = Arc::new(buzz_fi::Registry::new(&fi.issuers, fi.jwks_max_age, fi.jwks_timeout));

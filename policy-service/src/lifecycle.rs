@@ -1,29 +1,52 @@
 //! The community lifecycle routes: `PATCH /operator/communities/{id}` changes host and owner,
 //! `DELETE /operator/communities/{id}` deletes the community (intent first, then its data, its
-//! snapshot captures and charges in Redis, then its row; a retry finishes an interrupted one).
+//! snapshot captures and charges, which the snapshot-service purges when asked over the bus,
+//! then its row; a retry finishes an interrupted one).
 //! Operator NIP-98 and `Cache-Control: no-store` like every operator route.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use axum::body::Bytes;
-use axum::extract::{OriginalUri, Path, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::patch;
 use axum::{Json, Router};
+use buzz_bus::retry::Retry;
+use buzz_bus::snapshot::PurgeCaptures;
+use buzz_bus::BusError;
 use buzz_core::http_json::JsonObject;
-use buzz_snapshot::state::SharedState;
 use uuid::Uuid;
 
 use crate::lifecycle_store::{self as lstore, Change, ChangeError};
-use crate::operator::{authorize, no_store, not_found, unavailable, ApiError, OperatorState};
+use crate::operator::{no_store, not_found, unavailable, ApiError, HasOperator, Operator, OperatorState};
 
-/// What the lifecycle routes need: the operator surface and the shared snapshot store.
+/// What the lifecycle routes need: the operator surface and the bus to the snapshot-service.
 pub struct LifecycleState {
     /// Operator authentication and the database pool.
     pub op: Arc<OperatorState>,
-    /// The snapshot-service's shared Redis hash, for removing a deleted community's captures.
-    pub snapshots: SharedState,
+    /// The bus, to ask the snapshot-service to purge a deleted community's captures.
+    pub bus: buzz_bus::Bus,
+    /// `<p>.v1.snapshot.purge`.
+    pub purge_subject: String,
+}
+
+/// A purge is hedged to another replica after `first` and given up after `total` (a replica
+/// that took it acknowledges it, so a slow purge is waited for, not sent again).
+const PURGE_RETRY: Retry = Retry { first: Duration::from_millis(500), total: Duration::from_secs(5) };
+
+impl LifecycleState {
+    /// Asks a snapshot-service replica to remove every capture and charge of `community`.
+    async fn purge_captures(&self, community: Uuid) -> Result<(), BusError> {
+        let req = PurgeCaptures { community_id: community };
+        buzz_bus::retry::request_retrying(&self.bus, self.purge_subject.clone(), &req, PURGE_RETRY).await
+    }
+}
+
+impl HasOperator for Arc<LifecycleState> {
+    fn operator(&self) -> &OperatorState {
+        &self.op
+    }
 }
 
 /// `PATCH` and `DELETE /operator/communities/{id}`.
@@ -71,12 +94,8 @@ fn parse_change(body: &[u8]) -> Result<(Option<String>, Option<String>), ApiErro
 async fn change_community(
     State(state): State<Arc<LifecycleState>>,
     Path(raw): Path<String>,
-    method: Method,
-    uri: OriginalUri,
-    headers: HeaderMap,
-    body: Bytes,
+    Operator { pubkey: operator, body }: Operator,
 ) -> Result<Response, ApiError> {
-    let operator = authorize(&state.op, &method, &uri, &headers, &body).await?;
     let id = community_id(&raw)?;
     let (host, owner) = parse_change(&body)?;
     let change = Change { host: host.as_deref(), owner: owner.as_deref() };
@@ -97,12 +116,8 @@ async fn change_community(
 async fn delete_community(
     State(state): State<Arc<LifecycleState>>,
     Path(raw): Path<String>,
-    method: Method,
-    uri: OriginalUri,
-    headers: HeaderMap,
-    body: Bytes,
+    Operator { pubkey: operator, body }: Operator,
 ) -> Result<Response, ApiError> {
-    let operator = authorize(&state.op, &method, &uri, &headers, &body).await?;
     let id = community_id(&raw)?;
     if !body.is_empty() {
         return Err(ApiError::invalid_body("DELETE takes no body".into()));
@@ -112,13 +127,19 @@ async fn delete_community(
     let Some(host) = host else { return Err(not_found("community not found")) };
     tracing::info!(%operator, community_id = %id, %host, "community deletion recorded");
     lstore::remove_data(pool, id).await.map_err(unavailable)?;
-    state.snapshots.try_purge_community(&id.to_string()).await.map_err(|code| {
+    // The captures belong to the snapshot-service: it is asked over the bus. When no replica
+    // purges them (its Redis failed; none runs; or, mid rolling upgrade, where the chart rolls
+    // policy before snapshot, only replicas that predate the purge subject), the deletion stops
+    // here like any failed step: 503, the row stays `deleting` (no lease, no host; the
+    // snapshot-service serves no capture of a community that is not active) and a retry
+    // finishes it. A 200 thus always means the captures are gone too.
+    state.purge_captures(id).await.map_err(|e| {
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "authorization_unavailable",
             "snapshot store unavailable",
         )
-        .with_cause(std::io::Error::other(format!("{code:?}")))
+        .with_cause(e)
     })?;
     lstore::remove_row(pool, id).await.map_err(unavailable)?;
     tracing::info!(%operator, community_id = %id, %host, "community deleted");

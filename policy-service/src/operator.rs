@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{OriginalUri, State};
+use axum::extract::{FromRequest, FromRequestParts, OriginalUri, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -62,8 +62,52 @@ pub fn not_found(message: &str) -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
 }
 
+/// An operator request, authorised once before its handler runs: the allowlisted key that signed
+/// it (NIP-98 over method, full URL with query, and body) and the body the signature covers.
+/// It takes the body, so it is a handler's last argument; any router state that holds the
+/// operator surface ([`HasOperator`]) serves it. Refusals are the contract's JSON: the
+/// body's own rejection (e.g. `413 too_large`, through `contract_errors`), then `authorize`'s.
+pub struct Operator {
+    /// The operator's key.
+    pub pubkey: Pubkey,
+    /// The request body. A GET's is never read: its signature covers no body (as it always has).
+    pub body: Bytes,
+}
+
+/// A router state that holds the operator surface (the routes' own state around it).
+pub trait HasOperator {
+    /// The operator surface: allowlist, origin and replay guard.
+    fn operator(&self) -> &OperatorState;
+}
+
+impl HasOperator for Arc<OperatorState> {
+    fn operator(&self) -> &OperatorState {
+        self
+    }
+}
+
+impl<S: HasOperator + Send + Sync> FromRequest<S> for Operator {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Response> {
+        let (mut parts, body) = req.into_parts();
+        let Ok(uri) = OriginalUri::from_request_parts(&mut parts, state).await;
+        let body = if parts.method == Method::GET {
+            Bytes::new()
+        } else {
+            Bytes::from_request(Request::from_parts(parts.clone(), body), state)
+                .await
+                .map_err(IntoResponse::into_response)?
+        };
+        let pubkey = authorize(state.operator(), &parts.method, &uri, &parts.headers, &body)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        Ok(Self { pubkey, body })
+    }
+}
+
 /// Verifies the operator signature over method, full URL (with query) and body.
-pub(crate) async fn authorize(
+async fn authorize(
     state: &OperatorState,
     method: &Method,
     uri: &OriginalUri,
@@ -122,12 +166,8 @@ fn community_param(uri: &OriginalUri) -> Result<Uuid, ApiError> {
 
 async fn create_community(
     State(state): State<Arc<OperatorState>>,
-    method: Method,
-    uri: OriginalUri,
-    headers: HeaderMap,
-    body: Bytes,
+    Operator { pubkey: operator, body }: Operator,
 ) -> Result<Response, ApiError> {
-    let operator = authorize(&state, &method, &uri, &headers, &body).await?;
     let fields = ["community_id", "host", "owner_pubkey", "retention_days"];
     let req = JsonObject::parse(&body, &fields).map_err(ApiError::invalid_body)?;
     let community_id = buzz_core::ids::parse_id(req.string("community_id").map_err(ApiError::invalid_body)?)
@@ -160,11 +200,9 @@ async fn create_community(
 
 async fn get_community(
     State(state): State<Arc<OperatorState>>,
-    method: Method,
     uri: OriginalUri,
-    headers: HeaderMap,
+    _: Operator,
 ) -> Result<Response, ApiError> {
-    authorize(&state, &method, &uri, &headers, &[]).await?;
     let id = community_param(&uri)?;
     match store::get(&state.pool, id).await {
         Ok(Some(c)) => Ok(Json(c).into_response()),
@@ -179,12 +217,9 @@ async fn get_community(
 /// profile field before the 0.2.0 migration has run answers 503 `schema_pending`.
 async fn update_community(
     State(state): State<Arc<OperatorState>>,
-    method: Method,
     uri: OriginalUri,
-    headers: HeaderMap,
-    body: Bytes,
+    Operator { pubkey: operator, body }: Operator,
 ) -> Result<Response, ApiError> {
-    let operator = authorize(&state, &method, &uri, &headers, &body).await?;
     let id = community_param(&uri)?;
     let req = JsonObject::parse(&body, &["retention_days", "name", "description", "icon"])
         .map_err(ApiError::invalid_body)?;

@@ -69,10 +69,10 @@ mod tests {
 
     use crate::state::SharedState;
 
-    #[tokio::test]
-    async fn a_fifth_concurrent_operation_in_one_process_is_unavailable_at_once() {
+    /// A service whose PostgreSQL and Redis are never reached (Redis calls time out in 10 ms).
+    fn unreachable_service() -> Service {
         let redis = fred::prelude::Builder::default_centralized().build_pool(1).unwrap();
-        let service = Service {
+        Service {
             pool: sqlx::PgPool::connect_lazy("postgres://nobody@127.0.0.1:1/none").unwrap(),
             state: SharedState::new(redis, "t:", Duration::from_millis(10)),
             statement_timeout_ms: 2000,
@@ -80,7 +80,12 @@ mod tests {
             ops: Arc::new(Semaphore::new(LIMITS.operations_per_process)),
             max_manifest_bytes: LIMITS.max_manifest_bytes,
             lease_ms: 8000,
-        };
+        }
+    }
+
+    #[tokio::test]
+    async fn a_fifth_concurrent_operation_in_one_process_is_unavailable_at_once() {
+        let service = unreachable_service();
         let held: Vec<_> = (0..4).map(|_| service.ops.clone().try_acquire_owned().unwrap()).collect();
         let req = SnapshotRequest {
             community_id: uuid::Uuid::new_v4(),
@@ -89,6 +94,18 @@ mod tests {
         };
         let busy = tokio::time::timeout(Duration::from_secs(1), service.handle(req)).await.unwrap();
         assert_eq!(busy, Err(SnapshotCode::SnapshotUnavailable.into()));
+        drop(held);
+    }
+
+    /// A deletion must not complete on a purge that did not happen: the answer says so, and holds
+    /// no operation slot while it waits.
+    #[tokio::test]
+    async fn a_purge_the_store_cannot_do_is_answered_unavailable() {
+        let service = unreachable_service();
+        let held: Vec<_> = (0..4).map(|_| service.ops.clone().try_acquire_owned().unwrap()).collect();
+        let req = buzz_bus::snapshot::PurgeCaptures { community_id: uuid::Uuid::new_v4() };
+        let answer = tokio::time::timeout(Duration::from_secs(1), service.purge(&req)).await.unwrap();
+        assert_eq!(answer, Err(BusError::unavailable("snapshot store unavailable")));
         drop(held);
     }
 }

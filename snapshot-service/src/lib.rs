@@ -1,6 +1,8 @@
 //! Snapshot-service of buzz-relay: the NIP-AR stable manifest transport ("Stable manifest
 //! transport", "Limits and failures") over shared Redis, served to any gateway on
 //! `<p>.v1.snapshot` without session affinity: any replica serves any request of any capture.
+//! It alone knows how captures are stored: a community deletion asks it, on
+//! `<p>.v1.snapshot.purge`, to remove that community's captures.
 
 pub mod action;
 mod dispatch;
@@ -17,7 +19,7 @@ use std::time::Duration;
 
 use buzz_bus::serve::{self, Incoming};
 use buzz_bus::snapshot::{
-    SnapshotCode, SnapshotFrame, SnapshotFrameBody, SnapshotRequest, CHUNK_BYTES, LIMITS,
+    PurgeCaptures, SnapshotCode, SnapshotFrame, SnapshotFrameBody, SnapshotRequest, CHUNK_BYTES, LIMITS,
 };
 use buzz_bus::Subjects;
 use fred::interfaces::ClientLike;
@@ -78,7 +80,7 @@ impl Application {
         self.admin_addr
     }
 
-    /// Serves snapshot requests, health and metrics until `shutdown`.
+    /// Serves snapshot requests, community purges, health and metrics until `shutdown`.
     pub async fn run(self, shutdown: CancellationToken) -> anyhow::Result<()> {
         let service = self.service.clone();
         let nats = self.nats.clone();
@@ -102,6 +104,19 @@ impl Application {
                 }
             },
         );
+        // Community deletions (rare; each one Redis script) on their own subject.
+        let service = self.service.clone();
+        let purges = serve::serve(
+            self.nats.clone(),
+            self.subjects.snapshot_purge(),
+            buzz_bus::subjects::SNAPSHOT_GROUP,
+            4,
+            shutdown.clone(),
+            move |m: Incoming<PurgeCaptures>| {
+                let service = service.clone();
+                async move { Some(service.purge(&m.body).await) }
+            },
+        );
         let redis = self.redis.clone();
         let nats = self.nats.clone();
         let router = buzz_telemetry::admin_router(move || {
@@ -115,8 +130,9 @@ impl Application {
         tracing::info!(admin = %self.admin_addr, "snapshot-service running");
         let admin =
             axum::serve(self.admin, router).with_graceful_shutdown(shutdown.clone().cancelled_owned());
-        let (served, admin) = tokio::join!(requests, admin);
+        let (served, purged, admin) = tokio::join!(requests, purges, admin);
         served?;
+        purged?;
         admin?;
         Ok(())
     }

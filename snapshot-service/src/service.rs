@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use buzz_bus::snapshot::{SnapshotCode, SnapshotFailure, SnapshotRequest, LIMITS};
+use buzz_bus::snapshot::{PurgeCaptures, PurgeReply, SnapshotCode, SnapshotFailure, SnapshotRequest, LIMITS};
 use buzz_bus::BusError;
 use buzz_core::Filter;
 use bytes::Bytes;
@@ -88,6 +88,16 @@ impl Service {
             return Err(SnapshotCode::SnapshotLimit.into());
         }
         Ok(who)
+    }
+
+    /// `<p>.v1.snapshot.purge`: removes every capture and charge of a community being deleted
+    /// (the policy-service asks before it removes the community's row). Not an operation: no
+    /// operation slot, no database; Redis' own timeout bounds it.
+    pub async fn purge(&self, req: &PurgeCaptures) -> PurgeReply {
+        let purged = self.state.try_purge_community(&req.community_id.to_string()).await;
+        let outcome = if purged.is_ok() { "ok" } else { "unavailable" };
+        metrics::counter!("buzz_snapshot_purges_total", "outcome" => outcome).increment(1);
+        purged.map_err(|_| BusError::unavailable("snapshot store unavailable"))
     }
 
     /// A start answers with its token or leaves no charge: a failed capture releases its

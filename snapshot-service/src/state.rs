@@ -319,8 +319,9 @@ impl SharedState {
         let _ = self.try_purge_community(community).await;
     }
 
-    /// [`Self::purge_community`] that reports whether Redis did it: the policy-service's
-    /// community deletion calls this and answers 503 (retry finishes) when it did not.
+    /// [`Self::purge_community`] that reports whether Redis did it: what a community deletion's
+    /// purge request (`Service::purge`) answers, so that the deletion fails (503, a retry
+    /// finishes it) when it did not.
     pub async fn try_purge_community(&self, community: &str) -> Result<(), SnapshotCode> {
         let args = vec![Value::from(community)];
         self.eval(PURGE_COMMUNITY, args).await.map(|_| ())

@@ -85,7 +85,8 @@ async fn single_reply_requests_are_acknowledged_only_when_slow() {
         |m: Incoming<Value>| async move {
             let delay = m.body["delay_ms"].as_u64().unwrap_or(0);
             tokio::time::sleep(Duration::from_millis(delay)).await;
-            Some(json!({ "echo": delay }))
+            // Every request/reply subject answers a `Result`, which the requester flattens.
+            Some(Ok::<Value, buzz_bus::BusError>(json!({ "echo": delay })))
         },
     ));
     tokio::time::sleep(Duration::from_millis(200)).await;

@@ -1,7 +1,7 @@
 //! Community lifecycle through the operator API: `PATCH /operator/communities/{id}` moves the host
 //! and transfers ownership; `DELETE /operator/communities/{id}` records the deletion intent, then
-//! removes the community's data, its snapshot captures and charges in Redis and its row, while
-//! NIP-FI receipts survive with null current fields.
+//! removes the community's data, its snapshot captures and charges (purged by the snapshot-service,
+//! asked over the bus) and its row, while NIP-FI receipts survive with null current fields.
 
 #![allow(clippy::unwrap_used)]
 
@@ -11,8 +11,10 @@ use buzz_core::Keys;
 use buzz_tests::client::{create_channel, message, WsClient};
 use buzz_tests::cluster::eventually;
 use buzz_tests::nip_fi::{self, bind, call, get, post, receipt_count, request, POLICY};
+use buzz_tests::processes::wait_for_replicas;
 use buzz_tests::snapshot::{snap, start};
 use buzz_tests::{Cluster, ClusterOptions};
+use futures::StreamExt;
 use reqwest::Method;
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -215,5 +217,62 @@ async fn delete_removes_the_communitys_snapshot_captures_and_charges_only() {
     assert_eq!(left[0]["c"], json!(kept.id.to_string()));
     assert_eq!(count(&cluster, "artifacts", gone.id).await, 0);
     assert!(count(&cluster, "artifacts", kept.id).await > 0);
+    cluster.stop().await;
+}
+
+async fn lifecycle(cluster: &Cluster, id: Uuid) -> Option<String> {
+    sqlx::query_scalar("SELECT lifecycle FROM communities WHERE id = $1")
+        .bind(id)
+        .fetch_optional(&cluster.pool)
+        .await
+        .unwrap()
+}
+
+/// The captures belong to the snapshot-service: a deletion asks it on `<p>.v1.snapshot.purge`.
+/// With no replica answering (none running, or only older ones mid-upgrade) the deletion stops
+/// at 503 with its intent recorded and the captures untouched; once a replica answers, the same
+/// DELETE finishes it, and the purge request is seen crossing the bus.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deletion_purges_captures_through_the_snapshot_service_and_without_one_is_a_retryable_503() {
+    let mut cluster = Cluster::start().await;
+    let (gone, kept) = (cluster.community("bus-gone.test").await, cluster.community("bus-kept.test").await);
+    for team in [&gone, &kept] {
+        buzz_tests::seed::artifact_corpus(&cluster, team.id, &team.owner.public_hex(), 300, 1).await;
+        let reader = cluster.member(team).await;
+        let r = snap(&cluster, 0, team, &reader, start(json!({"artifact": "current"}))).await;
+        assert_eq!(r.0, 200, "{}", r.1);
+    }
+    assert_eq!(redis_charges(&cluster).len(), 2);
+    for i in 0..cluster.snapshot_replicas.len() {
+        cluster.stop_snapshot_replica(i).await;
+    }
+
+    let (s, v, cache) = delete(&cluster, gone.id).await;
+    assert_eq!(
+        (s, v["code"].as_str(), cache.as_deref()),
+        (503, Some("authorization_unavailable"), Some("no-store")),
+        "{v}"
+    );
+    assert_eq!(redis_charges(&cluster).len(), 2, "the policy-service purges nothing itself");
+    assert_eq!(lifecycle(&cluster, gone.id).await.as_deref(), Some("deleting"), "the intent is recorded");
+    assert_eq!(count(&cluster, "artifacts", gone.id).await, 0, "the data went before the captures");
+    wait_host(&cluster, "bus-gone.test", 404).await;
+
+    cluster.add_snapshot_replica().await;
+    let subject = format!("{}.v1.snapshot.purge", cluster.nats_prefix);
+    wait_for_replicas(&subject, 1).await;
+    let url = std::env::var("NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".to_owned());
+    let watcher = async_nats::connect(url).await.unwrap();
+    let mut seen = watcher.subscribe(subject).await.unwrap();
+    watcher.flush().await.unwrap();
+    let (s, v, _) = delete(&cluster, gone.id).await;
+    assert_eq!((s, v["deleted"].as_bool()), (200, Some(true)), "{v}");
+    let asked = tokio::time::timeout(Duration::from_secs(5), seen.next()).await.unwrap().unwrap();
+    let asked: Value = serde_json::from_slice(&asked.payload).unwrap();
+    assert_eq!(asked, json!({"community_id": gone.id}));
+    let left = redis_charges(&cluster);
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left[0]["c"], json!(kept.id.to_string()));
+    assert_eq!(lifecycle(&cluster, gone.id).await, None);
     cluster.stop().await;
 }

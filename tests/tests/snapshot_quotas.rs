@@ -275,8 +275,8 @@ async fn community_deletion_removes_its_captures_and_charges_only() {
     }
     assert_eq!(charges(&cluster).len(), 2);
     let before = fields(&cluster).len();
-    // `DELETE /operator/communities/{id}` calls this (end to end in `operator_lifecycle.rs`):
-    // records and charges go.
+    // What the snapshot-service runs when `DELETE /operator/communities/{id}` asks it on
+    // `<p>.v1.snapshot.purge` (end to end in `operator_lifecycle.rs`): records and charges go.
     let pool = buzz_http_auth::connect_redis(&buzz_http_auth::RedisConfig::new("redis://127.0.0.1:6379"), 1)
         .await
         .unwrap();

@@ -13,16 +13,16 @@ impl Session {
         let reply = |accepted: bool, message: String| RelayMessage::Ok { id: id.clone(), accepted, message };
         let (event, owner) = match verify(event, true).await {
             Ok(v) => v,
-            Err(reason) => return self.send(reply(false, reason)).await,
+            Err(reason) => return self.send(reply(false, reason)),
         };
         if let Err(reason) =
             buzz_core::nip42::validate_auth_event(&event, &self.challenge, &self.host, buzz_core::unix_now())
         {
-            return self.send(reply(false, format!("invalid: {reason}"))).await;
+            return self.send(reply(false, format!("invalid: {reason}")));
         }
         // An FI-admitted socket binds its evidence here: AUTH must prove the evidence's key.
         if self.fi.as_ref().is_some_and(|fi| fi.nostr_pubkey != event.pubkey) {
-            return self.send(reply(false, "restricted: evidence rejected".into())).await;
+            return self.send(reply(false, "restricted: evidence rejected".into()));
         }
         // A NIP-OA agent authenticates with its owner's grant in the AUTH event.
         let mut actor = Actor::session(event.pubkey.clone());
@@ -36,10 +36,10 @@ impl Session {
             Ok(true) => {
                 self.actor = Some(actor);
                 self.read_cache.clear();
-                self.send(reply(true, String::new())).await;
+                self.send(reply(true, String::new()));
             }
-            Ok(false) => self.send(reply(false, "restricted: not a member of this community".into())).await,
-            Err(e) => self.send(reply(false, e.nip01())).await,
+            Ok(false) => self.send(reply(false, "restricted: not a member of this community".into())),
+            Err(e) => self.send(reply(false, e.nip01())),
         }
     }
 }

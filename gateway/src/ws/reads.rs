@@ -11,10 +11,10 @@ use super::session::Session;
 use super::subs::Pending;
 
 impl Session {
-    pub(super) async fn on_req(&mut self, sub_id: String, filters: Vec<Filter>, kind: QueryKind) {
+    pub(super) fn on_req(&mut self, sub_id: String, filters: Vec<Filter>, kind: QueryKind) {
         let Some(actor) = self.actor.clone() else {
             let message = "auth-required: authenticate to read".to_owned();
-            return self.send(RelayMessage::Closed { sub_id, message }).await;
+            return self.send(RelayMessage::Closed { sub_id, message });
         };
         let ticket = if kind == QueryKind::Count {
             Ticket::Count
@@ -26,7 +26,7 @@ impl Session {
                         "invalid: too many subscriptions (max {})",
                         self.state.settings.limits.max_subscriptions
                     );
-                    return self.send(RelayMessage::Closed { sub_id, message }).await;
+                    return self.send(RelayMessage::Closed { sub_id, message });
                 }
             }
         };
@@ -51,7 +51,7 @@ impl Session {
         );
     }
 
-    pub(super) async fn on_query(&mut self, update: QueryUpdate) {
+    pub(super) fn on_query(&mut self, update: QueryUpdate) {
         match update {
             // A COUNT is answered by its number only.
             QueryUpdate::Events { ticket: Ticket::Count, .. } => {}

@@ -4,9 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::ws::{Message, WebSocket};
-use buzz_bus::{
-    AccessChanged, AccessRequest, Actor, BusError, CanReadReply, CommunityLease, MemberReply, QueryKind,
-};
+use buzz_bus::{AccessChanged, Actor, BusError, CommunityLease, QueryKind};
 use buzz_core::{ClientMessage, ParseError, Pubkey, RelayMessage};
 use futures::stream::SplitStream;
 use futures::StreamExt;
@@ -93,7 +91,7 @@ pub async fn run(
         unauthenticated_until,
         fi,
     };
-    s.send(RelayMessage::Auth(s.challenge.clone())).await;
+    s.send(RelayMessage::Auth(s.challenge.clone()));
     let ended = s.serve(stream, push_rx, q_rx, lagged, fi_registration.revoked.clone()).await;
     if let End::TooSlow = ended {
         let community = s.community.community_id;
@@ -129,29 +127,29 @@ impl Session {
             tokio::select! {
                 biased;
                 () = state.shutdown.cancelled() => {
-                    self.close(1001, "relay shutting down").await;
+                    self.close(1001, "relay shutting down");
                     return End::Closed;
                 }
                 () = self.out.overflowed() => return End::TooSlow,
                 () = lagged.cancelled() => {
-                    self.send(RelayMessage::Notice("error: too slow to follow live events; reconnect and replay".into())).await;
-                    self.close(1008, "too slow").await;
+                    self.send(RelayMessage::Notice("error: too slow to follow live events; reconnect and replay".into()));
+                    self.close(1008, "too slow");
                     return End::Closed;
                 }
                 () = fi_revoked.cancelled() => {
-                    self.send(RelayMessage::Notice("restricted: this community now requires federated identity; reconnect with evidence".into())).await;
-                    self.close(1008, "federated identity required").await;
+                    self.send(RelayMessage::Notice("restricted: this community now requires federated identity; reconnect with evidence".into()));
+                    self.close(1008, "federated identity required");
                     return End::Closed;
                 }
                 () = until(fi_deadline) => {
-                    self.send(RelayMessage::Notice("restricted: federated identity lifetime ended; reconnect".into())).await;
-                    self.close(1008, "federated identity lifetime ended").await;
+                    self.send(RelayMessage::Notice("restricted: federated identity lifetime ended; reconnect".into()));
+                    self.close(1008, "federated identity lifetime ended");
                     return End::Closed;
                 }
                 () = until(self.unauthenticated_until) => {
                     let secs = state.settings.auth_timeout.as_secs_f64();
-                    self.send(RelayMessage::Notice(format!("auth-required: not authenticated within {secs} s"))).await;
-                    self.close(1008, "auth timeout").await;
+                    self.send(RelayMessage::Notice(format!("auth-required: not authenticated within {secs} s")));
+                    self.close(1008, "auth timeout");
                     return End::Closed;
                 }
                 m = stream.next() => {
@@ -159,17 +157,17 @@ impl Session {
                     last_seen = Instant::now();
                     match msg {
                         Message::Text(text) => self.on_text(text.as_str()).await,
-                        Message::Binary(_) => self.send(RelayMessage::Notice("invalid: binary messages are not supported".into())).await,
+                        Message::Binary(_) => self.send(RelayMessage::Notice("invalid: binary messages are not supported".into())),
                         Message::Close(_) => return End::Closed,
                         Message::Ping(_) | Message::Pong(_) => {}
                     }
                 }
-                Some(update) = q_rx.recv(), if paced => self.on_query(update).await,
+                Some(update) = q_rx.recv(), if paced => self.on_query(update),
                 () = self.out.drained(), if !paced => {}
                 Some(push) = push_rx.recv() => self.on_push(push).await,
                 _ = ping.tick() => {
                     if last_seen.elapsed() > state.settings.idle_timeout {
-                        self.close(1000, "idle timeout").await;
+                        self.close(1000, "idle timeout");
                         return End::Closed;
                     }
                     // A ping is never what overflows the queue.
@@ -193,8 +191,7 @@ impl Session {
     }
 
     /// Queues `msg` without waiting; a queue over its byte limit ends the socket as too slow.
-    /// (Async so that handlers read the same whichever way a message leaves.)
-    pub(super) async fn send(&self, msg: RelayMessage) {
+    pub(super) fn send(&self, msg: RelayMessage) {
         self.out.push(Frame::reply(&msg));
     }
 
@@ -203,7 +200,8 @@ impl Session {
         self.out.push_paced(Frame::reply(&msg));
     }
 
-    async fn close(&self, code: u16, reason: &str) {
+    /// Queues a close frame without waiting; the writer sends it after what is queued before it.
+    fn close(&self, code: u16, reason: &str) {
         self.out.push(Frame::Close(code, reason.to_owned()));
     }
 
@@ -215,44 +213,35 @@ impl Session {
                 text.len(),
                 limits.max_message_length
             );
-            return self.send(RelayMessage::Notice(notice)).await;
+            return self.send(RelayMessage::Notice(notice));
         }
         if self.actor.as_ref().is_some_and(|a| a.expired(buzz_core::unix_now())) {
-            self.expire().await;
+            self.expire();
         }
         let state = self.state.clone();
         let parsed = ClientMessage::parse(text, &state.settings.limits);
         super::meter::message_in(&parsed);
         match parsed {
             Ok(ClientMessage::Event(event)) => self.on_event(*event).await,
-            Ok(ClientMessage::Req { sub_id, filters }) => self.on_req(sub_id, filters, QueryKind::Page).await,
-            Ok(ClientMessage::Count { sub_id, filters }) => {
-                self.on_req(sub_id, filters, QueryKind::Count).await
-            }
+            Ok(ClientMessage::Req { sub_id, filters }) => self.on_req(sub_id, filters, QueryKind::Page),
+            Ok(ClientMessage::Count { sub_id, filters }) => self.on_req(sub_id, filters, QueryKind::Count),
             Ok(ClientMessage::Close(sub_id)) => {
                 self.subs.map.remove(&sub_id);
             }
             Ok(ClientMessage::Auth(event)) => self.on_auth(*event).await,
-            Err(ParseError::Notice(text)) => self.send(RelayMessage::Notice(text)).await,
+            Err(ParseError::Notice(text)) => self.send(RelayMessage::Notice(text)),
             Err(ParseError::Ok { id, reason }) => {
-                self.send(RelayMessage::Ok { id, accepted: false, message: reason }).await
+                self.send(RelayMessage::Ok { id, accepted: false, message: reason })
             }
             Err(ParseError::Closed { sub_id, reason }) => {
-                self.send(RelayMessage::Closed { sub_id, message: reason }).await
+                self.send(RelayMessage::Closed { sub_id, message: reason })
             }
         }
     }
 
+    /// `pubkey` is a member of this socket's community (asked over the bus, never cached).
     pub(super) async fn is_member(&self, pubkey: &Pubkey) -> Result<bool, BusError> {
-        let req = AccessRequest::Member { community_id: self.community.community_id, pubkey: pubkey.clone() };
-        let answer: Result<MemberReply, BusError> = buzz_bus::retry::request_retrying(
-            &self.state.nats,
-            self.state.subjects.access(),
-            &req,
-            self.state.settings.bus_retry(),
-        )
-        .await?;
-        Ok(answer?.role.is_some())
+        self.state.access.member(self.community.community_id, pubkey).await
     }
 
     async fn on_push(&mut self, push: Push) {
@@ -262,7 +251,7 @@ impl Session {
                     return;
                 }
                 if self.actor.as_ref().is_some_and(|a| a.expired(buzz_core::unix_now())) {
-                    return self.expire().await;
+                    return self.expire();
                 }
                 // Access is checked only for events a subscription asks for: the others would not
                 // be delivered anyway, and each check may wait on the bus.
@@ -273,7 +262,7 @@ impl Session {
                     match self.revalidate(ev.access_version).await {
                         Some(true) => {}
                         Some(false) => return,
-                        None => return self.interrupt(&ev).await,
+                        None => return self.interrupt(&ev),
                     }
                 }
                 let Some(actor) = &self.actor else { return };
@@ -282,15 +271,15 @@ impl Session {
                     None => self.can_read_channel(ev.channel_id).await,
                 };
                 match readable {
-                    Some(true) => self.deliver(&ev, &json).await,
+                    Some(true) => self.deliver(&ev, &json),
                     Some(false) => {}
-                    None => self.interrupt(&ev).await,
+                    None => self.interrupt(&ev),
                 }
             }
             Push::Access(change) => match change.as_ref() {
                 AccessChanged::MemberRemoved { pubkey } => {
                     if self.actor.as_ref().is_some_and(|a| &a.pubkey == pubkey || a.member_key() == pubkey) {
-                        self.deauthenticate().await;
+                        self.deauthenticate();
                     }
                 }
                 AccessChanged::Channel { channel_id } => {
@@ -302,23 +291,23 @@ impl Session {
 
     /// The socket's token expired: drop authentication and every subscription; the client may
     /// authenticate again (NIP-42) or reconnect with a new token.
-    async fn expire(&mut self) {
+    fn expire(&mut self) {
         self.actor = None;
         self.read_cache.clear();
         let ids: Vec<String> = self.subs.map.drain().map(|(id, _)| id).collect();
         for sub_id in ids {
-            self.send(RelayMessage::Closed { sub_id, message: "auth-required: token expired".into() }).await;
+            self.send(RelayMessage::Closed { sub_id, message: "auth-required: token expired".into() });
         }
     }
 
     /// The socket's key lost its community membership: drop authentication and every subscription.
-    async fn deauthenticate(&mut self) {
+    fn deauthenticate(&mut self) {
         self.actor = None;
         self.read_cache.clear();
         let ids: Vec<String> = self.subs.map.drain().map(|(id, _)| id).collect();
         for sub_id in ids {
             let message = "restricted: no longer a member of this community".to_owned();
-            self.send(RelayMessage::Closed { sub_id, message }).await;
+            self.send(RelayMessage::Closed { sub_id, message });
         }
     }
 
@@ -334,7 +323,7 @@ impl Session {
                 Some(true)
             }
             Ok(false) => {
-                self.deauthenticate().await;
+                self.deauthenticate();
                 Some(false)
             }
             Err(e) => {
@@ -347,18 +336,18 @@ impl Session {
     /// Live access could not be decided for `ev` (the access check got no answer, even from a
     /// second replica): it is not delivered, and every subscription it would have gone to is
     /// closed with the point to replay from, so no event is lost without the client knowing.
-    async fn interrupt(&mut self, ev: &buzz_bus::LiveEvent) {
+    fn interrupt(&mut self, ev: &buzz_bus::LiveEvent) {
         metrics::counter!("buzz_gateway_live_interrupted_total").increment(1);
         let closed: Vec<String> =
             self.subs.map.iter().filter(|(_, sub)| subs::wants(sub, ev)).map(|(id, _)| id.clone()).collect();
         for sub_id in closed {
             self.subs.map.remove(&sub_id);
             let message = format!("error: live delivery interrupted, replay from {}", ev.event.created_at);
-            self.send(RelayMessage::Closed { sub_id, message }).await;
+            self.send(RelayMessage::Closed { sub_id, message });
         }
     }
 
-    async fn deliver(&mut self, ev: &Arc<buzz_bus::LiveEvent>, json: &Arc<str>) {
+    fn deliver(&mut self, ev: &Arc<buzz_bus::LiveEvent>, json: &Arc<str>) {
         let mut overflowed = Vec::new();
         let mut ready = Vec::new();
         for (sub_id, sub) in &mut self.subs.map {
@@ -377,7 +366,7 @@ impl Session {
         for sub_id in overflowed {
             self.subs.map.remove(&sub_id);
             let message = "error: too many live events before the stored answer completed".to_owned();
-            self.send(RelayMessage::Closed { sub_id, message }).await;
+            self.send(RelayMessage::Closed { sub_id, message });
         }
     }
 
@@ -388,22 +377,10 @@ impl Session {
         if let Some(b) = self.read_cache.get(&channel_id) {
             return Some(*b);
         }
-        let req = AccessRequest::CanRead {
-            community_id: self.community.community_id,
-            reader: actor.clone(),
-            channel_id,
-        };
-        let answer: Result<Result<CanReadReply, BusError>, BusError> = buzz_bus::retry::request_retrying(
-            &self.state.nats,
-            self.state.subjects.access(),
-            &req,
-            self.state.settings.bus_retry(),
-        )
-        .await;
-        match answer.and_then(|r| r) {
-            Ok(r) => {
-                self.read_cache.insert(channel_id, r.can_read);
-                Some(r.can_read)
+        match self.state.access.can_read(self.community.community_id, actor, channel_id).await {
+            Ok(can_read) => {
+                self.read_cache.insert(channel_id, can_read);
+                Some(can_read)
             }
             Err(e) => {
                 tracing::warn!(error = %e, "live access check failed");

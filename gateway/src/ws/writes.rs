@@ -1,7 +1,7 @@
 //! Client writes (`EVENT`) of one socket: limits, signature checks on the event's task, the write
 //! request over the bus and the `OK` answer, each in its own task.
 
-use buzz_bus::{BusError, WriteReply, WriteRequest};
+use buzz_bus::{BusError, WriteOk, WriteRequest};
 use buzz_core::{Event, Pubkey, RelayMessage};
 use tracing::Instrument;
 
@@ -12,16 +12,16 @@ impl Session {
     pub(super) async fn on_event(&mut self, event: Event) {
         let Some(actor) = self.actor.clone() else {
             let message = "auth-required: authenticate to publish".to_owned();
-            return self.send(RelayMessage::Ok { id: event.id, accepted: false, message }).await;
+            return self.send(RelayMessage::Ok { id: event.id, accepted: false, message });
         };
         if event.pubkey != actor.pubkey {
             let message = "restricted: event pubkey is not the authenticated pubkey".to_owned();
-            return self.send(RelayMessage::Ok { id: event.id, accepted: false, message }).await;
+            return self.send(RelayMessage::Ok { id: event.id, accepted: false, message });
         }
         if !self.bucket.try_take() {
             metrics::counter!("buzz_gateway_rate_limited_total", "limit" => "connection").increment(1);
             let message = "rate-limited: too many events on this connection; slow down".to_owned();
-            return self.send(RelayMessage::Ok { id: event.id, accepted: false, message }).await;
+            return self.send(RelayMessage::Ok { id: event.id, accepted: false, message });
         }
         let Ok(permit) = self.writes.clone().acquire_owned().await else { return };
         let state = self.state.clone();
@@ -45,9 +45,9 @@ impl Session {
                 }
                 Ok((event, _)) => {
                     let req = WriteRequest::Event { community_id, actor, event };
-                    let reply: Result<WriteReply, BusError> =
+                    let reply: Result<WriteOk, BusError> =
                         buzz_bus::retry::request_retrying(&state.nats, state.subjects.write(), &req, state.settings.bus_retry()).await;
-                    match reply.and_then(|r| r) {
+                    match reply {
                         Ok(ok) => (true, ok.message),
                         Err(e) => (false, e.nip01()),
                     }

@@ -1,0 +1,50 @@
+//! The access questions the gateway cannot answer alone (the query-service holds the data, on
+//! `<p>.v2.access`): is a key a member, may a reader read a channel now, whom does a bearer token
+//! authenticate. One client for the socket and the HTTP paths, so both ask the same way.
+
+use buzz_bus::retry::Retry;
+use buzz_bus::{AccessRequest, Actor, BusError, CanReadReply, MemberReply, Subjects, TokenReply};
+use buzz_core::Pubkey;
+use uuid::Uuid;
+
+/// Asks the query-service's access subject, hedged per `retry` (the requests are reads).
+pub struct AccessClient {
+    nats: buzz_bus::Bus,
+    subject: String,
+    retry: Retry,
+}
+
+impl AccessClient {
+    /// A client that asks over `nats` on `subjects.access()`, retrying per `retry`.
+    #[must_use]
+    pub fn new(nats: buzz_bus::Bus, subjects: &Subjects, retry: Retry) -> Self {
+        Self { nats, subject: subjects.access(), retry }
+    }
+
+    async fn ask<R: serde::de::DeserializeOwned>(&self, req: &AccessRequest) -> Result<R, BusError> {
+        buzz_bus::retry::request_retrying(&self.nats, self.subject.clone(), req, self.retry).await
+    }
+
+    /// `pubkey` has a role in `community` (an agent asks with its owner's key).
+    pub async fn member(&self, community: Uuid, pubkey: &Pubkey) -> Result<bool, BusError> {
+        let req = AccessRequest::Member { community_id: community, pubkey: pubkey.clone() };
+        let reply: MemberReply = self.ask(&req).await?;
+        Ok(reply.role.is_some())
+    }
+
+    /// `reader` may read `channel` of `community` now.
+    pub async fn can_read(&self, community: Uuid, reader: &Actor, channel: Uuid) -> Result<bool, BusError> {
+        let req =
+            AccessRequest::CanRead { community_id: community, reader: reader.clone(), channel_id: channel };
+        let reply: CanReadReply = self.ask(&req).await?;
+        Ok(reply.can_read)
+    }
+
+    /// The actor the token whose sha256 hex is `token_hash` authenticates as in `community`;
+    /// `None` when it is unknown, expired or revoked.
+    pub async fn token(&self, community: Uuid, token_hash: String) -> Result<Option<Actor>, BusError> {
+        let req = AccessRequest::Token { community_id: community, token_hash };
+        let reply: TokenReply = self.ask(&req).await?;
+        Ok(reply.token)
+    }
+}
