@@ -206,7 +206,7 @@ async fn build_gateway(
         &args.redis_url,
         &args.nats_prefix,
         &args.redis_prefix,
-        keys.relay.public_hex(),
+        keys.relay.pubkey(),
     );
     gw.listen = args.gateway_addr;
     let mut gw = gw

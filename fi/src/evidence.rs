@@ -8,6 +8,7 @@
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
+use buzz_core::Pubkey;
 use serde::Deserialize;
 
 use crate::registry::{Jwk, Registry, TrustError};
@@ -25,8 +26,8 @@ pub struct Evidence {
     pub issuer: String,
     /// `sub`: the issuer's subject (non-empty).
     pub subject: String,
-    /// `nostr_pubkey`: the key NIP-42 or NIP-98 must prove (lowercase hex).
-    pub nostr_pubkey: String,
+    /// `nostr_pubkey`: the key NIP-42 or NIP-98 must prove.
+    pub nostr_pubkey: Pubkey,
     /// Unix seconds.
     pub exp: u64,
 }
@@ -120,12 +121,10 @@ fn check_claims(c: Claims, host: &str, now: u64) -> Result<Evidence, EvidenceErr
     if c.sub.is_empty() {
         return Err(Rejected("empty subject"));
     }
-    let hex =
-        c.nostr_pubkey.len() == 64 && c.nostr_pubkey.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
-    if !hex {
+    let Ok(nostr_pubkey) = Pubkey::try_from(c.nostr_pubkey) else {
         return Err(Rejected("nostr_pubkey is not lowercase hex"));
-    }
-    Ok(Evidence { issuer: c.iss, subject: c.sub, nostr_pubkey: c.nostr_pubkey, exp: c.exp })
+    };
+    Ok(Evidence { issuer: c.iss, subject: c.sub, nostr_pubkey, exp: c.exp })
 }
 
 fn decode_json<T: serde::de::DeserializeOwned>(part: &str) -> Option<T> {

@@ -25,7 +25,7 @@ pub const EVIDENCE_HEADER: &str = evidence::HEADER;
 #[derive(Debug, Clone)]
 pub struct Admission {
     /// The Nostr key the evidence names; NIP-42 AUTH must be by this key.
-    pub nostr_pubkey: String,
+    pub nostr_pubkey: buzz_core::Pubkey,
     /// When the socket closes: the evidence's expiry or the maximum connection lifetime, whichever is first.
     pub deadline: Instant,
 }

@@ -32,7 +32,7 @@ pub struct Settings {
     /// Prefix of the gateway's Redis keys (`BUZZ_REDIS_PREFIX`).
     pub redis_prefix: String,
     /// Public key of the relay (derived from `BUZZ_RELAY_SECRET_KEY`), advertised in NIP-11.
-    pub relay_pubkey: String,
+    pub relay_pubkey: buzz_core::Pubkey,
     /// NIP-11 `name` (`BUZZ_RELAY_NAME`).
     pub relay_name: String,
     /// Message, subscription and event limits, advertised in NIP-11 `limitation`.
@@ -130,7 +130,7 @@ impl Settings {
         redis_url: &str,
         nats_prefix: &str,
         redis_prefix: &str,
-        relay_pubkey: String,
+        relay_pubkey: buzz_core::Pubkey,
     ) -> Self {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -187,7 +187,7 @@ impl TryFrom<Args> for Settings {
             redis,
             nats_prefix: a.nats_prefix,
             redis_prefix: a.redis_prefix,
-            relay_pubkey: keys.public_hex(),
+            relay_pubkey: keys.pubkey(),
             relay_name: a.relay_name,
             limits,
             ping_interval: Duration::from_secs(t.ping_interval_secs),
@@ -197,7 +197,7 @@ impl TryFrom<Args> for Settings {
             max_inflight_writes: t.max_inflight_writes,
             nip_fi: a.nip_fi.into(),
             // The rate, connection and stall fields, set just below.
-            ..Self::local("", "", "", "", String::new())
+            ..Self::local("", "", "", "", keys.pubkey())
         };
         Ok(base
             .with_rate_limits(&a.rate)

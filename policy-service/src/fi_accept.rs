@@ -1,7 +1,7 @@
 //! Accepting an enable or disable: one transaction under the spec's lock order, with the policy
 //! change and its receipt committed together.
 
-use buzz_core::Lifecycle;
+use buzz_core::{Lifecycle, Pubkey};
 use sqlx::PgPool;
 
 use crate::fi_request::PolicyRequest;
@@ -38,7 +38,7 @@ pub enum Accepted {
 }
 
 /// A committed receipt under the same UUID: identical meaning replays it, anything else conflicts.
-pub fn replay_or_conflict(r: Receipt, req: &PolicyRequest, operator: &str) -> Result<Accepted, AcceptError> {
+pub fn replay_or_conflict(r: Receipt, req: &PolicyRequest, operator: &Pubkey) -> Result<Accepted, AcceptError> {
     if r.same_meaning(req, operator) {
         Ok(Accepted::Replay(r))
     } else {
@@ -98,7 +98,7 @@ fn decide(cur: &Current, req: &PolicyRequest) -> Result<Option<bool>, AcceptErro
 }
 
 /// Accepts `req` from `operator` (trust preflight already done by the caller).
-pub async fn accept(pool: &PgPool, req: &PolicyRequest, operator: &str) -> Result<Accepted, AcceptError> {
+pub async fn accept(pool: &PgPool, req: &PolicyRequest, operator: &Pubkey) -> Result<Accepted, AcceptError> {
     let mut tx = pool.begin().await?;
     sqlx::query("SET LOCAL lock_timeout = '10s'").execute(&mut *tx).await?;
     fi_store::lock_operation(&mut tx, req.operation_id).await?;

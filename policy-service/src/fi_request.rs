@@ -2,6 +2,7 @@
 
 use buzz_core::http_json::JsonObject;
 use serde_json::Value;
+use buzz_core::Pubkey;
 use uuid::Uuid;
 
 /// An enable or disable request, general (CAS) or legacy (`/nip-fi-upgrade`, enable-only).
@@ -14,9 +15,9 @@ pub struct PolicyRequest {
     /// The host the operator expects the community to have (canonical form).
     pub expected_host: String,
     /// The actor the mediating client claims to act for; recorded in the receipt.
-    pub actor_pubkey: String,
+    pub actor_pubkey: Pubkey,
     /// The owner the operator expects the community to have.
-    pub expected_owner_pubkey: String,
+    pub expected_owner_pubkey: Pubkey,
     /// The desired `requires_nip_fi` (true = enable).
     pub desired: bool,
     /// Both `Some` for the general form, both `None` for the legacy form.
@@ -60,12 +61,8 @@ pub fn uuid_field(name: &str, raw: &str) -> Result<Uuid, String> {
     buzz_core::ids::parse_id(raw).ok_or_else(|| format!("{name} must be a non-nil lowercase hyphenated UUID"))
 }
 
-fn key_field(req: &JsonObject, name: &str) -> Result<String, String> {
-    let v = req.string(name)?;
-    if !buzz_core::is_lower_hex(v, 64) {
-        return Err(format!("{name} must be 64 lowercase hex"));
-    }
-    Ok(v.to_owned())
+fn key_field(req: &JsonObject, name: &str) -> Result<Pubkey, String> {
+    Pubkey::parse(req.string(name)?).map_err(|_| format!("{name} must be 64 lowercase hex"))
 }
 
 /// The host exactly as the community stores it: already canonical, or refused.
@@ -103,7 +100,7 @@ pub fn issuer_field(name: &str, raw: &str) -> Result<String, String> {
     Ok(raw.to_owned())
 }
 
-fn common(req: &JsonObject) -> Result<(Uuid, Uuid, String, String, String), String> {
+fn common(req: &JsonObject) -> Result<(Uuid, Uuid, String, Pubkey, Pubkey), String> {
     Ok((
         uuid_field("operation_id", req.string("operation_id")?)?,
         uuid_field("community_id", req.string("community_id")?)?,

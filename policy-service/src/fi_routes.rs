@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use axum::extract::{OriginalUri, State};
+use buzz_core::Pubkey;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -71,7 +72,7 @@ async fn post_legacy(
 
 /// Replay first (before any mutable preflight, gate included), then the gate, issuer trust, and
 /// the accepting transaction.
-async fn mutate(state: &FiState, req: &PolicyRequest, operator: &str) -> Result<Response, ApiError> {
+async fn mutate(state: &FiState, req: &PolicyRequest, operator: &Pubkey) -> Result<Response, ApiError> {
     let pool = &state.op.pool;
     if let Some(r) = fi_store::receipt(pool, req.operation_id).await.map_err(store_unavailable)? {
         let replay = fi_accept::replay_or_conflict(r, req, operator).map_err(accept_error)?;
@@ -178,12 +179,12 @@ async fn get_policy(
 async fn read_receipt(
     state: &FiState,
     id: uuid::Uuid,
-    operator: &str,
+    operator: &Pubkey,
     legacy: bool,
 ) -> Result<Response, ApiError> {
     let r = fi_store::receipt(&state.op.pool, id).await.map_err(store_unavailable)?;
     match r {
-        Some(r) if r.operator_pubkey == operator && (!legacy || r.is_legacy()) => {
+        Some(r) if r.operator_pubkey == *operator && (!legacy || r.is_legacy()) => {
             Ok(Json(receipt_body(state, &r).await?).into_response())
         }
         _ => Err(not_found("operation not found")),

@@ -35,13 +35,13 @@ pub struct Receipt {
     /// The host the request expected.
     pub expected_host: String,
     /// The actor the mediating client claimed.
-    pub actor_pubkey: String,
+    pub actor_pubkey: Pubkey,
     /// The owner the request expected.
-    pub expected_owner_pubkey: String,
+    pub expected_owner_pubkey: Pubkey,
     /// The issuer an enable required; `None` for a disable.
     pub expected_issuer: Option<String>,
     /// The operator key that signed the request.
-    pub operator_pubkey: String,
+    pub operator_pubkey: Pubkey,
     /// The policy generation the acceptance produced.
     pub accepted_policy_generation: i64,
     /// The requested `requires_nip_fi` (true = enable).
@@ -58,7 +58,7 @@ impl Receipt {
     /// Whether `req` from `operator` means exactly what this receipt recorded: the full tuple,
     /// the action, both preconditions, the request form and the operator.
     #[must_use]
-    pub fn same_meaning(&self, req: &PolicyRequest, operator: &str) -> bool {
+    pub fn same_meaning(&self, req: &PolicyRequest, operator: &Pubkey) -> bool {
         self.community_id == req.community_id
             && self.expected_host == req.expected_host
             && self.actor_pubkey == req.actor_pubkey
@@ -67,7 +67,7 @@ impl Receipt {
             && self.desired_requires_nip_fi == req.desired
             && self.expected_policy_generation == req.expected_generation
             && self.expected_requires_nip_fi == req.expected_required
-            && self.operator_pubkey == operator
+            && self.operator_pubkey == *operator
     }
 
     /// Whether it was accepted through the legacy form (no CAS preconditions).
@@ -211,7 +211,7 @@ pub async fn set_policy(
 pub async fn insert_receipt(
     conn: &mut PgConnection,
     req: &PolicyRequest,
-    operator: &str,
+    operator: &Pubkey,
     accepted_generation: i64,
 ) -> Result<Receipt, sqlx::Error> {
     sqlx::query_as(&format!(

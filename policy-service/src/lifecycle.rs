@@ -16,6 +16,7 @@ use buzz_bus::retry::Retry;
 use buzz_bus::snapshot::PurgeCaptures;
 use buzz_bus::BusError;
 use buzz_core::http_json::JsonObject;
+use buzz_core::Pubkey;
 use uuid::Uuid;
 
 use crate::lifecycle_store::{self as lstore, Change, ChangeError};
@@ -67,7 +68,7 @@ fn conflict(code: &'static str, message: &str) -> ApiError {
 }
 
 /// `{host?, owner_pubkey?}`, at least one; validated like provisioning.
-fn parse_change(body: &[u8]) -> Result<(Option<String>, Option<String>), ApiError> {
+fn parse_change(body: &[u8]) -> Result<(Option<String>, Option<Pubkey>), ApiError> {
     let req = JsonObject::parse(body, &["host", "owner_pubkey"]).map_err(ApiError::invalid_body)?;
     let text = |name: &str| -> Result<Option<String>, ApiError> {
         match req.get(name) {
@@ -81,10 +82,11 @@ fn parse_change(body: &[u8]) -> Result<(Option<String>, Option<String>), ApiErro
     let host = text("host")?
         .map(|h| buzz_core::host::community_host(&h).map_err(|e| ApiError::invalid_request(e.to_string())))
         .transpose()?;
-    let owner = text("owner_pubkey")?;
-    if owner.as_deref().is_some_and(|o| !buzz_core::is_lower_hex(o, 64)) {
-        return Err(ApiError::invalid_request("owner_pubkey must be 64 lowercase hex"));
-    }
+    let owner = text("owner_pubkey")?
+        .map(|o| {
+            Pubkey::parse(&o).map_err(|_| ApiError::invalid_request("owner_pubkey must be 64 lowercase hex"))
+        })
+        .transpose()?;
     if host.is_none() && owner.is_none() {
         return Err(ApiError::invalid_body("the body must name host, owner_pubkey or both".into()));
     }
@@ -98,7 +100,7 @@ async fn change_community(
 ) -> Result<Response, ApiError> {
     let id = community_id(&raw)?;
     let (host, owner) = parse_change(&body)?;
-    let change = Change { host: host.as_deref(), owner: owner.as_deref() };
+    let change = Change { host: host.as_deref(), owner: owner.as_ref() };
     match lstore::change(&state.op.pool, id, &change).await {
         Ok(c) => {
             tracing::info!(%operator, community_id = %id, host = %c.host, owner = %c.owner_pubkey, "community changed");

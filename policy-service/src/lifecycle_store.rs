@@ -33,8 +33,8 @@ pub enum ChangeError {
 pub struct Change<'a> {
     /// The new host (normalised and validated like create).
     pub host: Option<&'a str>,
-    /// The new owner's public key (64 lowercase hex).
-    pub owner: Option<&'a str>,
+    /// The new owner's public key.
+    pub owner: Option<&'a Pubkey>,
 }
 
 /// Changes the community's host and/or owner in one transaction and answers the community.
@@ -53,7 +53,7 @@ pub async fn change(pool: &PgPool, id: Uuid, change: &Change<'_>) -> Result<Comm
     if let Some(new_host) = change.host.filter(|h| *h != host) {
         move_host(&mut tx, id, &host, new_host).await?;
     }
-    if let Some(new_owner) = change.owner.filter(|o| *o != owner) {
+    if let Some(new_owner) = change.owner.filter(|o| **o != owner) {
         transfer_owner(&mut tx, id, new_owner).await?;
     }
     tx.commit().await?;
@@ -78,7 +78,7 @@ async fn move_host(conn: &mut PgConnection, id: Uuid, old: &str, new: &str) -> R
 }
 
 /// Makes `owner` the single owner; the previous owner stays in the community as an admin.
-async fn transfer_owner(conn: &mut PgConnection, id: Uuid, owner: &str) -> Result<(), sqlx::Error> {
+async fn transfer_owner(conn: &mut PgConnection, id: Uuid, owner: &Pubkey) -> Result<(), sqlx::Error> {
     sqlx::query("UPDATE communities SET owner_pubkey = $2 WHERE id = $1")
         .bind(id)
         .bind(owner)

@@ -1,6 +1,7 @@
 //! Parsing a snapshot filter into one action. Every key is understood or refused
 //! (`snapshot_invalid`), never ignored; a body batch above `bodyRows` is `snapshot_limit`.
 
+use buzz_core::EventId;
 use buzz_bus::snapshot::{SnapshotCode, LIMITS};
 use buzz_core::Filter;
 use serde_json::{Map, Value};
@@ -26,8 +27,8 @@ pub enum Action {
     Bodies {
         /// The capture.
         token: Token,
-        /// Revision ids (64 lowercase hex) from the manifest.
-        revisions: Vec<String>,
+        /// Revision ids from the manifest.
+        revisions: Vec<EventId>,
     },
     /// Validates the completion boundary. It frees nothing: "A completed capture remains
     /// replayable until expiry and counts against the resource limits during that interval."
@@ -93,11 +94,11 @@ pub fn parse(filter: &Value) -> Result<Action, SnapshotCode> {
             }
             let mut revisions = Vec::with_capacity(ids.len());
             for id in ids {
-                let id = id.as_str().filter(|s| is_event_id(s)).ok_or(INVALID)?;
-                if revisions.iter().any(|r| r == id) {
+                let id = id.as_str().and_then(|s| EventId::parse(s).ok()).ok_or(INVALID)?;
+                if revisions.contains(&id) {
                     return Err(INVALID);
                 }
-                revisions.push(id.to_owned());
+                revisions.push(id);
             }
             Ok(Action::Bodies { token, revisions })
         }
@@ -121,10 +122,6 @@ fn query(value: &Value) -> Result<Filter, SnapshotCode> {
     }
     f.validate(&buzz_core::Limits::default()).map_err(|_| INVALID)?;
     Ok(f)
-}
-
-fn is_event_id(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use buzz_bus::snapshot::{SnapshotCode, LIMITS};
+use buzz_core::EventId;
 use uuid::Uuid;
 
 /// Bytes of one packed entry.
@@ -21,12 +22,10 @@ pub struct Entry {
 }
 
 impl Entry {
-    /// From SQL text: `None` when the revision id is not 64 lowercase hex (never stored so).
+    /// The entry of revision `revision` of artifact `d` in `channel`.
     #[must_use]
-    pub fn new(d: Uuid, revision: &str, channel: Uuid) -> Option<Self> {
-        let mut rev = [0u8; 32];
-        hex::decode_to_slice(revision, &mut rev).ok()?;
-        Some(Self { d, revision: rev, channel })
+    pub fn new(d: Uuid, revision: &EventId, channel: Uuid) -> Self {
+        Self { d, revision: revision.to_bytes(), channel }
     }
 
     /// The revision id as 64 lowercase hex characters.

@@ -2,6 +2,7 @@
 //! validate the full frozen scope (readable channels unchanged since the capture and every
 //! captured entry intact); a body read validates only the requested revisions and their channels.
 
+use buzz_core::EventId;
 use buzz_bus::snapshot::{SnapshotCode, SnapshotRequest, LIMITS};
 
 use crate::manifest::{self, Cursor, Entry, Token};
@@ -110,13 +111,8 @@ impl Service {
         Ok(format!("{{\"version\":1,\"token\":\"{}\",\"complete\":true}}", token.encode()))
     }
 
-    pub(crate) async fn bodies(&self, req: &SnapshotRequest, token: Token, revisions: &[String]) -> Outcome {
-        let mut wanted = Vec::with_capacity(revisions.len());
-        for r in revisions {
-            let mut rev = [0u8; 32];
-            hex::decode_to_slice(r, &mut rev).map_err(|_| SnapshotCode::SnapshotInvalid)?;
-            wanted.push(rev);
-        }
+    pub(crate) async fn bodies(&self, req: &SnapshotRequest, token: Token, revisions: &[EventId]) -> Outcome {
+        let wanted: Vec<[u8; 32]> = revisions.iter().map(EventId::to_bytes).collect();
         let fields = wanted.iter().map(|r| state::body_field(token.generation, r)).collect();
         let (_, read) = self.load(req, token, None, fields).await?;
         let mut entries = Vec::with_capacity(wanted.len());
@@ -140,8 +136,8 @@ impl Service {
 }
 
 /// The bodies in the requested order, within `bodyBytes` (a single body above it fails too).
-fn in_order(revisions: &[String], found: Vec<(String, String)>) -> Result<Vec<String>, crate::Failure> {
-    let mut by_id: std::collections::HashMap<String, String> = found.into_iter().collect();
+fn in_order(revisions: &[EventId], found: Vec<(EventId, String)>) -> Result<Vec<String>, crate::Failure> {
+    let mut by_id: std::collections::HashMap<EventId, String> = found.into_iter().collect();
     let mut total = 0usize;
     let mut out = Vec::with_capacity(revisions.len());
     for r in revisions {

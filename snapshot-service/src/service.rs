@@ -77,7 +77,7 @@ impl Service {
         )
         .await?;
         if !matches!(who.lifecycle.as_deref(), Some("active" | "archived")) {
-            self.state.purge_community(&req.community_id.to_string()).await;
+            self.state.purge_community(req.community_id).await;
             return Err(SnapshotCode::SnapshotReset.into());
         }
         if who.role.is_none() {
@@ -94,7 +94,7 @@ impl Service {
     /// (the policy-service asks before it removes the community's row). Not an operation: no
     /// operation slot, no database; Redis' own timeout bounds it.
     pub async fn purge(&self, req: &PurgeCaptures) -> PurgeReply {
-        let purged = self.state.try_purge_community(&req.community_id.to_string()).await;
+        let purged = self.state.try_purge_community(req.community_id).await;
         let outcome = if purged.is_ok() { "ok" } else { "unavailable" };
         metrics::counter!("buzz_snapshot_purges_total", "outcome" => outcome).increment(1);
         purged.map_err(|_| BusError::unavailable("snapshot store unavailable"))
@@ -105,8 +105,7 @@ impl Service {
     /// (the operation limit drops it, perhaps after its manifest was published in Redis but
     /// before Redis' answer arrived) releases it in the background ([`Unreleased`]).
     pub(crate) async fn start(&self, req: &SnapshotRequest, query: &Filter) -> Outcome {
-        let community = req.community_id.to_string();
-        let generation = self.state.reserve(&community, &req.reader.pubkey, self.lease_ms).await?;
+        let generation = self.state.reserve(req.community_id, &req.reader.pubkey, self.lease_ms).await?;
         let mut owed = Unreleased { state: self.state.clone(), generation: Some(generation) };
         let outcome = self.capture(req, query, generation).await;
         if outcome.is_ok() || self.state.release(generation).await.is_ok() {
@@ -163,8 +162,7 @@ impl Service {
         if bytes > self.max_manifest_bytes {
             return Err(SnapshotCode::SnapshotLimit.into());
         }
-        let community = req.community_id.to_string();
-        let owner = (community.as_str(), req.reader.pubkey.as_str());
+        let owner = (req.community_id, &req.reader.pubkey);
         let expires_ms = self.state.publish(generation, owner, bytes, pages.len(), fields).await?;
         metrics::histogram!("buzz_snapshot_capture_rows").record(entries.len() as f64);
         let token = Token { generation, secret };

@@ -20,10 +20,12 @@
 
 use std::time::Duration;
 
+use buzz_core::Pubkey;
 use buzz_bus::snapshot::{SnapshotCode, LIMITS};
 use bytes::Bytes;
 use fred::clients::Pool;
 use fred::interfaces::LuaInterface;
+use uuid::Uuid;
 use fred::types::Value;
 
 /// Lua helpers shared by the scripts: the clock, the charge index, and removing a capture.
@@ -240,10 +242,10 @@ impl SharedState {
     /// Reserves a capture slot under the shared quotas (active captures, captures per reader per
     /// community), with a serving lease that must still hold when the capture is published.
     /// Removes a bounded number of expired captures first.
-    pub async fn reserve(&self, community: &str, reader: &str, lease_ms: u64) -> Result<u64, SnapshotCode> {
+    pub async fn reserve(&self, community: Uuid, reader: &Pubkey, lease_ms: u64) -> Result<u64, SnapshotCode> {
         let args = vec![
-            Value::from(community),
-            Value::from(reader),
+            Value::from(community.to_string()),
+            Value::from(reader.as_str()),
             Value::from(self.quotas.active_captures as i64),
             Value::from(LIMITS.captures_per_reader as i64),
             Value::from(i64::try_from(lease_ms).unwrap_or(i64::MAX)),
@@ -265,7 +267,7 @@ impl SharedState {
     pub async fn publish(
         &self,
         generation: u64,
-        owner: (&str, &str),
+        owner: (Uuid, &Pubkey),
         bytes: usize,
         pages: usize,
         fields: Vec<(Vec<u8>, Bytes)>,
@@ -277,8 +279,8 @@ impl SharedState {
             Value::from(self.quotas.charged_bytes as i64),
             Value::from(lifetime_ms()),
             Value::from(pages as i64),
-            Value::from(community),
-            Value::from(reader),
+            Value::from(community.to_string()),
+            Value::from(reader.as_str()),
         ];
         for (f, v) in fields {
             args.push(Value::Bytes(Bytes::from(f)));
@@ -315,15 +317,15 @@ impl SharedState {
     }
 
     /// Removes every capture and charge of `community` (deleted or being deleted).
-    pub async fn purge_community(&self, community: &str) {
+    pub async fn purge_community(&self, community: Uuid) {
         let _ = self.try_purge_community(community).await;
     }
 
     /// [`Self::purge_community`] that reports whether Redis did it: what a community deletion's
     /// purge request (`Service::purge`) answers, so that the deletion fails (503, a retry
     /// finishes it) when it did not.
-    pub async fn try_purge_community(&self, community: &str) -> Result<(), SnapshotCode> {
-        let args = vec![Value::from(community)];
+    pub async fn try_purge_community(&self, community: Uuid) -> Result<(), SnapshotCode> {
+        let args = vec![Value::from(community.to_string())];
         self.eval(PURGE_COMMUNITY, args).await.map(|_| ())
     }
 

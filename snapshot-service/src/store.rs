@@ -3,6 +3,7 @@
 //! `buzz_store::access` (the reader's readable channel ids); artifact matching reads the
 //! current-state index `artifact_current_tags` the write path keeps exact.
 
+use buzz_core::{EventId, Pubkey};
 use buzz_bus::snapshot::{SnapshotCode, LIMITS};
 use buzz_core::Filter;
 use buzz_store::current_tags::{push_type_match, Columns, Predicates, ANCHOR};
@@ -63,7 +64,7 @@ pub struct ReaderState {
 pub async fn reader_state(
     conn: &mut PgConnection,
     community: Uuid,
-    member_key: &str,
+    member_key: &Pubkey,
     restriction: Option<&[Uuid]>,
     as_of: Option<&str>,
 ) -> Result<ReaderState, SnapshotCode> {
@@ -186,12 +187,9 @@ pub async fn matches(
                AND (e.expires_at IS NULL OR e.expires_at > now()) ORDER BY a.d LIMIT ",
         )
         .push_bind(i64::try_from(LIMITS.max_rows + 1).unwrap_or(i64::MAX));
-    let rows: Vec<(Uuid, String, Uuid, bool)> =
+    let rows: Vec<(Uuid, EventId, Uuid, bool)> =
         qb.build_query_as().fetch_all(conn).await.map_err(|e| sql_error(&e))?;
-    Ok(rows
-        .into_iter()
-        .filter_map(|(d, rev, ch, ttl)| Entry::new(d, &rev, ch).map(|entry| Match { entry, ttl }))
-        .collect())
+    Ok(rows.into_iter().map(|(d, rev, ch, ttl)| Match { entry: Entry::new(d, &rev, ch), ttl }).collect())
 }
 
 /// True when every captured entry still stands: the artifact exists, is not deleted and still
@@ -244,8 +242,8 @@ pub async fn entries_intact(
 pub async fn bodies(
     conn: &mut PgConnection,
     community: Uuid,
-    revisions: &[String],
-) -> Result<Vec<(String, String)>, SnapshotCode> {
+    revisions: &[EventId],
+) -> Result<Vec<(EventId, String)>, SnapshotCode> {
     sqlx::query_as("SELECT id, raw FROM events WHERE community_id = $1 AND id = ANY($2)")
         .bind(community)
         .bind(revisions.to_vec())

@@ -247,7 +247,7 @@ impl Cluster {
                 opts.gateway_redis_url.unwrap_or(&redis_url),
                 &nats_prefix,
                 &redis_prefix,
-                relay.public_hex(),
+                relay.pubkey(),
             );
             settings.shutdown_grace = Duration::from_secs(2);
             // Gateways read the same `BUZZ_NIP_FI_*` settings as the policy-service.

@@ -14,6 +14,16 @@ use buzz_tests::snapshot::*;
 use buzz_tests::{Cluster, ClusterOptions};
 use serde_json::{json, Value};
 
+/// The snapshot state's community in these Redis-only tests.
+const C: uuid::Uuid = uuid::Uuid::from_u128(0xc);
+
+/// A reader key named for the test (its name's bytes, zero-padded).
+fn reader_key(name: &str) -> buzz_core::Pubkey {
+    let mut b = [0u8; 32];
+    b[..name.len()].copy_from_slice(name.as_bytes());
+    buzz_core::Pubkey::from_bytes(&b)
+}
+
 fn redis(args: &[&str]) -> String {
     let out = std::process::Command::new("redis-cli").args(args).output().unwrap();
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
@@ -172,14 +182,14 @@ async fn each_allocation_removes_at_most_two_expired_captures() {
     // A live reservation keeps the hash (which otherwise expires with its last capture), then
     // five reservations whose leases end together (after all five exist): dead, but still
     // charged until an allocation removes them.
-    state.reserve("c", "keeper", 60_000).await.unwrap();
+    state.reserve(C, &reader_key("keeper"), 60_000).await.unwrap();
     for i in 0..5 {
-        state.reserve("c", &format!("reader{i}"), 1500).await.unwrap();
+        state.reserve(C, &reader_key(&format!("reader{i}")), 1500).await.unwrap();
     }
     assert_eq!(count(), 6);
     // Wait on Redis' own clock until every short lease has ended.
     let idx: Value = serde_json::from_str(&redis(&["HGET", &key, "idx"])).unwrap();
-    let short = idx.as_array().unwrap().iter().filter(|c| c["r"] != "keeper");
+    let short = idx.as_array().unwrap().iter().filter(|c| c["r"] != reader_key("keeper").as_str());
     let last = short.map(|c| c["l"].as_i64().unwrap()).max().unwrap();
     let deadline = Instant::now() + Duration::from_secs(2);
     loop {
@@ -191,11 +201,11 @@ async fn each_allocation_removes_at_most_two_expired_captures() {
         tokio::task::yield_now().await;
     }
     // Each allocation removes two and adds its own.
-    state.reserve("c", "next", 60_000).await.unwrap();
+    state.reserve(C, &reader_key("next"), 60_000).await.unwrap();
     assert_eq!(count(), 5);
-    state.reserve("c", "next2", 60_000).await.unwrap();
+    state.reserve(C, &reader_key("next2"), 60_000).await.unwrap();
     assert_eq!(count(), 4);
-    state.reserve("c", "next3", 60_000).await.unwrap();
+    state.reserve(C, &reader_key("next3"), 60_000).await.unwrap();
     assert_eq!(count(), 4);
     redis(&["DEL", &key]);
 }
@@ -281,7 +291,7 @@ async fn community_deletion_removes_its_captures_and_charges_only() {
         .await
         .unwrap();
     let state = SharedState::new(pool, &cluster.redis_prefix, Duration::from_secs(2));
-    state.purge_community(&gone.id.to_string()).await;
+    state.purge_community(gone.id).await;
     let left = charges(&cluster);
     assert_eq!(left.len(), 1);
     assert_eq!(left[0]["c"], json!(kept.id.to_string()));
@@ -327,27 +337,27 @@ async fn generations_never_repeat_after_the_hash_is_lost_and_a_lost_reservation_
     use buzz_bus::snapshot::SnapshotCode;
     let state = own_state().await;
     let key = state.key().to_owned();
-    let alice = state.reserve("c", "alice", 60_000).await.unwrap();
+    let alice = state.reserve(C, &reader_key("alice"), 60_000).await.unwrap();
     // Eviction or loss of the whole hash while Alice's start is capturing.
     redis(&["DEL", &key]);
-    let bob = state.reserve("c", "bob", 60_000).await.unwrap();
+    let bob = state.reserve(C, &reader_key("bob"), 60_000).await.unwrap();
     assert_ne!(alice, bob, "a generation was handed out twice");
     assert!(bob > alice);
     let field = |g: u64| (format!("{g}:m").into_bytes(), bytes::Bytes::from_static(b"{}"));
     // Alice's publication finds no reservation of hers: refused, and Bob's is untouched.
-    let lost = state.publish(alice, ("c", "alice"), 10, 0, vec![field(alice)]).await;
+    let lost = state.publish(alice, (C, &reader_key("alice")), 10, 0, vec![field(alice)]).await;
     assert_eq!(lost, Err(SnapshotCode::SnapshotUnavailable));
     // Nobody publishes under another reader's reservation, even naming its generation.
-    let stolen = state.publish(bob, ("c", "alice"), 10, 0, vec![field(bob)]).await;
+    let stolen = state.publish(bob, (C, &reader_key("alice")), 10, 0, vec![field(bob)]).await;
     assert_eq!(stolen, Err(SnapshotCode::SnapshotUnavailable));
     let idx: Value = serde_json::from_str(&redis(&["HGET", &key, "idx"])).unwrap();
     assert_eq!(idx.as_array().unwrap().len(), 1, "{idx}");
-    assert_eq!((&idx[0]["r"], &idx[0]["s"]), (&json!("bob"), &json!("r")), "{idx}");
-    assert!(state.publish(bob, ("c", "bob"), 10, 0, vec![field(bob)]).await.is_ok());
+    assert_eq!((&idx[0]["r"], &idx[0]["s"]), (&json!(reader_key("bob").as_str()), &json!("r")), "{idx}");
+    assert!(state.publish(bob, (C, &reader_key("bob")), 10, 0, vec![field(bob)]).await.is_ok());
     // A generation is Redis' clock in microseconds (or one more than the last): after losing the
     // hash, later generations are still larger.
     redis(&["DEL", &key]);
-    let carol = state.reserve("c", "carol", 60_000).await.unwrap();
+    let carol = state.reserve(C, &reader_key("carol"), 60_000).await.unwrap();
     assert!(carol > bob, "{carol} after {bob}");
     redis(&["DEL", &key]);
 }
@@ -359,13 +369,13 @@ async fn the_hash_expires_when_its_last_capture_ends_and_goes_with_the_last_rele
     let state = own_state().await;
     let key = state.key().to_owned();
     let pttl = || redis(&["PTTL", &key]).parse::<i64>().unwrap();
-    let g = state.reserve("c", "alice", 5_000).await.unwrap();
+    let g = state.reserve(C, &reader_key("alice"), 5_000).await.unwrap();
     let reserved = pttl();
     assert!(reserved > 0 && reserved <= 5_000, "a reservation's hash lives {reserved} ms, past its lease");
-    let x = state.publish(g, ("c", "alice"), 10, 0, Vec::new()).await.unwrap();
+    let x = state.publish(g, (C, &reader_key("alice")), 10, 0, Vec::new()).await.unwrap();
     // Exactly the capture's fixed expiry (ms, Redis' clock).
     assert_eq!(redis(&["PEXPIRETIME", &key]).parse::<i64>().unwrap(), x);
-    let second = state.reserve("c", "bob", 5_000).await.unwrap();
+    let second = state.reserve(C, &reader_key("bob"), 5_000).await.unwrap();
     assert_eq!(redis(&["PEXPIRETIME", &key]).parse::<i64>().unwrap(), x, "the later end counts");
     state.release(second).await.unwrap();
     state.release(g).await.unwrap();

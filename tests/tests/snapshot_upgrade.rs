@@ -12,6 +12,16 @@ use std::time::Duration;
 use buzz_snapshot::state::SharedState;
 use serde_json::Value;
 
+/// The snapshot state's community in these Redis-only tests.
+const C: uuid::Uuid = uuid::Uuid::from_u128(0xc);
+
+/// A reader key named for the test (its name's bytes, zero-padded).
+fn reader_key(name: &str) -> buzz_core::Pubkey {
+    let mut b = [0u8; 32];
+    b[..name.len()].copy_from_slice(name.as_bytes());
+    buzz_core::Pubkey::from_bytes(&b)
+}
+
 const OLD_COMMON: &str = r"
 local key = KEYS[1]
 local t = redis.call('TIME')
@@ -133,23 +143,23 @@ async fn a_0_1_0_snapshot_service_and_this_release_share_the_hash_without_meetin
         .unwrap();
     let state = SharedState::new(pool, &prefix, Duration::from_secs(2));
     let key = state.key().to_owned();
-    let alice = state.reserve("c", "alice", 60_000).await.unwrap();
+    let alice = state.reserve(C, &reader_key("alice"), 60_000).await.unwrap();
     // 0.1.0 reserves with its own counter: generation 1, far below this release's.
-    assert_eq!(old(&key, OLD_RESERVE, &["c", "bob", "32", "2", "60000", "300000", "2"]), "1");
-    let carol = state.reserve("c", "carol", 60_000).await.unwrap();
+    assert_eq!(old(&key, OLD_RESERVE, &[&C.to_string(), "bob", "32", "2", "60000", "300000", "2"]), "1");
+    let carol = state.reserve(C, &reader_key("carol"), 60_000).await.unwrap();
     assert!(carol > alice && alice > 1);
     // 0.1.0 publishes its capture under its reservation; this release publishes Alice's.
     assert_eq!(old(&key, OLD_PUBLISH, &["1", "10", "67108864", "300000", "0", "1:m", "{}"]), "1");
-    assert!(state.publish(alice, ("c", "alice"), 10, 0, Vec::new()).await.is_ok());
+    assert!(state.publish(alice, (C, &reader_key("alice")), 10, 0, Vec::new()).await.is_ok());
     let by = |r: &str| charges(&key).into_iter().find(|c| c["r"] == r).unwrap();
     assert_eq!((by("bob")["s"].clone(), by("bob")["g"].clone()), ("a".into(), 1.into()));
-    assert_eq!(by("alice")["g"], Value::from(alice.to_string()), "a string, never rounded");
+    assert_eq!(by(reader_key("alice").as_str())["g"], Value::from(alice.to_string()), "a string, never rounded");
     // Each side releases only its own.
     assert_eq!(old(&key, OLD_RELEASE, &["1", "300000"]), "1");
     state.release(carol).await.unwrap();
     let left = charges(&key);
     assert_eq!(left.len(), 1, "{left:?}");
-    assert_eq!((left[0]["r"].clone(), left[0]["s"].clone()), ("alice".into(), "a".into()));
+    assert_eq!((left[0]["r"].clone(), left[0]["s"].clone()), (reader_key("alice").as_str().into(), "a".into()));
     assert_eq!(redis(&["HGET", &key, "gen"]), "1", "0.1.0's counter is left to 0.1.0");
     redis(&["DEL", &key]);
 }
