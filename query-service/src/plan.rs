@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use buzz_bus::{BusError, ErrorCode, QueryFrameBody};
-use buzz_core::{ArtifactForm, Filter, Limits};
+use buzz_core::{ArtifactForm, EventId, Filter, Limits};
 use futures::TryStreamExt;
 use sqlx::{PgConnection, Postgres, Transaction};
 use uuid::Uuid;
@@ -75,7 +75,7 @@ impl Plan<'_> {
                 }
                 None => sql::select_events(&self.reader, f, f.effective_limit(limits)),
             };
-            let mut rows = qb.build_query_as::<(String, String)>().fetch(&mut *conn);
+            let mut rows = qb.build_query_as::<(EventId, String)>().fetch(&mut *conn);
             while let Some((id, raw)) = rows.try_next().await.map_err(sql_error)? {
                 if let Some(events) = out.push(id, raw) {
                     emit(QueryFrameBody::Events { events }).await;
@@ -96,7 +96,7 @@ const FRAME_EVENTS: usize = 200;
 /// Streamed events: de-duplicated across filters, cut into frames of bounded size.
 #[derive(Default)]
 struct Frames {
-    seen: HashSet<String>,
+    seen: HashSet<EventId>,
     batch: Vec<String>,
     batch_bytes: usize,
     total: u64,
@@ -104,7 +104,7 @@ struct Frames {
 
 impl Frames {
     /// Adds one row; returns a full frame to emit.
-    fn push(&mut self, id: String, raw: String) -> Option<Vec<String>> {
+    fn push(&mut self, id: EventId, raw: String) -> Option<Vec<String>> {
         if !self.seen.insert(id) {
             return None;
         }
@@ -141,9 +141,10 @@ mod tests {
     #[test]
     fn frames_drop_repeats_and_close_at_their_event_bound() {
         let mut frames = Frames::default();
-        assert!(frames.push("a".into(), "{}".into()).is_none());
-        assert!(frames.push("a".into(), "{}".into()).is_none());
-        let full = (1..FRAME_EVENTS).find_map(|i| frames.push(format!("id{i}"), "{}".into()));
+        let id = |i: usize| EventId::parse(&format!("{i:064x}")).unwrap();
+        assert!(frames.push(id(0), "{}".into()).is_none());
+        assert!(frames.push(id(0), "{}".into()).is_none());
+        let full = (1..FRAME_EVENTS).find_map(|i| frames.push(id(i), "{}".into()));
         assert_eq!(full.map(|f| f.len()), Some(FRAME_EVENTS));
         assert_eq!(frames.total, FRAME_EVENTS as u64);
     }
