@@ -8,7 +8,7 @@ use crate::payload::*;
 
 fn query(extra: serde_json::Value) -> serde_json::Value {
     let mut v =
-        json!({ "community_id": Uuid::nil(), "reader": {"pubkey": "a", "scopes": []}, "filters": [] });
+        json!({ "community_id": Uuid::nil(), "reader": {"pubkey": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "scopes": []}, "filters": [] });
     if let (Some(m), Some(e)) = (v.as_object_mut(), extra.as_object()) {
         m.extend(e.clone());
     }
@@ -68,12 +68,12 @@ fn each_access_request_is_answered_by_its_own_reply_type() {
 fn chat_answers_are_the_json_the_http_api_serves() {
     let wire = json!({
         "channel_id": Uuid::nil(), "message_count": 3, "unread": 1, "mentions": 0,
-        "replies": {"ab": 2}, "read_up_to": null
+        "replies": {"abababababababababababababababababababababababababababababababab": 2}, "read_up_to": null
     });
     let answer: ChatAnswer = serde_json::from_value(wire.clone()).unwrap_or_else(|_| unreachable!());
     assert!(matches!(answer, ChatAnswer::Summary(ChannelSummary { unread: 1, .. })));
     assert_eq!(serde_json::to_value(&answer).ok(), Some(wire));
-    let page = json!({"mentions": [{"event_id": "e", "channel_id": Uuid::nil(), "read": false, "event": {"id": "e"}}]});
+    let page = json!({"mentions": [{"event_id": "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", "channel_id": Uuid::nil(), "read": false, "event": {"id": "e"}}]});
     let answer: ChatAnswer = serde_json::from_value(page.clone()).unwrap_or_else(|_| unreachable!());
     assert!(matches!(answer, ChatAnswer::Mentions(_)));
     assert_eq!(serde_json::to_value(&answer).ok(), Some(page));
@@ -86,7 +86,7 @@ fn chat_answers_are_the_json_the_http_api_serves() {
 #[test]
 fn a_lease_reply_without_a_profile_reads_both_ways_across_0_1_and_0_2() {
     let v010 = json!({
-        "community": {"community_id": Uuid::nil(), "host": "a.test", "owner_pubkey": "ab",
+        "community": {"community_id": Uuid::nil(), "host": "a.test", "owner_pubkey": "abababababababababababababababababababababababababababababababab",
                       "requires_nip_fi": false, "policy_generation": 3, "fi_issuers": []},
         "lease_ms": 1000
     });
