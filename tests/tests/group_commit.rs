@@ -53,7 +53,6 @@ fn refusal(e: &buzz_write::error::WriteError) -> BusError {
     use buzz_write::error::WriteError;
     match e {
         WriteError::Refused(b) => b.clone(),
-        WriteError::Denied(d) => BusError::from(WriteError::Denied(*d)),
         other => panic!("unexpected storage failure: {other}"),
     }
 }

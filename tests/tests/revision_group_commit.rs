@@ -57,7 +57,6 @@ fn answer(outcome: &WriteResult<Accepted>) -> Result<(bool, String), BusError> {
     match outcome {
         Ok(a) => Ok((a.ok.duplicate, a.ok.message.clone())),
         Err(WriteError::Refused(b)) => Err(b.clone()),
-        Err(WriteError::Denied(d)) => Err(BusError::from(WriteError::Denied(*d))),
         Err(other) => panic!("unexpected storage failure: {other}"),
     }
 }

@@ -3,11 +3,9 @@
 //! ([`Batcher`]) serve NIP-AR revisions too (`revisions`), with [`load`] and [`admit`] shared.
 //!
 //! - Every post is still acknowledged only after the commit that stored it.
-//! - The decision of each post is the single-post path's, in the same order
-//!   (`events::write_event` then `post_message`): community active, duplicate (or deleted by its
-//!   author: `shared::already_accepted`), membership, `h`,
-//!   the access module's write rule, thread root. A refused post is answered on its own and its
-//!   batch-mates go on.
+//! - The decision of each post is the single-post path's: the same rules (`rules::admission`,
+//!   `rules::post`) applied to the batch's view of it. A refused post is answered on its own and
+//!   its batch-mates go on.
 //! - When a statement of the batch fails (a lock or statement timeout, a constraint), the batch is
 //!   rolled back and each of its posts is written again on its own, in its own transaction, so a
 //!   failing post never takes its batch-mates down. A failed commit is answered `error:` for all
@@ -20,12 +18,12 @@
 //! `p` tags), the authors' read markers (last, sorted, so concurrent batches lock them in the same
 //! order and hold them only until their commit).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use buzz_bus::{Actor, Audience, BusError};
 use buzz_core::{kinds, Event};
-use buzz_store::access::{self, Channel, Standing};
+use buzz_store::access::{Channel, Standing};
 use buzz_store::fragments::served_event;
 use buzz_store::{ChannelType, Role, Visibility};
 use futures::future::BoxFuture;
@@ -34,8 +32,10 @@ use tokio::sync::{mpsc, oneshot, Mutex};
 use uuid::Uuid;
 
 use crate::error::{WriteError, WriteResult};
-use crate::events::thread_root;
-use crate::shared::{already_accepted, channel_tag, credential, live_event, Accepted, Relay};
+use crate::rules::admission::{self, AdmissionView, Admitted, ChannelView};
+use crate::rules::post::Named;
+use crate::rules::Refusal;
+use crate::shared::{live_event, Accepted, Relay};
 
 /// How writes of one family are grouped: at most `max` per transaction, `lanes` transactions at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,14 +174,11 @@ async fn write_posts_on(
     relay: &buzz_core::Keys,
     posts: Vec<(Uuid, Actor, Event)>,
 ) -> Vec<WriteResult<Accepted>> {
-    let views: Vec<Post<'_>> = posts.iter().map(|(c, a, e)| Post::new(*c, a, e)).collect();
-    let result = write_batch(batch_pool, &views).await;
-    drop(views);
-    match result {
+    match write_batch(batch_pool, &posts).await {
         Ok(outcomes) => posts
             .into_iter()
             .zip(outcomes)
-            .map(|((community, _, event), outcome)| outcome.map(|o| o.into_accepted(community, event)))
+            .map(|((community, _, event), outcome)| outcome.into_accepted(community, event))
             .collect(),
         Err(BatchError::Commit(e)) => {
             tracing::error!(error = %e, posts = posts.len(), "batch commit failed");
@@ -205,42 +202,88 @@ pub(crate) struct Post<'a> {
     pub(crate) community: Uuid,
     pub(crate) actor: &'a Actor,
     pub(crate) event: &'a Event,
-    /// The channel it is written in (`h`), or why it names none.
-    pub(crate) channel: Result<Uuid, BusError>,
-    /// The conversation anchor it names in that channel, or why it names a bad one.
-    pub(crate) root: Result<Option<&'a str>, BusError>,
+    /// The channel it is written in and the thread root it names (a revision's: its envelope's).
+    pub(crate) named: Named<'a>,
 }
 
-impl<'a> Post<'a> {
-    fn new(community: Uuid, actor: &'a Actor, event: &'a Event) -> Self {
-        Self { community, actor, event, channel: channel_tag(event), root: thread_root(event) }
+/// One post of a batch: the post, what the batch read about it, and what became of it.
+struct Write<'a> {
+    post: Post<'a>,
+    view: View,
+    decision: Decision<'a>,
+}
+
+/// What the rules decided for a post of the batch.
+enum Decision<'a> {
+    Refused(Refusal),
+    Duplicate,
+    /// Accepted, to store in `channel` with `root`; `seq` once stored (`None` after the insert:
+    /// stored meanwhile by a concurrent write, a duplicate as on the single path).
+    Store {
+        channel: Channel,
+        root: Option<&'a str>,
+        seq: Option<i64>,
+    },
+}
+
+/// What became of a post, once the batch committed.
+enum Outcome {
+    Refused(Refusal),
+    Duplicate,
+    Stored { seq: i64, channel: Channel, banned: Vec<String>, access_version: i64 },
+}
+
+impl Write<'_> {
+    fn outcome(self) -> Outcome {
+        match self.decision {
+            Decision::Refused(r) => Outcome::Refused(r),
+            Decision::Duplicate | Decision::Store { seq: None, .. } => Outcome::Duplicate,
+            Decision::Store { channel, seq: Some(seq), .. } => Outcome::Stored {
+                seq,
+                channel,
+                banned: self.view.banned,
+                access_version: self.view.access_version.unwrap_or_default(),
+            },
+        }
     }
 }
 
-/// What an accepted post leaves to do once committed.
-enum Outcome {
-    Duplicate,
-    Stored { seq: i64, channel: Channel, banned: Vec<String>, access_version: i64, root: Option<String> },
+impl Outcome {
+    fn into_accepted(self, community: Uuid, event: Event) -> WriteResult<Accepted> {
+        let (seq, channel, banned, access_version) = match self {
+            Self::Refused(r) => return Err(r.into()),
+            Self::Duplicate => return Ok(Accepted::duplicate()),
+            Self::Stored { seq, channel, banned, access_version } => (seq, channel, banned, access_version),
+        };
+        Ok(stored(community, &channel, event, Stored { seq, banned, access_version, replaced: Vec::new() }))
+    }
 }
 
-impl Outcome {
-    fn into_accepted(self, community: Uuid, event: Event) -> Accepted {
-        let Self::Stored { seq, channel, banned, access_version, root: _ } = self else {
-            return Accepted::duplicate();
-        };
-        let mut live = live_event(community, &channel, event);
-        live.access_version = access_version;
-        if live.audience == Audience::Community {
-            live.banned = banned;
-        }
-        Accepted {
-            ok: buzz_bus::WriteOk::applied(),
-            live: Some(live),
-            also: Vec::new(),
-            access_changed: None,
-            seq: Some(seq),
-            bans_resolved: true,
-        }
+/// What a write stored by a batch answers and publishes, beyond its event and channel.
+pub(crate) struct Stored {
+    pub(crate) seq: i64,
+    /// The channel's banned keys (an open channel's live event skips them).
+    pub(crate) banned: Vec<String>,
+    pub(crate) access_version: i64,
+    /// The current-tag rows a NIP-AR revision replaced, as `[name, hex(sha256(first value))]`.
+    pub(crate) replaced: Vec<[String; 2]>,
+}
+
+/// The answer and live event of a write a batch stored in `channel`.
+pub(crate) fn stored(community: Uuid, channel: &Channel, event: Event, s: Stored) -> Accepted {
+    let mut live = live_event(community, channel, event);
+    live.access_version = s.access_version;
+    if live.audience == Audience::Community {
+        live.banned = s.banned;
+    }
+    live.replaced_tags = s.replaced;
+    Accepted {
+        ok: buzz_bus::WriteOk::applied(),
+        live: Some(live),
+        also: Vec::new(),
+        access_changed: None,
+        seq: Some(s.seq),
+        bans_resolved: true,
     }
 }
 
@@ -294,36 +337,20 @@ impl View {
     }
 }
 
-/// The single-post path's decision, in its order, from the batch's view of the post: the channel
-/// and thread root to store it with, or `None` for an event already accepted.
-fn decide(post: &Post<'_>, view: &View) -> WriteResult<Option<(Channel, Option<String>)>> {
-    let Some(channel) = admit(post, view)? else { return Ok(None) };
-    let root = post.root.clone()?;
-    if root.is_some() && !view.anchor {
-        return Err(WriteError::invalid("thread root must be a conversation anchor in this channel"));
-    }
-    Ok(Some((channel, root.map(str::to_owned))))
-}
-
-/// What every client event write decides first, in the single-write path's order
-/// (`events::write_event`): the author, the community active, an event already accepted (`None`,
-/// or refused when its author deleted it), membership; then the write's channel and the access module's write rule there (the kind-9
-/// rule, which NIP-AR revisions share). Returns the channel to write in.
-pub(crate) fn admit(post: &Post<'_>, view: &View) -> WriteResult<Option<Channel>> {
-    if post.event.pubkey != post.actor.pubkey {
-        return Err(WriteError::restricted("event pubkey is not the authenticated pubkey"));
-    }
-    if !view.active {
-        return Err(WriteError::restricted("community is not active"));
-    }
-    if view.duplicate {
-        return already_accepted(view.deleted).map(|_| None);
-    }
-    let Some(role) = view.role else {
-        return Err(WriteError::restricted("not a member of this community"));
+/// Admission (`rules::admission::admit`) from the batch's view of a write: `None` for an event
+/// already accepted, else the channel it names and the writer's standing there, for the kind-9
+/// write rule.
+pub(crate) fn admit(post: &Post<'_>, view: &View) -> Result<Option<ChannelView>, Refusal> {
+    let seen = AdmissionView {
+        active: view.active,
+        duplicate: view.duplicate,
+        deleted: view.deleted,
+        role: view.role,
     };
-    post.channel.clone()?;
-    let channel = view.channel();
+    let role = match admission::admit(post.event, post.actor, &seen)? {
+        Admitted::Duplicate => return Ok(None),
+        Admitted::Member(role) => role,
+    };
     let standing = Standing {
         community_member: true,
         community_admin: role.is_admin(),
@@ -331,65 +358,70 @@ pub(crate) fn admit(post: &Post<'_>, view: &View) -> WriteResult<Option<Channel>
         channel_admin: view.channel_role.is_some_and(Role::is_admin),
         banned: view.channel_banned,
     };
-    access::can_write(channel.as_ref(), standing, credential(post.actor))?;
-    Ok(Some(channel.ok_or_else(BusError::internal)?))
+    Ok(Some(ChannelView { channel: view.channel(), standing }))
 }
 
-async fn write_batch(pool: &PgPool, posts: &[Post<'_>]) -> Result<Vec<WriteResult<Outcome>>, BatchError> {
-    let mut tx = pool.begin().await?;
-    let views = load(&mut tx, posts).await?;
-    let mut outcomes: Vec<WriteResult<Outcome>> = Vec::with_capacity(posts.len());
-    // (community, id) of the posts to store, first occurrence only: a post submitted twice in one
-    // batch is stored once and the second answered as a duplicate.
-    let mut seen = std::collections::HashSet::new();
-    let mut store = Vec::new();
-    for (i, (post, view)) in posts.iter().zip(&views).enumerate() {
-        let outcome = match decide(post, view) {
-            Err(e) => Err(e),
-            Ok(None) => Ok(Outcome::Duplicate),
-            Ok(Some(_)) if !seen.insert((post.community, post.event.id.as_str())) => Ok(Outcome::Duplicate),
-            Ok(Some((channel, root))) => {
-                store.push(i);
-                Ok(Outcome::Stored {
-                    seq: 0,
-                    channel,
-                    banned: view.banned.clone(),
-                    access_version: view.access_version.unwrap_or_default(),
-                    root,
-                })
-            }
-        };
-        outcomes.push(outcome);
+/// The kind-9 decision (`rules::post`) from the batch's view; a post submitted twice in one batch
+/// (`seen` holds the (community, id) of those stored before it) is stored once.
+fn decide<'a>(post: &Post<'a>, view: &View, seen: &mut HashSet<(Uuid, &'a str)>) -> Decision<'a> {
+    let at = match admit(post, view) {
+        Err(r) => return Decision::Refused(r),
+        Ok(None) => return Decision::Duplicate,
+        Ok(Some(at)) => at,
+    };
+    match crate::rules::post::decide(&post.named, at, view.anchor, post.actor) {
+        Err(r) => Decision::Refused(r),
+        Ok(_) if !seen.insert((post.community, post.event.id.as_str())) => Decision::Duplicate,
+        Ok((channel, root)) => Decision::Store { channel, root, seq: None },
     }
-    if !store.is_empty() {
-        let events: Vec<NewEvent<'_>> = store
-            .iter()
-            .filter_map(|&i| match &outcomes[i] {
-                Ok(Outcome::Stored { channel, root, .. }) => Some(NewEvent {
-                    community: posts[i].community,
-                    event: posts[i].event,
-                    channel,
-                    thread_root: root.as_deref(),
-                }),
-                _ => None,
-            })
-            .collect();
+}
+
+async fn write_batch(pool: &PgPool, batch: &[(Uuid, Actor, Event)]) -> Result<Vec<Outcome>, BatchError> {
+    let posts: Vec<Post<'_>> = batch
+        .iter()
+        .map(|(community, actor, event)| Post {
+            community: *community,
+            actor,
+            event,
+            named: Named::parse(event),
+        })
+        .collect();
+    let mut tx = pool.begin().await?;
+    let views = load(&mut tx, &posts).await?;
+    let mut seen = HashSet::new();
+    let mut writes: Vec<Write<'_>> = posts
+        .into_iter()
+        .zip(views)
+        .map(|(post, view)| {
+            let decision = decide(&post, &view, &mut seen);
+            Write { post, view, decision }
+        })
+        .collect();
+    let events: Vec<NewEvent<'_>> = writes
+        .iter()
+        .filter_map(|w| match &w.decision {
+            Decision::Store { channel, root, .. } => Some(NewEvent {
+                community: w.post.community,
+                event: w.post.event,
+                channel,
+                thread_root: *root,
+            }),
+            _ => None,
+        })
+        .collect();
+    if !events.is_empty() {
         let seqs = insert_events(&mut tx, &events).await?;
         drop(events);
-        for &i in &store {
-            let key = (posts[i].community, posts[i].event.id.clone());
-            match (seqs.get(&key), &mut outcomes[i]) {
-                (Some(&s), Ok(Outcome::Stored { seq, .. })) => *seq = s,
-                // Stored meanwhile by a concurrent write: a duplicate, as on the single path.
-                (None, outcome) => *outcome = Ok(Outcome::Duplicate),
-                _ => {}
+        for w in &mut writes {
+            if let Decision::Store { seq, .. } = &mut w.decision {
+                *seq = seqs.get(&(w.post.community, w.post.event.id.clone())).copied();
             }
         }
-        record_mentions(&mut tx, posts, &outcomes, &store).await?;
-        advance_markers(&mut tx, posts, &outcomes, &store).await?;
+        record_mentions(&mut tx, &writes).await?;
+        advance_markers(&mut tx, &writes).await?;
     }
     tx.commit().await.map_err(BatchError::Commit)?;
-    Ok(outcomes)
+    Ok(writes.into_iter().map(Write::outcome).collect())
 }
 
 /// Admission, channel view and thread-root check of every post in one statement, the channel rows
@@ -407,8 +439,8 @@ pub(crate) async fn load(tx: &mut PgConnection, posts: &[Post<'_>]) -> Result<Ve
         community.push(p.community);
         event_id.push(p.event.id.as_str());
         member.push(p.actor.member_key());
-        channel.push(p.channel.as_ref().ok().copied());
-        root.push(p.root.as_ref().ok().copied().flatten());
+        channel.push(p.named.channel.as_ref().ok().copied());
+        root.push(p.named.root.as_ref().ok().copied().flatten());
     }
     let sql = format!(
         "WITH i AS ( \
@@ -545,18 +577,12 @@ pub(crate) async fn insert_events(
 
 /// One mention per distinct `p` tag naming a community member other than the author, for every
 /// stored post (`read_model::on_message`, for a batch).
-async fn record_mentions(
-    tx: &mut PgConnection,
-    posts: &[Post<'_>],
-    outcomes: &[WriteResult<Outcome>],
-    store: &[usize],
-) -> Result<(), sqlx::Error> {
+async fn record_mentions(tx: &mut PgConnection, writes: &[Write<'_>]) -> Result<(), sqlx::Error> {
     let (mut community, mut pubkey, mut event, mut channel, mut seq, mut created_at) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for &i in store {
-        let (p, Ok(Outcome::Stored { seq: s, channel: ch, .. })) = (&posts[i], &outcomes[i]) else {
-            continue;
-        };
+    for w in writes {
+        let Decision::Store { channel: ch, seq: Some(s), .. } = &w.decision else { continue };
+        let p = &w.post;
         for key in crate::read_model::mentioned(p.event) {
             community.push(p.community);
             pubkey.push(key);
@@ -590,15 +616,11 @@ async fn record_mentions(
 
 /// Moves each author's read marker in each channel to their last stored post of the batch (posting
 /// marks the channel read). Keys sorted, one row each, so concurrent batches lock in one order.
-async fn advance_markers(
-    tx: &mut PgConnection,
-    posts: &[Post<'_>],
-    outcomes: &[WriteResult<Outcome>],
-    store: &[usize],
-) -> Result<(), sqlx::Error> {
+async fn advance_markers(tx: &mut PgConnection, writes: &[Write<'_>]) -> Result<(), sqlx::Error> {
     let mut last: BTreeMap<(Uuid, Uuid, &str), (i64, &str)> = BTreeMap::new();
-    for &i in store {
-        let (p, Ok(Outcome::Stored { seq, channel, .. })) = (&posts[i], &outcomes[i]) else { continue };
+    for w in writes {
+        let Decision::Store { channel, seq: Some(seq), .. } = &w.decision else { continue };
+        let p = &w.post;
         let entry =
             last.entry((p.community, channel.id, p.event.pubkey.as_str())).or_insert((*seq, &p.event.id));
         if *seq > entry.0 {

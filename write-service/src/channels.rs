@@ -1,7 +1,7 @@
 //! Channel administration (kinds 9000, 9001, 9002, 9005, 9008), NIP-09 deletion of one's own
 //! events (kind 5), and the relay-signed channel state (39000 metadata, 39002 members).
 
-use buzz_bus::{Actor, BusError, LiveEvent, Scope};
+use buzz_bus::{Actor, LiveEvent, Scope};
 use buzz_core::kinds::{
     CHANNEL_MEMBERS, CHANNEL_METADATA, DELETE_CHANNEL, EDIT_CHANNEL, PUT_USER, REDACT, REMOVE_USER,
 };
@@ -11,38 +11,39 @@ use buzz_store::{ChannelType, Role, Visibility};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::error::{WriteError, WriteResult};
-use crate::shared::{channel_tag, credential, live_event, store_and_announce, Accepted, Relay};
+use crate::error::WriteResult;
+use crate::rules::admission::credential;
+use crate::rules::post::channel_tag;
+use crate::rules::Refusal;
+use crate::shared::{live_event, store_and_announce, Accepted, Relay};
 use crate::store;
 
 const UNRESTRICTED: Credential<'static> =
     Credential { can_read_messages: true, can_write_messages: true, channel_ids: None };
 
 /// The credential's scope (its channel restriction is checked by the caller).
-fn need(actor: &Actor, scope: Scope) -> Result<(), BusError> {
+fn need(actor: &Actor, scope: Scope) -> Result<(), Refusal> {
     if actor.has_scope(scope) {
         Ok(())
     } else {
-        Err(BusError::restricted("token does not allow this channel change"))
+        Err(Refusal::ChannelChangeScope)
     }
 }
 
-fn moderator(standing: Standing) -> Result<(), BusError> {
+fn moderator(standing: Standing) -> Result<(), Refusal> {
     if standing.channel_admin || standing.community_admin {
         Ok(())
     } else {
-        Err(BusError::restricted(
-            "only channel owners and admins, or community owners and admins, may do this",
-        ))
+        Err(Refusal::NotModerator)
     }
 }
 
-fn target_pubkey(event: &Event) -> Result<String, BusError> {
+fn target_pubkey(event: &Event) -> Result<String, Refusal> {
     let p = event.tag_value("p").unwrap_or_default();
     if buzz_core::is_lower_hex(p, 64) {
         Ok(p.to_owned())
     } else {
-        Err(BusError::invalid("p must be a 64-char lowercase hex pubkey"))
+        Err(Refusal::BadTargetPubkey)
     }
 }
 
@@ -69,29 +70,27 @@ pub async fn moderate(
     let (metadata, members) = match event.kind {
         PUT_USER => {
             if dm {
-                return Err(WriteError::invalid("dm participants are fixed"));
+                return Err(Refusal::DmParticipantsFixed.into());
             }
             need(actor, Scope::ChannelsWrite)?;
             moderator(standing)?;
             let target = target_pubkey(&event)?;
             let role = match event.tags_named("p").next().and_then(|t| t.get(2)) {
                 None => Role::Member,
-                Some(r) => Role::parse(r)
-                    .filter(|r| *r != Role::Owner)
-                    .ok_or_else(|| BusError::invalid("role must be member or admin"))?,
+                Some(r) => Role::parse(r).filter(|r| *r != Role::Owner).ok_or(Refusal::BadChannelRole)?,
             };
             if access::community_role(tx, community, &target).await?.is_none() {
-                return Err(WriteError::invalid("user is not a community member"));
+                return Err(Refusal::TargetNotCommunityMember.into());
             }
             if store::channel_role(tx, community, channel_id, &target).await? == Some(Role::Owner) {
-                return Err(WriteError::restricted("the channel owner's role cannot be changed"));
+                return Err(Refusal::OwnerRoleFixed.into());
             }
             store::add_channel_members(tx, community, channel_id, &[target], role).await?;
             (false, true)
         }
         REMOVE_USER => {
             if dm {
-                return Err(WriteError::invalid("dm participants are fixed"));
+                return Err(Refusal::DmParticipantsFixed.into());
             }
             let target = target_pubkey(&event)?;
             if target == member {
@@ -101,13 +100,11 @@ pub async fn moderate(
                 moderator(standing)?;
                 let role = store::channel_role(tx, community, channel_id, &target).await?;
                 if role == Some(Role::Owner) && !standing.community_admin {
-                    return Err(WriteError::restricted(
-                        "only community owners and admins remove a channel owner",
-                    ));
+                    return Err(Refusal::OwnerRemoval.into());
                 }
             }
             if !store::remove_channel_member(tx, community, channel_id, &target, target != member).await? {
-                return Err(WriteError::invalid("not a member of this channel"));
+                return Err(Refusal::TargetNotChannelMember.into());
             }
             (false, true)
         }
@@ -126,14 +123,12 @@ pub async fn moderate(
             need(actor, Scope::ChannelsWrite)?;
             let role = store::channel_role(tx, community, channel_id, &member).await?;
             if role != Some(Role::Owner) && !standing.community_admin {
-                return Err(WriteError::restricted(
-                    "only the channel owner or community owners and admins delete a channel",
-                ));
+                return Err(Refusal::ChannelDeletion.into());
             }
             store::delete_channel(tx, community, channel_id).await?;
             (false, false)
         }
-        _ => return Err(WriteError::blocked(format!("kind {} is not accepted by this relay", event.kind))),
+        _ => return Err(Refusal::KindNotAccepted(event.kind).into()),
     };
     let access_changed =
         matches!(event.kind, PUT_USER | REMOVE_USER | EDIT_CHANNEL | DELETE_CHANNEL).then_some(channel_id);
@@ -148,36 +143,35 @@ pub async fn moderate(
 }
 
 /// 9002: any of `name`, `visibility` (not for DMs), `archived` ("true"/"false").
-fn edit(channel: &mut Channel, event: &Event) -> Result<(), BusError> {
+fn edit(channel: &mut Channel, event: &Event) -> Result<(), Refusal> {
     let mut changed = false;
     if let Some(name) = event.tag_value("name") {
         let name = name.trim();
         if name.is_empty() || name.len() > 256 {
-            return Err(BusError::invalid("name must be 1 to 256 bytes"));
+            return Err(Refusal::BadName);
         }
         channel.name = name.to_owned();
         changed = true;
     }
     if let Some(v) = event.tag_value("visibility") {
         if channel.channel_type == ChannelType::Dm {
-            return Err(BusError::invalid("a dm is always private"));
+            return Err(Refusal::DmAlwaysPrivate);
         }
-        channel.visibility =
-            Visibility::parse(v).ok_or_else(|| BusError::invalid("visibility must be open or private"))?;
+        channel.visibility = Visibility::parse(v).ok_or(Refusal::BadVisibility)?;
         changed = true;
     }
     if let Some(a) = event.tag_value("archived") {
         channel.archived = match a {
             "true" => true,
             "false" => false,
-            _ => return Err(BusError::invalid("archived must be \"true\" or \"false\"")),
+            _ => return Err(Refusal::BadArchived),
         };
         changed = true;
     }
     if changed {
         Ok(())
     } else {
-        Err(BusError::invalid("edit names none of name, visibility, archived"))
+        Err(Refusal::EmptyEdit)
     }
 }
 
@@ -193,11 +187,11 @@ async fn redact(
 ) -> WriteResult<()> {
     let target = event.tag_value("e").unwrap_or_default();
     if !buzz_core::is_lower_hex(target, 64) {
-        return Err(WriteError::invalid("e must be a 64-char lowercase hex event id"));
+        return Err(Refusal::BadRedactTarget.into());
     }
     let found = store::event_owner(tx, community, target).await?;
     let Some((author, _, _)) = found.filter(|(_, c, _)| *c == Some(channel_id)) else {
-        return Err(WriteError::invalid("no such event in this channel"));
+        return Err(Refusal::NoSuchEvent.into());
     };
     if author == actor.pubkey {
         need(actor, Scope::MessagesWrite)?;
@@ -218,25 +212,23 @@ pub async fn delete_own(
 ) -> WriteResult<Accepted> {
     let ids: Vec<String> = event.tags_named("e").filter_map(|t| t.get(1).cloned()).collect();
     if ids.is_empty() || ids.iter().any(|id| !buzz_core::is_lower_hex(id, 64)) {
-        return Err(WriteError::invalid("a deletion names one or more events in e tags"));
+        return Err(Refusal::DeletionNamesNothing.into());
     }
     let mut channel_id = None;
     for id in &ids {
         if is_known_revision(tx, community, actor, id).await? {
-            return Err(WriteError::invalid(
-                "artifact revisions cannot be deleted with kind 5; publish op=delete",
-            ));
+            return Err(Refusal::RevisionDeletion.into());
         }
         let found = store::event_owner(tx, community, id).await?;
         let Some((_, channel, _)) = found.filter(|(author, ..)| *author == event.pubkey) else {
-            return Err(WriteError::restricted("can only delete your own events"));
+            return Err(Refusal::NotYourEvent.into());
         };
         if channel_id.is_some_and(|c| Some(c) != channel) {
-            return Err(WriteError::invalid("a deletion names events of one channel"));
+            return Err(Refusal::DeletionSpansChannels.into());
         }
         channel_id = channel;
     }
-    let channel_id = channel_id.ok_or_else(|| BusError::restricted("can only delete your own events"))?;
+    let channel_id = channel_id.ok_or(Refusal::NotYourEvent)?;
     let channel = access::load_channel(tx, community, channel_id, true).await?;
     let standing = access::standing(tx, community, channel_id, actor.member_key()).await?;
     let Some(channel) = channel.filter(|c| access::can_read(c, standing, UNRESTRICTED)) else {

@@ -9,8 +9,10 @@ use buzz_store::{access, ChannelType, Role, Visibility};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::error::{WriteError, WriteResult};
-use crate::shared::{channel_tag, store_and_announce, Accepted, Relay};
+use crate::error::WriteResult;
+use crate::rules::post::channel_tag;
+use crate::rules::Refusal;
+use crate::shared::{store_and_announce, Accepted, Relay};
 use crate::store::{self, NewChannel};
 
 /// Longest channel name, in bytes (after trimming).
@@ -34,41 +36,33 @@ pub struct Spec<'a> {
 }
 
 /// Checks a kind-9007 event's tags.
-pub fn parse(event: &Event) -> Result<Spec<'_>, BusError> {
+pub fn parse(event: &Event) -> Result<Spec<'_>, Refusal> {
     let id = channel_tag(event)?;
     let channel_type = match event.tag_value("channel_type") {
         None => ChannelType::Stream,
-        Some(t) => ChannelType::parse(t)
-            .ok_or_else(|| BusError::invalid("channel_type must be stream, forum or dm"))?,
+        Some(t) => ChannelType::parse(t).ok_or(Refusal::BadChannelType)?,
     };
     let dm = channel_type == ChannelType::Dm;
     let visibility = match (event.tag_value("visibility"), dm) {
         (None | Some("private"), true) => Visibility::Private,
-        (Some(_), true) => return Err(BusError::invalid("a dm is always private")),
+        (Some(_), true) => return Err(Refusal::DmAlwaysPrivate),
         (None, false) => Visibility::Open,
-        (Some(v), false) => {
-            Visibility::parse(v).ok_or_else(|| BusError::invalid("visibility must be open or private"))?
-        }
+        (Some(v), false) => Visibility::parse(v).ok_or(Refusal::BadVisibility)?,
     };
     let name = event.tag_value("name").map(str::trim).unwrap_or_default();
     if (name.is_empty() && !dm) || name.len() > MAX_NAME_BYTES {
-        return Err(BusError::invalid("name must be 1 to 256 bytes"));
+        return Err(Refusal::BadName);
     }
     let ttl_seconds = match event.tag_value("ttl") {
         None => None,
-        Some(t) => Some(
-            t.parse::<i32>()
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| BusError::invalid("ttl must be a positive number of seconds"))?,
-        ),
+        Some(t) => Some(t.parse::<i32>().ok().filter(|n| *n > 0).ok_or(Refusal::BadTtl)?),
     };
     let mut peers: Vec<&str> = Vec::new();
     if dm {
         for p in event.tags_named("p") {
             let key = p.get(1).map(String::as_str).unwrap_or_default();
             if !buzz_core::is_lower_hex(key, 64) {
-                return Err(BusError::invalid("p must be a 64-char lowercase hex pubkey"));
+                return Err(Refusal::BadTargetPubkey);
             }
             if !peers.contains(&key) {
                 peers.push(key);
@@ -88,21 +82,21 @@ pub async fn create_channel(
     relay: &Relay<'_>,
 ) -> WriteResult<Accepted> {
     if !actor.has_scope(Scope::ChannelsWrite) {
-        return Err(WriteError::restricted("token does not allow creating channels"));
+        return Err(Refusal::ChannelCreateScope.into());
     }
     let spec = parse(&event)?;
     let dm = spec.channel_type == ChannelType::Dm;
     let mut participants: Vec<String> = vec![actor.member_key().to_owned()];
     for key in &spec.peers {
         if access::community_role(tx, community, key).await?.is_none() {
-            return Err(WriteError::invalid("every dm participant must be a community member"));
+            return Err(Refusal::DmParticipantNotMember.into());
         }
         if !participants.iter().any(|k| k == key) {
             participants.push((*key).to_owned());
         }
     }
     if dm && participants.len() < 2 {
-        return Err(WriteError::invalid("a dm needs at least one other participant"));
+        return Err(Refusal::DmAlone.into());
     }
     let new = NewChannel {
         id: spec.id,
@@ -113,7 +107,7 @@ pub async fn create_channel(
         created_by: &actor.pubkey,
     };
     if !store::create_channel(tx, community, &new).await? {
-        return Err(WriteError::blocked("channel id is not available"));
+        return Err(Refusal::ChannelIdTaken.into());
     }
     let role = if dm { Role::Member } else { Role::Owner };
     store::add_channel_members(tx, community, spec.id, &participants, role).await?;
@@ -146,7 +140,7 @@ mod tests {
     }
 
     fn refusal(tags: &[&[&str]]) -> String {
-        parse(&create(tags)).expect_err("refused").message
+        buzz_bus::BusError::from(parse(&create(tags)).expect_err("refused")).message
     }
 
     #[test]
@@ -178,7 +172,10 @@ mod tests {
         }
         let mut nil = create(&[&["name", "x"]]);
         nil.tags[0][1] = "00000000-0000-0000-0000-000000000000".into();
-        assert_eq!(parse(&nil).unwrap_err().message, "h must be a lowercase hyphenated non-nil UUID");
+        assert_eq!(
+            buzz_bus::BusError::from(parse(&nil).unwrap_err()).message,
+            "h must be a lowercase hyphenated non-nil UUID"
+        );
     }
 
     #[test]

@@ -4,18 +4,18 @@
 use buzz_bus::{BusError, ErrorCode};
 use buzz_store::access::WriteDenial;
 
+use crate::rules::Refusal;
+
 /// A write path's result.
 pub type WriteResult<T> = Result<T, WriteError>;
 
 /// Why a write was not applied.
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
-    /// Refused with this answer (`invalid:`, `blocked:`, `restricted:`, `conflict:` ...).
+    /// Refused with this answer (`invalid:`, `blocked:`, `restricted:`, `conflict:` ...): a
+    /// rule's [`Refusal`], answered from its table.
     #[error("{0}")]
     Refused(BusError),
-    /// Refused by the access module's write rule (the kind-9 check).
-    #[error("write denied: {0:?}")]
-    Denied(WriteDenial),
     /// A statement failed before the commit: the transaction rolls back, nothing was stored.
     #[error("statement failed: {0}")]
     Storage(#[from] sqlx::Error),
@@ -49,9 +49,19 @@ impl From<BusError> for WriteError {
     }
 }
 
+/// A compare-and-swap refusal is counted in `buzz_write_cas_conflicts_total` by its reason.
+impl From<Refusal> for WriteError {
+    fn from(r: Refusal) -> Self {
+        if let Some(reason) = r.cas_reason() {
+            metrics::counter!("buzz_write_cas_conflicts_total", "reason" => reason).increment(1);
+        }
+        Self::Refused(r.into())
+    }
+}
+
 impl From<WriteDenial> for WriteError {
     fn from(d: WriteDenial) -> Self {
-        Self::Denied(d)
+        Refusal::Denied(d).into()
     }
 }
 
@@ -63,7 +73,6 @@ impl From<WriteError> for BusError {
     fn from(e: WriteError) -> Self {
         match e {
             WriteError::Refused(e) => e,
-            WriteError::Denied(d) => denial(d),
             WriteError::Storage(e) => storage(&e),
             // Whether it took effect is unknown to us, so the answer claims nothing (`error:` =
             // outcome unknown; resubmitting the same event is safe, a duplicate is `OK true`).
@@ -73,12 +82,6 @@ impl From<WriteError> for BusError {
             }
         }
     }
-}
-
-fn denial(d: WriteDenial) -> BusError {
-    let (prefix, message) = d.reason();
-    let code = if prefix == "blocked" { ErrorCode::Blocked } else { ErrorCode::Restricted };
-    BusError::new(code, message)
 }
 
 /// A lock wait, a statement or a pool wait over its budget (PostgreSQL 55P03 / 57014, pool
@@ -119,17 +122,13 @@ mod tests {
     }
 
     #[test]
-    fn denials_keep_the_access_modules_prefix_and_text() {
-        assert_eq!(answer(WriteDenial::Archived), BusError::blocked("channel is archived"));
-        assert_eq!(
-            answer(WriteDenial::NotFound),
-            BusError::restricted("channel not found or not accessible")
-        );
-        assert_eq!(
-            answer(WriteDenial::Scope),
-            BusError::restricted("token does not allow writing to this channel")
-        );
-        assert_eq!(answer(WriteDenial::NotMember), BusError::restricted("not a member of this channel"));
+    fn denials_are_answered_by_their_code_from_the_refusal_table() {
+        for d in [WriteDenial::Archived, WriteDenial::NotFound, WriteDenial::Scope, WriteDenial::NotMember] {
+            let answer = answer(d);
+            assert_eq!(answer, BusError::from(Refusal::Denied(d)));
+            let blocked = d == WriteDenial::Archived;
+            assert_eq!(answer.code, if blocked { ErrorCode::Blocked } else { ErrorCode::Restricted });
+        }
     }
 
     #[test]

@@ -19,7 +19,8 @@ use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use crate::error::{WriteError, WriteResult};
-use crate::shared::{credential, Accepted};
+use crate::rules::admission::credential;
+use crate::shared::Accepted;
 
 /// The one answer for a channel that is missing or that the caller cannot read.
 fn not_found() -> BusError {

@@ -27,7 +27,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use buzz_bus::{Actor, Audience, BusError, WriteOk};
+use buzz_bus::Actor;
 use buzz_core::nipar::{self, Envelope, Op};
 use buzz_core::Event;
 use buzz_store::access::Channel;
@@ -36,9 +36,13 @@ use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use crate::artifacts::{self, Artifact};
-use crate::batch::{self, BatchError, NewEvent, Pools, Post, View};
+use crate::batch::{self, BatchError, NewEvent, Pools, Post, Stored, View};
 use crate::error::{WriteError, WriteResult};
-use crate::shared::{live_event, Accepted, Relay};
+use crate::rules::admission;
+use crate::rules::post::Named;
+use crate::rules::revision::{self, ArtifactView, Identity};
+use crate::rules::Refusal;
+use crate::shared::{Accepted, Relay};
 
 /// [`batch::WriteBatch`] of NIP-AR revisions.
 pub fn write<'a>(
@@ -56,24 +60,8 @@ pub async fn write_revisions(
     relay: &buzz_core::Keys,
     writes: Vec<(Uuid, Actor, Event)>,
 ) -> Vec<WriteResult<Accepted>> {
-    let envelopes: Vec<Result<Envelope, BusError>> =
-        writes.iter().map(|(_, _, e)| nipar::parse(e).map_err(BusError::invalid)).collect();
-    let posts: Vec<Post<'_>> = writes
-        .iter()
-        .zip(&envelopes)
-        .map(|((community, actor, event), env)| Post {
-            community: *community,
-            actor,
-            event,
-            channel: env.as_ref().map(|e| e.h).map_err(Clone::clone),
-            root: Ok(env.as_ref().ok().and_then(|e| e.root.as_deref())),
-        })
-        .collect();
-    let result = write_batch(&pools.batch, &posts, &envelopes).await;
-    drop(posts);
-    let relay = Relay { keys: relay };
-    let decisions = match result {
-        Ok(decisions) => decisions,
+    let outcomes = match write_batch(&pools.batch, &writes).await {
+        Ok(outcomes) => outcomes,
         Err(BatchError::Commit(e)) => {
             tracing::error!(error = %e, revisions = writes.len(), "revision batch commit failed");
             return writes
@@ -84,216 +72,231 @@ pub async fn write_revisions(
         Err(BatchError::Statement(e)) => {
             tracing::warn!(error = %e, revisions = writes.len(), "revision batch rolled back; writing its revisions one by one");
             metrics::counter!("buzz_write_batch_fallbacks_total").increment(1);
-            writes.iter().map(|_| Decision::Alone).collect()
+            writes.iter().map(|_| Outcome::Alone).collect()
         }
     };
-    let mut outcomes = Vec::with_capacity(writes.len());
-    for ((community, actor, event), decision) in writes.into_iter().zip(decisions) {
-        outcomes.push(match decision {
-            Decision::Done(outcome) => outcome.map(|o| o.into_accepted(community, event)),
-            Decision::Alone => {
+    let relay = Relay { keys: relay };
+    let mut answers = Vec::with_capacity(writes.len());
+    for ((community, actor, event), outcome) in writes.into_iter().zip(outcomes) {
+        answers.push(match outcome {
+            Outcome::Refused(r) => Err(r.into()),
+            Outcome::Duplicate => Ok(Accepted::duplicate()),
+            Outcome::Stored(stored) => {
+                let (channel, stored) = *stored;
+                Ok(batch::stored(community, &channel, event, stored))
+            }
+            Outcome::Alone => {
                 crate::events::write_event(&pools.single, community, &actor, event, &relay).await
             }
         });
     }
-    outcomes
+    answers
 }
 
-/// What became of one revision of the batch.
-enum Decision {
-    /// Decided by the batch (stored, a duplicate, or refused).
-    Done(WriteResult<Outcome>),
+/// What became of a revision of the batch, once it committed.
+enum Outcome {
+    Refused(Refusal),
+    Duplicate,
+    Stored(Box<(Channel, Stored)>),
     /// Written alone by the single-revision path once the batch has committed.
     Alone,
 }
 
-/// What an accepted revision leaves to do once committed.
-enum Outcome {
+/// One revision of a batch: the write, its envelope, what the batch read about it, and where it
+/// stands.
+struct Write<'a> {
+    post: Post<'a>,
+    /// Its envelope (`None`: malformed, refused at admission).
+    env: Option<&'a Envelope>,
+    view: View,
+    stage: Stage,
+}
+
+/// Where a revision of the batch stands.
+enum Stage {
+    Refused(Refusal),
     Duplicate,
-    Stored(Box<Stored>),
+    Alone,
+    /// Admitted and writable in `channel` (its h); the row locks may still refuse it or leave it
+    /// to the single path. `seq` once its event is stored.
+    Store {
+        channel: Channel,
+        seq: Option<i64>,
+    },
 }
 
-struct Stored {
-    seq: i64,
-    channel: Channel,
-    banned: Vec<String>,
-    access_version: i64,
-    /// The current-tag rows it replaced, as `[name, hex(sha256(first value))]`.
-    replaced: Vec<[String; 2]>,
-}
+impl Write<'_> {
+    fn key(&self) -> Option<(Uuid, Uuid)> {
+        Some((self.post.community, self.env?.d))
+    }
 
-impl Outcome {
-    fn into_accepted(self, community: Uuid, event: Event) -> Accepted {
-        let Self::Stored(stored) = self else { return Accepted::duplicate() };
-        let Stored { seq, channel, banned, access_version, replaced } = *stored;
-        let mut live = live_event(community, &channel, event);
-        live.access_version = access_version;
-        if live.audience == Audience::Community {
-            live.banned = banned;
-        }
-        live.replaced_tags = replaced;
-        Accepted {
-            ok: WriteOk::applied(),
-            live: Some(live),
-            also: Vec::new(),
-            access_changed: None,
-            seq: Some(seq),
-            bans_resolved: true,
+    /// The envelope of a revision still to store.
+    fn storing(&self) -> Option<&Envelope> {
+        matches!(self.stage, Stage::Store { .. }).then_some(self.env).flatten()
+    }
+
+    fn outcome(self, replaced: &mut HashMap<(Uuid, Uuid), Vec<[String; 2]>>) -> Outcome {
+        let key = self.key();
+        match self.stage {
+            Stage::Refused(r) => Outcome::Refused(r),
+            Stage::Duplicate => Outcome::Duplicate,
+            Stage::Store { channel, seq: Some(seq) } => Outcome::Stored(Box::new((
+                channel,
+                Stored {
+                    seq,
+                    banned: self.view.banned,
+                    access_version: self.view.access_version.unwrap_or_default(),
+                    replaced: key.and_then(|k| replaced.remove(&k)).unwrap_or_default(),
+                },
+            ))),
+            Stage::Alone | Stage::Store { seq: None, .. } => Outcome::Alone,
         }
     }
 }
 
-/// A revision the batch goes on with after admission: where it is written.
-struct Pending<'a> {
-    env: &'a Envelope,
-    channel: Channel,
+/// Admission and the kind-9 write check in h (`rules::admission`) from the batch's view; then
+/// what the batch leaves to the single path: moves, deletes and restores; the same event, or a
+/// second revision of one artifact, again in the batch; a create whose root is not an anchor
+/// (the claim's answer comes first there).
+fn admit<'a>(
+    post: &Post<'a>,
+    view: &View,
+    env: Option<&Envelope>,
+    ids: &mut HashSet<(Uuid, &'a str)>,
+    keys: &mut HashSet<(Uuid, Uuid)>,
+) -> Stage {
+    let at = match batch::admit(post, view) {
+        Err(r) => return Stage::Refused(r),
+        Ok(None) => return Stage::Duplicate,
+        Ok(Some(at)) => at,
+    };
+    // A malformed envelope names no channel: refused here.
+    let channel = match admission::writable(post.named.channel.as_ref().copied(), at, post.actor) {
+        Err(r) => return Stage::Refused(r),
+        Ok(channel) => channel,
+    };
+    let Some(env) = env else { return Stage::Alone };
+    let alone = !matches!(env.op, Op::Create | Op::Update)
+        || !ids.insert((post.community, post.event.id.as_str()))
+        || !keys.insert((post.community, env.d))
+        || (env.op == Op::Create && revision::root(env, None, view.anchor).is_err());
+    if alone {
+        Stage::Alone
+    } else {
+        Stage::Store { channel, seq: None }
+    }
 }
 
-async fn write_batch(
-    pool: &PgPool,
-    posts: &[Post<'_>],
-    envelopes: &[Result<Envelope, BusError>],
-) -> Result<Vec<Decision>, BatchError> {
-    let mut tx = pool.begin().await?;
-    let views = batch::load(&mut tx, posts).await?;
-    let mut decisions: Vec<Decision> = Vec::with_capacity(posts.len());
-    let mut pending: Vec<Option<Pending<'_>>> = Vec::with_capacity(posts.len());
-    let (mut ids, mut keys) = (HashSet::new(), HashSet::new());
-    for ((post, view), env) in posts.iter().zip(&views).zip(envelopes) {
-        let (decision, next) = match batch::admit(post, view) {
-            Err(e) => (Decision::Done(Err(e)), None),
-            Ok(None) => (Decision::Done(Ok(Outcome::Duplicate)), None),
-            Ok(Some(channel)) => match env {
-                // `admit` answers a bad envelope (the post's channel) before this.
-                Err(e) => (Decision::Done(Err(e.clone().into())), None),
-                Ok(env) if !matches!(env.op, Op::Create | Op::Update) => (Decision::Alone, None),
-                Ok(env) if !ids.insert((post.community, post.event.id.as_str())) => (Decision::Alone, None),
-                Ok(env) if !keys.insert((post.community, env.d)) => (Decision::Alone, None),
-                Ok(env) if env.op == Op::Create && env.root.is_some() && !view.anchor => {
-                    (Decision::Alone, None)
-                }
-                // Decided below; written alone should anything leave it undecided.
-                Ok(env) => (Decision::Alone, Some(Pending { env, channel })),
+/// Identity and compare-and-swap of an update under its row lock (`rules::revision`): `None`
+/// when it is to be stored. An artifact living in another channel than h goes to the single
+/// path, which checks the home's write rule first.
+fn decide_update(env: &Envelope, row: Option<&Artifact>, accepted: bool, anchor: bool) -> Option<Stage> {
+    let view = ArtifactView { claimed: false, current: row.map(Artifact::current), accepted };
+    match revision::identity(env, &view) {
+        Err(r) => Some(Stage::Refused(r)),
+        Ok(Identity::Duplicate) => Some(Stage::Duplicate),
+        Ok(Identity::Created) => Some(Stage::Alone),
+        Ok(Identity::Existing(current)) if revision::source(env, &current).is_some() => Some(Stage::Alone),
+        Ok(Identity::Existing(current)) => {
+            revision::advance(env, Some(&current), anchor).err().map(Stage::Refused)
+        }
+    }
+}
+
+async fn write_batch(pool: &PgPool, batch: &[(Uuid, Actor, Event)]) -> Result<Vec<Outcome>, BatchError> {
+    let envelopes: Vec<Result<Envelope, Refusal>> =
+        batch.iter().map(|(_, _, e)| nipar::parse(e).map_err(Refusal::Envelope)).collect();
+    let posts: Vec<Post<'_>> = batch
+        .iter()
+        .zip(&envelopes)
+        .map(|((community, actor, event), env)| Post {
+            community: *community,
+            actor,
+            event,
+            named: Named {
+                channel: env.as_ref().map(|e| e.h).map_err(Clone::clone),
+                root: Ok(env.as_ref().ok().and_then(|e| e.root.as_deref())),
             },
-        };
-        decisions.push(decision);
-        pending.push(next);
-    }
-    if pending.iter().all(Option::is_none) {
+        })
+        .collect();
+    let mut tx = pool.begin().await?;
+    let views = batch::load(&mut tx, &posts).await?;
+    let (mut ids, mut keys) = (HashSet::new(), HashSet::new());
+    let mut writes: Vec<Write<'_>> = posts
+        .into_iter()
+        .zip(views)
+        .zip(&envelopes)
+        .map(|((post, view), env)| {
+            let env = env.as_ref().ok();
+            let stage = admit(&post, &view, env, &mut ids, &mut keys);
+            Write { post, env, view, stage }
+        })
+        .collect();
+    if writes.iter().all(|w| w.storing().is_none()) {
         tx.commit().await.map_err(BatchError::Commit)?;
-        return Ok(decisions);
+        return Ok(writes.into_iter().map(|w| w.outcome(&mut HashMap::new())).collect());
     }
     // Identity and compare-and-swap under the artifact row locks: updates first (existing rows,
     // in key order), then creates (claimed in key order) with the resubmission check of the
     // updates, which must see what committed while the locks were awaited.
-    let locked = lock(&mut tx, posts, &pending).await?;
-    let (claimed, resubmitted) = claim(&mut tx, posts, &pending).await?;
-    let mut store = Vec::new();
-    for (i, slot) in pending.iter_mut().enumerate() {
-        let Some(p) = slot else { continue };
-        let (post, view) = (&posts[i], &views[i]);
-        let key = (post.community, p.env.d);
-        let decision = if p.env.op == Op::Create {
-            if claimed.contains(&key) {
-                None
-            } else {
-                Some(Decision::Alone)
-            }
+    let locked = lock(&mut tx, &writes).await?;
+    let (claimed, resubmitted) = claim(&mut tx, &writes).await?;
+    for w in &mut writes {
+        let (Some(env), Some(key)) = (w.storing(), w.key()) else { continue };
+        let next = if env.op == Op::Create {
+            (!claimed.contains(&key)).then_some(Stage::Alone)
         } else {
-            match locked.get(&key) {
-                None => {
-                    Some(Decision::Done(Err(artifacts::conflict(artifacts::STALE_PREV, "unknown_artifact"))))
-                }
-                Some(_) if resubmitted.contains(&(post.community, post.event.id.as_str())) => {
-                    Some(Decision::Done(Ok(Outcome::Duplicate)))
-                }
-                // The home's write check comes first: the single path has it.
-                Some(row) if row.home_channel != p.env.h => Some(Decision::Alone),
-                Some(row) => check_update(p.env, row, view).err().map(|e| Decision::Done(Err(e))),
-            }
+            let accepted = resubmitted.contains(&(w.post.community, w.post.event.id.as_str()));
+            decide_update(env, locked.get(&key), accepted, w.view.anchor)
         };
-        match decision {
-            Some(d) => {
-                decisions[i] = d;
-                *slot = None;
-            }
-            None => store.push(i),
+        if let Some(stage) = next {
+            w.stage = stage;
         }
     }
-    if !store.is_empty() {
-        let events: Vec<NewEvent<'_>> = store
-            .iter()
-            .filter_map(|&i| {
-                let p = pending[i].as_ref()?;
-                Some(NewEvent {
-                    community: posts[i].community,
-                    event: posts[i].event,
-                    channel: &p.channel,
-                    thread_root: None,
-                })
-            })
-            .collect();
-        let seqs = batch::insert_events(&mut tx, &events).await?;
-        drop(events);
-        let mut stored = Vec::with_capacity(store.len());
-        for &i in &store {
-            let Some(&seq) = seqs.get(&(posts[i].community, posts[i].event.id.clone())) else {
-                // Not a known revision (checked under the lock), yet its event is stored: the store
-                // is inconsistent; the whole batch rolls back and each revision is written alone.
-                return Err(BatchError::Statement(sqlx::Error::Protocol(format!(
-                    "revision {} is stored but was never accepted",
-                    posts[i].event.id
-                ))));
-            };
-            stored.push((i, seq));
+    drop(resubmitted);
+    let events: Vec<NewEvent<'_>> = writes
+        .iter()
+        .filter_map(|w| match &w.stage {
+            Stage::Store { channel, .. } => Some(NewEvent {
+                community: w.post.community,
+                event: w.post.event,
+                channel,
+                thread_root: None,
+            }),
+            _ => None,
+        })
+        .collect();
+    if events.is_empty() {
+        tx.commit().await.map_err(BatchError::Commit)?;
+        return Ok(writes.into_iter().map(|w| w.outcome(&mut HashMap::new())).collect());
+    }
+    let seqs = batch::insert_events(&mut tx, &events).await?;
+    drop(events);
+    for w in &mut writes {
+        let Stage::Store { seq, .. } = &mut w.stage else { continue };
+        *seq = seqs.get(&(w.post.community, w.post.event.id.clone())).copied();
+        if seq.is_none() {
+            // Not a known revision (checked under the lock), yet its event is stored: the store
+            // is inconsistent; the whole batch rolls back and each revision is written alone.
+            return Err(BatchError::Statement(sqlx::Error::Protocol(format!(
+                "revision {} is stored but was never accepted",
+                w.post.event.id
+            ))));
         }
-        let mut replaced = advance(&mut tx, posts, &pending, &stored, &locked).await?;
-        for &(i, seq) in &stored {
-            let (post, view) = (&posts[i], &views[i]);
-            let Some(p) = pending[i].take() else { continue };
-            let added: Vec<String> = match locked.get(&(post.community, p.env.d)) {
-                Some(row) => crate::read_model::mentioned(post.event)
-                    .into_iter()
-                    .filter(|k| !row.mentioned.contains(k))
-                    .collect(),
-                None => crate::read_model::mentioned(post.event),
-            };
-            crate::read_model::record_mentions(
-                &mut tx,
-                post.community,
-                p.channel.id,
-                post.event,
-                seq,
-                &added,
-            )
+    }
+    let mut replaced = advance(&mut tx, &writes, &locked).await?;
+    for w in &writes {
+        let (Stage::Store { channel, seq: Some(seq) }, Some(key)) = (&w.stage, w.key()) else { continue };
+        let mentioned = crate::read_model::mentioned(w.post.event);
+        let added: Vec<String> = match locked.get(&key) {
+            Some(row) => mentioned.into_iter().filter(|k| !row.mentioned.contains(k)).collect(),
+            None => mentioned,
+        };
+        crate::read_model::record_mentions(&mut tx, w.post.community, channel.id, w.post.event, *seq, &added)
             .await?;
-            decisions[i] = Decision::Done(Ok(Outcome::Stored(Box::new(Stored {
-                seq,
-                channel: p.channel,
-                banned: view.banned.clone(),
-                access_version: view.access_version.unwrap_or_default(),
-                replaced: replaced.remove(&(post.community, p.env.d)).unwrap_or_default(),
-            }))));
-        }
     }
     tx.commit().await.map_err(BatchError::Commit)?;
-    Ok(decisions)
-}
-
-/// The rules an update must pass against its locked artifact once the sender may write in its home
-/// (`artifacts::write_revision`, in its order): `prev` names the current revision, the transition
-/// rules, and a created or changed root is an anchor in h.
-fn check_update(env: &Envelope, row: &Artifact, view: &View) -> WriteResult<()> {
-    if env.prev.as_deref() != Some(row.current_revision.as_str()) {
-        return Err(artifacts::conflict(artifacts::STALE_PREV, "stale_prev"));
-    }
-    artifacts::check_transition(env, row)?;
-    if let Some(root) = &env.root {
-        if row.root.as_deref() != Some(root.as_str()) && !view.anchor {
-            return Err(WriteError::invalid(artifacts::ROOT_NOT_ANCHOR));
-        }
-    }
-    Ok(())
+    Ok(writes.into_iter().map(|w| w.outcome(&mut replaced)).collect())
 }
 
 /// A locked artifact row, keyed by (community, d).
@@ -308,15 +311,12 @@ struct LockedRow {
 /// Locks the artifacts the pending updates name, in key order, for the rest of the transaction.
 async fn lock(
     tx: &mut PgConnection,
-    posts: &[Post<'_>],
-    pending: &[Option<Pending<'_>>],
+    writes: &[Write<'_>],
 ) -> Result<HashMap<(Uuid, Uuid), Artifact>, sqlx::Error> {
-    let keys: BTreeSet<(Uuid, Uuid)> = pending
+    let keys: BTreeSet<(Uuid, Uuid)> = writes
         .iter()
-        .zip(posts)
-        .filter_map(|(p, post)| {
-            p.as_ref().filter(|p| p.env.op == Op::Update).map(|p| (post.community, p.env.d))
-        })
+        .filter(|w| w.storing().is_some_and(|env| env.op == Op::Update))
+        .filter_map(Write::key)
         .collect();
     if keys.is_empty() {
         return Ok(HashMap::new());
@@ -341,18 +341,17 @@ async fn lock(
 /// (community, d) and the resubmitted (community, revision id).
 async fn claim<'p>(
     tx: &mut PgConnection,
-    posts: &'p [Post<'_>],
-    pending: &[Option<Pending<'_>>],
+    writes: &[Write<'p>],
 ) -> Result<(HashSet<(Uuid, Uuid)>, HashSet<(Uuid, &'p str)>), sqlx::Error> {
     let mut creates: Vec<(Uuid, Uuid, usize)> = Vec::new();
     let (mut upd_community, mut upd_id) = (Vec::new(), Vec::new());
-    for (i, (p, post)) in pending.iter().zip(posts).enumerate() {
-        let Some(p) = p else { continue };
-        if p.env.op == Op::Create {
-            creates.push((post.community, p.env.d, i));
+    for (i, w) in writes.iter().enumerate() {
+        let Some(env) = w.storing() else { continue };
+        if env.op == Op::Create {
+            creates.push((w.post.community, env.d, i));
         } else {
-            upd_community.push(post.community);
-            upd_id.push(post.event.id.as_str());
+            upd_community.push(w.post.community);
+            upd_id.push(w.post.event.id.as_str());
         }
     }
     if creates.is_empty() && upd_id.is_empty() {
@@ -370,14 +369,14 @@ async fn claim<'p>(
         Vec::with_capacity(n),
     );
     for &(c, key, i) in &creates {
-        let Some(p) = &pending[i] else { continue };
+        let (w, Some(env)) = (&writes[i], writes[i].env) else { continue };
         community.push(c);
         d.push(key);
-        type_name.push(p.env.type_name.as_str());
-        revision.push(posts[i].event.id.as_str());
-        home.push(p.env.h);
-        root.push(p.env.root.as_deref());
-        mentioned.push(artifacts::p_keys(posts[i].event).join(","));
+        type_name.push(env.type_name.as_str());
+        revision.push(w.post.event.id.as_str());
+        home.push(env.h);
+        root.push(env.root.as_deref());
+        mentioned.push(artifacts::p_keys(w.post.event).join(","));
     }
     let rows: Vec<(Uuid, Uuid, Option<String>)> = sqlx::query_as(
         "WITH c AS ( \
@@ -428,17 +427,14 @@ async fn claim<'p>(
 /// artifact had before, with its derived rows, as `[name, hex(hash)]` sorted ([`replaced_tags`]).
 async fn advance(
     tx: &mut PgConnection,
-    posts: &[Post<'_>],
-    pending: &[Option<Pending<'_>>],
-    stored: &[(usize, i64)],
+    writes: &[Write<'_>],
     locked: &HashMap<(Uuid, Uuid), Artifact>,
 ) -> Result<HashMap<(Uuid, Uuid), Vec<[String; 2]>>, sqlx::Error> {
-    let n = stored.len();
-    let mut a = Columns::with_capacity(n);
+    let mut a = Columns::with_capacity(writes.len());
     let (mut t_community, mut t_d, mut t_name, mut t_hash) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for &(i, seq) in stored {
-        let (Some(p), post) = (&pending[i], &posts[i]) else { continue };
-        let env = p.env;
+    for w in writes {
+        let (Stage::Store { channel, seq: Some(seq) }, Some(env)) = (&w.stage, w.env) else { continue };
+        let post = &w.post;
         a.community.push(post.community);
         a.d.push(env.d);
         a.revision.push(post.event.id.as_str());
@@ -448,8 +444,8 @@ async fn advance(
         a.prev.push(env.prev.as_deref());
         a.op.push(env.op.as_str());
         a.type_name.push(env.type_name.as_str());
-        a.seq.push(seq);
-        a.ttl.push(p.channel.ttl_seconds);
+        a.seq.push(*seq);
+        a.ttl.push(channel.ttl_seconds);
         a.mentioned.push(if locked.contains_key(&(post.community, env.d)) {
             artifacts::p_keys(post.event).join(",")
         } else {

@@ -6,6 +6,8 @@ use buzz_store::{access, ChannelType, Role, Visibility};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use crate::rules::admission::AdmissionView;
+
 /// The tag index rows of `event` whose name `keep` accepts: each such tag's name (1 to 64 bytes)
 /// with the hash of its first value (hashed only when kept).
 pub fn indexed_tags<'e>(
@@ -66,28 +68,17 @@ pub async fn insert_event(
     .await
 }
 
-/// What every event write needs to know first, in one round trip: whether the community is
-/// active (and its access version), whether this exact event was already accepted (stored, or a
+/// What every event write needs to know first, in one round trip (`rules::admission::admit`):
+/// whether the community is active, whether this exact event was already accepted (stored, or a
 /// NIP-AR revision whose event retention has since removed) and whether its author has deleted
-/// it since (kind 5), and the writer's community role.
-pub struct Admission {
-    /// The community's access version, carried by live events.
-    pub access_version: i64,
-    /// This event id was already accepted.
-    pub duplicate: bool,
-    /// It was accepted and its author deleted it with kind 5 (`shared::already_accepted`).
-    pub deleted: bool,
-    /// The writer's (member key's) community role; `None` for a non-member.
-    pub role: Option<Role>,
-}
-
-/// Loads the [`Admission`] of `event_id` by `member`; `None` when the community is not active.
+/// it since (kind 5), and the writer's community role; with the community's access version, which
+/// live events carry (0 for an inactive community).
 pub async fn admission(
     conn: &mut PgConnection,
     community: Uuid,
     event_id: &str,
     member: &str,
-) -> Result<Option<Admission>, sqlx::Error> {
+) -> Result<(AdmissionView, i64), sqlx::Error> {
     let row: Option<(i64, bool, bool, Option<Role>)> = sqlx::query_as(
         "SELECT c.access_version, \
                 EXISTS (SELECT 1 FROM events e WHERE e.community_id = c.id AND e.id = $2) \
@@ -101,11 +92,8 @@ pub async fn admission(
     .bind(member)
     .fetch_optional(conn)
     .await?;
-    Ok(row.map(|(access_version, duplicate, deleted, role)| Admission {
-        access_version,
-        duplicate,
-        deleted,
-        role,
+    Ok(row.map_or((AdmissionView::default(), 0), |(access_version, duplicate, deleted, role)| {
+        (AdmissionView { active: true, duplicate, deleted, role }, access_version)
     }))
 }
 

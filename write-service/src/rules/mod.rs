@@ -1,0 +1,17 @@
+//! Every write rule, decided once: a pure function from what the database says (a small view) and
+//! the event to a decision or its typed [`Refusal`]. The one-at-a-time path (`events`,
+//! `artifacts`, `channels`) and group commit (`batch`, `revisions`) only gather the view and apply
+//! the decision. Nothing here reads the database or imports a write path.
+//!
+//! - [`admission`]: what every client event passes first, and the kind-9 write rule in a channel.
+//! - [`post`]: kind 9 (`h`, thread root).
+//! - [`revision`]: NIP-AR identity, compare-and-swap, resubmission, moves, delete and restore,
+//!   the root rule.
+//! - [`refusal`]: the one table of refusal texts.
+
+pub mod admission;
+pub mod post;
+pub mod refusal;
+pub mod revision;
+
+pub use refusal::Refusal;
