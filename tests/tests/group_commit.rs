@@ -24,6 +24,7 @@ struct Setup {
     member: Keys,
     open: Uuid,
     private: Uuid,
+    archived: Uuid,
 }
 
 async fn setup() -> Setup {
@@ -31,12 +32,16 @@ async fn setup() -> Setup {
     let community = cluster.community("batch.test").await;
     let member = cluster.member(&community).await;
     let mut ws = WsClient::authed(cluster.gateways[0], &community.host, &community.owner).await;
-    let (open, private) = (Uuid::new_v4(), Uuid::new_v4());
-    for (id, visibility) in [(open, "open"), (private, "private")] {
+    let (open, private, archived) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+    for (id, visibility) in [(open, "open"), (private, "private"), (archived, "open")] {
         let (ok, msg) = ws.publish(&create_channel(&community.owner, id, "c", visibility)).await;
         assert!(ok, "{msg}");
     }
-    Setup { cluster, community, member, open, private }
+    let archive = post(&community.owner, archived, "", &[&["archived", "true"]]);
+    let archive = community.owner.sign_new(9002, archive.tags, "");
+    let (ok, msg) = ws.publish(&archive).await;
+    assert!(ok, "{msg}");
+    Setup { cluster, community, member, open, private, archived }
 }
 
 /// `(duplicate, message)` of an accepted post, or the answer to a refused one.
@@ -68,6 +73,8 @@ async fn one_batch_answers_every_post_as_the_single_post_path_does() {
     let owner = Actor::session(s.community.owner.public_hex());
     let outsider_keys = Keys::generate();
     let outsider = Actor::session(outsider_keys.public_hex());
+    let read_only = Actor { scopes: vec![buzz_bus::Scope::MessagesRead], ..member.clone() };
+    let elsewhere = Actor { channel_ids: Some(vec![s.private]), ..member.clone() };
 
     // An anchor, an already-stored post and a post its author then deleted (kind 5), written
     // alone first.
@@ -104,6 +111,22 @@ async fn one_batch_answers_every_post_as_the_single_post_path_does() {
         (community, member.clone(), post(&s.member, s.open, "last", &[])),
         (community, member.clone(), deleted.clone()),
         (community, outsider.clone(), deleted.clone()),
+        /* 16 */ (community, member.clone(), s.member.sign_new(9, vec![], "no h")),
+        /* 17 */
+        (
+            community,
+            member.clone(),
+            post(
+                &s.member,
+                s.open,
+                "two roots",
+                &[&["e", &anchor.id, "", "root"], &["e", &anchor.id, "", "root"]],
+            ),
+        ),
+        /* 18 */ (community, member.clone(), post(&s.member, s.archived, "archived", &[])),
+        /* 19 */ (community, read_only.clone(), post(&s.member, s.open, "read-only token", &[])),
+        /* 20 */
+        (community, elsewhere.clone(), post(&s.member, s.open, "token for another channel", &[])),
     ];
     let outcomes = write_posts(pool, &relay_keys, batch.clone()).await;
     assert_eq!(outcomes.len(), batch.len());
@@ -138,6 +161,12 @@ async fn one_batch_answers_every_post_as_the_single_post_path_does() {
         Err(BusError::restricted("event pubkey is not the authenticated pubkey")),
         "the author check still comes first"
     );
+    assert_eq!(answers[16], Err(BusError::invalid("missing h tag")));
+    assert_eq!(answers[17], Err(BusError::invalid("a reply names exactly one root")));
+    assert_eq!(answers[18], Err(BusError::blocked("channel is archived")));
+    let scope = Err(BusError::restricted("token does not allow writing to this channel"));
+    assert_eq!(answers[19], scope, "a token without messages:write");
+    assert_eq!(answers[20], scope, "a token restricted to another channel");
 
     // Every refusal is the single path's answer for the same post, byte for byte (a refusal stores
     // nothing, so the single path sees the state the batch saw).

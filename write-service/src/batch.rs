@@ -106,12 +106,15 @@ impl Batcher {
         let (reply, answer) = oneshot::channel();
         let job = Job { community, actor, event, reply };
         if self.queue.send(job).await.is_err() {
-            return Err(WriteError::Refused(BusError::unavailable("write-service is stopping")));
+            return Err(stopping());
         }
-        answer
-            .await
-            .unwrap_or_else(|_| Err(WriteError::Refused(BusError::unavailable("write-service is stopping"))))
+        answer.await.unwrap_or_else(|_| Err(stopping()))
     }
+}
+
+/// The answer to a write queued while the service stops.
+fn stopping() -> WriteError {
+    WriteError::Refused(BusError::unavailable("write-service is stopping"))
 }
 
 /// Where a lane writes: its batches, and the writes of a batch that failed, one by one.

@@ -24,25 +24,6 @@ pub enum WriteError {
     Commit(#[source] sqlx::Error),
 }
 
-impl WriteError {
-    /// `invalid:` with `message`.
-    pub fn invalid(message: impl Into<String>) -> Self {
-        Self::Refused(BusError::invalid(message))
-    }
-    /// `restricted:` with `message`.
-    pub fn restricted(message: impl Into<String>) -> Self {
-        Self::Refused(BusError::restricted(message))
-    }
-    /// `blocked:` with `message`.
-    pub fn blocked(message: impl Into<String>) -> Self {
-        Self::Refused(BusError::blocked(message))
-    }
-    /// Refused with `code` and `message`.
-    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self::Refused(BusError::new(code, message))
-    }
-}
-
 impl From<BusError> for WriteError {
     fn from(e: BusError) -> Self {
         Self::Refused(e)
@@ -65,6 +46,9 @@ impl From<WriteDenial> for WriteError {
     }
 }
 
+/// The answer to a write whose outcome is unknown or that failed in storage: it claims nothing.
+const UNAVAILABLE: &str = "storage unavailable";
+
 /// The answer to a write that ran into its database time budget before its commit: it was rolled
 /// back.
 pub const BUSY: &str = "database busy, nothing was stored; resubmitting is safe";
@@ -78,7 +62,7 @@ impl From<WriteError> for BusError {
             // outcome unknown; resubmitting the same event is safe, a duplicate is `OK true`).
             WriteError::Commit(e) => {
                 tracing::error!(error = %e, "commit failed");
-                BusError::unavailable("storage unavailable")
+                BusError::unavailable(UNAVAILABLE)
             }
         }
     }
@@ -98,7 +82,7 @@ fn storage(e: &sqlx::Error) -> BusError {
         return BusError::new(ErrorCode::Timeout, BUSY);
     }
     tracing::error!(error = %e, "write failed");
-    BusError::unavailable("storage unavailable")
+    BusError::unavailable(UNAVAILABLE)
 }
 
 #[cfg(test)]
@@ -116,7 +100,7 @@ mod tests {
 
     #[test]
     fn other_storage_failures_and_failed_commits_claim_nothing() {
-        let unavailable = BusError::unavailable("storage unavailable");
+        let unavailable = BusError::unavailable(UNAVAILABLE);
         assert_eq!(answer(sqlx::Error::Protocol("detail".into())), unavailable);
         assert_eq!(answer(WriteError::Commit(sqlx::Error::PoolTimedOut)), unavailable);
     }
@@ -133,7 +117,8 @@ mod tests {
 
     #[test]
     fn refusals_pass_through_unchanged() {
-        let refusal = BusError::new(ErrorCode::Conflict, "prev is not the current revision");
+        let refusal = BusError::new(ErrorCode::Conflict, "any text");
         assert_eq!(answer(refusal.clone()), refusal);
+        assert_eq!(answer(Refusal::StalePrev), BusError::from(Refusal::StalePrev));
     }
 }

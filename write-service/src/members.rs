@@ -1,11 +1,12 @@
 //! Community membership changes requested over `POST/DELETE /api/members`.
 
-use buzz_bus::{Actor, BusError, Scope, WriteOk};
+use buzz_bus::{Actor, Scope, WriteOk};
 use buzz_store::Role;
 use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::error::{WriteError, WriteResult};
+use crate::rules::Refusal;
 use crate::store;
 
 /// Who may grant what: owners grant admin or member; admins grant member. Nobody grants owner
@@ -18,9 +19,8 @@ fn may_grant(actor: Role, target_previous: Option<Role>, role: Role) -> bool {
     }
 }
 
-fn actor_role(role: Option<Role>) -> Result<Role, BusError> {
-    role.filter(|r| r.is_admin())
-        .ok_or_else(|| BusError::restricted("only community owners and admins manage members"))
+fn actor_role(role: Option<Role>) -> Result<Role, Refusal> {
+    role.filter(|r| r.is_admin()).ok_or(Refusal::NotMemberManager)
 }
 
 /// The common start of a membership change: scope, target key shape, and the actor's role
@@ -32,10 +32,10 @@ async fn begin_as_manager(
     pubkey: &str,
 ) -> WriteResult<(sqlx::Transaction<'static, sqlx::Postgres>, Role)> {
     if !actor.has_scope(Scope::MembersWrite) {
-        return Err(WriteError::restricted("token does not allow managing members"));
+        return Err(Refusal::MembersScope.into());
     }
     if !buzz_core::is_lower_hex(pubkey, 64) {
-        return Err(WriteError::invalid("pubkey must be 64 lowercase hex"));
+        return Err(Refusal::BadPubkey.into());
     }
     let mut tx = pool.begin().await?;
     let role = buzz_store::access::community_role(&mut tx, community, actor.member_key()).await?;
@@ -59,7 +59,7 @@ pub async fn put_member(
     let (mut tx, me) = begin_as_manager(pool, community, actor, pubkey).await?;
     let previous = buzz_store::access::community_role(&mut tx, community, pubkey).await?;
     if !may_grant(me, previous, role) {
-        return Err(WriteError::restricted("your role cannot grant that role"));
+        return Err(Refusal::RoleNotGrantable.into());
     }
     store::put_member(&mut tx, community, pubkey, role).await?;
     tx.commit().await.map_err(WriteError::Commit)?;
@@ -78,7 +78,7 @@ pub async fn remove_member(pool: &PgPool, community: Uuid, actor: &Actor, pubkey
     let (mut tx, me) = begin_as_manager(pool, community, actor, pubkey).await?;
     let target = buzz_store::access::community_role(&mut tx, community, pubkey).await?;
     let Some(target) = target else {
-        return Err(WriteError::new(buzz_bus::ErrorCode::NotFound, "not a member"));
+        return Err(Refusal::NoSuchMember.into());
     };
     let allowed = match me {
         Role::Owner => target != Role::Owner,
@@ -86,7 +86,7 @@ pub async fn remove_member(pool: &PgPool, community: Uuid, actor: &Actor, pubkey
         Role::Member => false,
     };
     if !allowed {
-        return Err(WriteError::restricted("your role cannot remove that member"));
+        return Err(Refusal::MemberNotRemovable.into());
     }
     let removed = store::remove_member(&mut tx, community, pubkey).await?;
     buzz_store::access::bump_access_version(&mut tx, community).await?;

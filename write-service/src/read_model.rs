@@ -11,7 +11,7 @@
 //! - `mark_read` moves a marker forward only; a marker is an acceptance order (`events.seq`), so
 //!   "read up to X" means every message accepted no later than X.
 
-use buzz_bus::{Actor, BusError, ErrorCode, ReadMarker, Scope, WriteData, WriteOk};
+use buzz_bus::{Actor, ReadMarker, Scope, WriteData, WriteOk};
 use buzz_core::{kinds, Event};
 use buzz_store::access;
 use buzz_store::fragments::served_event;
@@ -20,12 +20,8 @@ use uuid::Uuid;
 
 use crate::error::{WriteError, WriteResult};
 use crate::rules::admission::credential;
+use crate::rules::Refusal;
 use crate::shared::Accepted;
-
-/// The one answer for a channel that is missing or that the caller cannot read.
-fn not_found() -> BusError {
-    BusError::new(ErrorCode::NotFound, "channel not found or not accessible")
-}
 
 /// The read-model side of an accepted kind-9 post, called inside its transaction once the event is
 /// stored. Does nothing for duplicates or other kinds.
@@ -130,16 +126,16 @@ pub async fn mark_read(
     up_to: &str,
 ) -> WriteResult<WriteOk> {
     if !actor.has_scope(Scope::MessagesRead) {
-        return Err(WriteError::restricted("token does not allow reading messages"));
+        return Err(Refusal::ReadScope.into());
     }
     if !buzz_core::is_lower_hex(up_to, 64) {
-        return Err(WriteError::invalid("up_to must be a 64-char lowercase hex event id"));
+        return Err(Refusal::BadUpTo.into());
     }
     let mut tx = pool.begin().await?;
     let channel = access::load_channel(&mut tx, community, channel_id, false).await?;
     let standing = access::standing(&mut tx, community, channel_id, actor.member_key()).await?;
     if !channel.as_ref().is_some_and(|c| access::can_read(c, standing, credential(actor))) {
-        return Err(not_found().into());
+        return Err(Refusal::ChannelNotReadable.into());
     }
     let seq: Option<i64> = sqlx::query_scalar(&format!(
         "SELECT e.seq FROM events e WHERE e.community_id = $1 AND e.id = $2 AND e.channel_id = $3 \
@@ -153,7 +149,7 @@ pub async fn mark_read(
     .fetch_optional(&mut *tx)
     .await?;
     let Some(seq) = seq else {
-        return Err(WriteError::invalid("up_to is not a message of this channel"));
+        return Err(Refusal::UpToNotMessage.into());
     };
     let moved = advance_marker(&mut tx, community, channel_id, &actor.pubkey, seq, up_to).await?;
     let (marker,): (String,) = sqlx::query_as(

@@ -118,6 +118,52 @@ pub enum Refusal {
     DmAlone,
     /// The channel id is taken (or was).
     ChannelIdTaken,
+
+    // Read markers, community members and tokens (requests that are not events).
+    /// The channel of a read marker is missing or unreadable (`not_found`, not `restricted`).
+    ChannelNotReadable,
+    /// The credential lacks `messages:read`.
+    ReadScope,
+    /// `up_to` is not an event id.
+    BadUpTo,
+    /// `up_to` names no served message of the channel.
+    UpToNotMessage,
+    /// The credential lacks `members:write`.
+    MembersScope,
+    /// A member key that is not a pubkey.
+    BadPubkey,
+    /// Neither a community owner nor an admin manages members.
+    NotMemberManager,
+    /// The actor's role may not grant this role to this member.
+    RoleNotGrantable,
+    /// The member removed is none.
+    NoSuchMember,
+    /// The actor's role may not remove this member.
+    MemberNotRemovable,
+    /// A token hash that is not 64 lowercase hex.
+    BadTokenHash,
+    /// A token without scopes.
+    NoScopes,
+    /// A scope named twice.
+    RepeatedScope,
+    /// An empty channel restriction.
+    NoChannelIds,
+    /// More channels than a token may be restricted to (the most).
+    TooManyChannelIds(usize),
+    /// A channel restriction naming a channel twice or the nil id.
+    BadChannelIds,
+    /// A lifetime of 0 seconds.
+    ExpiresInZero,
+    /// A lifetime over the longest (in seconds).
+    ExpiresInTooLong(u64),
+    /// A lifetime beyond what the database takes.
+    ExpiresInRange,
+    /// A token request that is not a signed session.
+    UnsignedTokenRequest,
+    /// A member grants `members:write` without being a community owner or admin.
+    MembersWriteGrant,
+    /// The token hash is already stored.
+    TokenIssued,
 }
 
 const CHANNEL_NOT_FOUND: &str = "channel not found or not accessible";
@@ -128,10 +174,14 @@ impl Refusal {
     /// The answer: NIP-01 prefix (as its [`ErrorCode`]) and text. The one table of refusal texts.
     #[must_use]
     pub fn answer(&self) -> (ErrorCode, Cow<'static, str>) {
-        use ErrorCode::{Blocked, Conflict, Invalid, Restricted};
+        use ErrorCode::{Blocked, Conflict, Invalid, NotFound, Restricted};
         let (code, text) = match self {
             Self::KindNotAccepted(kind) => {
                 return (Blocked, format!("kind {kind} is not accepted by this relay").into());
+            }
+            Self::TooManyChannelIds(most) => return (Invalid, format!("at most {most} channel_ids").into()),
+            Self::ExpiresInTooLong(most) => {
+                return (Invalid, format!("expires_in must be at most {most} seconds").into());
             }
             Self::Envelope(reason) => return (Invalid, reason.clone().into()),
             Self::WrongAuthor => (Restricted, "event pubkey is not the authenticated pubkey"),
@@ -196,6 +246,28 @@ impl Refusal {
             Self::DmParticipantNotMember => (Invalid, "every dm participant must be a community member"),
             Self::DmAlone => (Invalid, "a dm needs at least one other participant"),
             Self::ChannelIdTaken => (Blocked, "channel id is not available"),
+            Self::ChannelNotReadable => (NotFound, CHANNEL_NOT_FOUND),
+            Self::ReadScope => (Restricted, "token does not allow reading messages"),
+            Self::BadUpTo => (Invalid, "up_to must be a 64-char lowercase hex event id"),
+            Self::UpToNotMessage => (Invalid, "up_to is not a message of this channel"),
+            Self::MembersScope => (Restricted, "token does not allow managing members"),
+            Self::BadPubkey => (Invalid, "pubkey must be 64 lowercase hex"),
+            Self::NotMemberManager => (Restricted, "only community owners and admins manage members"),
+            Self::RoleNotGrantable => (Restricted, "your role cannot grant that role"),
+            Self::NoSuchMember => (NotFound, "not a member"),
+            Self::MemberNotRemovable => (Restricted, "your role cannot remove that member"),
+            Self::BadTokenHash => (Invalid, "token hash must be 64 lowercase hex"),
+            Self::NoScopes => (Invalid, "scopes must not be empty"),
+            Self::RepeatedScope => (Invalid, "scopes must not repeat"),
+            Self::NoChannelIds => (Invalid, "channel_ids must not be empty (omit it for no restriction)"),
+            Self::BadChannelIds => (Invalid, "channel_ids must be unique non-nil UUIDs"),
+            Self::ExpiresInZero => (Invalid, "expires_in must be positive"),
+            Self::ExpiresInRange => (Invalid, "expires_in out of range"),
+            Self::UnsignedTokenRequest => (Restricted, "tokens are issued only to signed requests"),
+            Self::MembersWriteGrant => {
+                (Restricted, "only community owners and admins may grant members:write")
+            }
+            Self::TokenIssued => (Conflict, "token already issued"),
         };
         (code, Cow::Borrowed(text))
     }
@@ -258,6 +330,22 @@ mod tests {
             BusError::blocked("kind 7 is not accepted by this relay")
         );
         assert_eq!(BusError::from(Refusal::Envelope("missing d".into())), BusError::invalid("missing d"));
+        assert_eq!(
+            BusError::from(Refusal::TooManyChannelIds(100)),
+            BusError::invalid("at most 100 channel_ids")
+        );
+        assert_eq!(
+            BusError::from(Refusal::ExpiresInTooLong(5)),
+            BusError::invalid("expires_in must be at most 5 seconds")
+        );
+    }
+
+    #[test]
+    fn one_text_may_stand_under_two_prefixes_from_one_constant() {
+        let denied = BusError::from(Refusal::Denied(WriteDenial::NotFound));
+        let unreadable = BusError::from(Refusal::ChannelNotReadable);
+        assert_eq!((denied.code, unreadable.code), (ErrorCode::Restricted, ErrorCode::NotFound));
+        assert_eq!(denied.message, unreadable.message);
     }
 
     #[test]
