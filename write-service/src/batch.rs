@@ -177,27 +177,59 @@ async fn write_posts_on(
     relay: &buzz_core::Keys,
     posts: Vec<(Uuid, Actor, Event)>,
 ) -> Vec<WriteResult<Accepted>> {
-    match write_batch(batch_pool, &posts).await {
-        Ok(outcomes) => posts
-            .into_iter()
-            .zip(outcomes)
-            .map(|((community, _, event), outcome)| outcome.into_accepted(community, event))
-            .collect(),
+    let result = write_batch(batch_pool, &posts).await;
+    answer(pool, relay, posts, result, "posts").await
+}
+
+/// What became of a write of a batch, once the batch committed.
+pub(crate) enum Outcome {
+    Refused(Refusal),
+    Duplicate,
+    Stored {
+        channel: Channel,
+        stored: Stored,
+    },
+    /// Left to the single-write path: written alone, in its own transaction, after the batch.
+    Alone,
+}
+
+/// Answers each write of a batch of `family` from its outcome, in order. When a statement of the
+/// batch failed (rolled back, nothing stored) every write is written alone on `pool` by the
+/// single-write path, so a failing write never takes its batch-mates down; a failed commit is
+/// answered `error:` for all (outcome unknown; resubmitting is safe, a duplicate is `OK true`).
+pub(crate) async fn answer(
+    pool: &PgPool,
+    relay: &buzz_core::Keys,
+    writes: Vec<(Uuid, Actor, Event)>,
+    result: Result<Vec<Outcome>, BatchError>,
+    family: &'static str,
+) -> Vec<WriteResult<Accepted>> {
+    let outcomes = match result {
+        Ok(outcomes) => outcomes,
         Err(BatchError::Commit(e)) => {
-            tracing::error!(error = %e, posts = posts.len(), "batch commit failed");
-            posts.iter().map(|_| Err(WriteError::Commit(sqlx::Error::Protocol(e.to_string())))).collect()
+            tracing::error!(error = %e, family, writes = writes.len(), "batch commit failed");
+            return writes
+                .iter()
+                .map(|_| Err(WriteError::Commit(sqlx::Error::Protocol(e.to_string()))))
+                .collect();
         }
         Err(BatchError::Statement(e)) => {
-            tracing::warn!(error = %e, posts = posts.len(), "batch rolled back; writing its posts one by one");
+            tracing::warn!(error = %e, family, writes = writes.len(), "batch rolled back; writing its writes one by one");
             metrics::counter!("buzz_write_batch_fallbacks_total").increment(1);
-            let relay = Relay { keys: relay };
-            let mut outcomes = Vec::with_capacity(posts.len());
-            for (community, actor, event) in posts {
-                outcomes.push(crate::events::write_event(pool, community, &actor, event, &relay).await);
-            }
-            outcomes
+            writes.iter().map(|_| Outcome::Alone).collect()
         }
+    };
+    let relay = Relay { keys: relay };
+    let mut answers = Vec::with_capacity(writes.len());
+    for ((community, actor, event), outcome) in writes.into_iter().zip(outcomes) {
+        answers.push(match outcome {
+            Outcome::Refused(r) => Err(r.into()),
+            Outcome::Duplicate => Ok(Accepted::duplicate()),
+            Outcome::Stored { channel, stored } => Ok(stored.accepted(community, &channel, event)),
+            Outcome::Alone => crate::events::write_event(pool, community, &actor, event, &relay).await,
+        });
     }
+    answers
 }
 
 /// A write as the batch reads it; what can be parsed without the database is parsed once.
@@ -229,36 +261,21 @@ enum Decision<'a> {
     },
 }
 
-/// What became of a post, once the batch committed.
-enum Outcome {
-    Refused(Refusal),
-    Duplicate,
-    Stored { seq: i64, channel: Channel, banned: Vec<String>, access_version: i64 },
-}
-
 impl Write<'_> {
     fn outcome(self) -> Outcome {
         match self.decision {
             Decision::Refused(r) => Outcome::Refused(r),
             Decision::Duplicate | Decision::Store { seq: None, .. } => Outcome::Duplicate,
             Decision::Store { channel, seq: Some(seq), .. } => Outcome::Stored {
-                seq,
                 channel,
-                banned: self.view.banned,
-                access_version: self.view.access_version.unwrap_or_default(),
+                stored: Stored {
+                    seq,
+                    banned: self.view.banned,
+                    access_version: self.view.access_version.unwrap_or_default(),
+                    replaced: Vec::new(),
+                },
             },
         }
-    }
-}
-
-impl Outcome {
-    fn into_accepted(self, community: Uuid, event: Event) -> WriteResult<Accepted> {
-        let (seq, channel, banned, access_version) = match self {
-            Self::Refused(r) => return Err(r.into()),
-            Self::Duplicate => return Ok(Accepted::duplicate()),
-            Self::Stored { seq, channel, banned, access_version } => (seq, channel, banned, access_version),
-        };
-        Ok(stored(community, &channel, event, Stored { seq, banned, access_version, replaced: Vec::new() }))
     }
 }
 
@@ -272,21 +289,23 @@ pub(crate) struct Stored {
     pub(crate) replaced: Vec<[String; 2]>,
 }
 
-/// The answer and live event of a write a batch stored in `channel`.
-pub(crate) fn stored(community: Uuid, channel: &Channel, event: Event, s: Stored) -> Accepted {
-    let mut live = live_event(community, channel, event);
-    live.access_version = s.access_version;
-    if live.audience == Audience::Community {
-        live.banned = s.banned;
-    }
-    live.replaced_tags = s.replaced;
-    Accepted {
-        ok: buzz_bus::WriteOk::applied(),
-        live: Some(live),
-        also: Vec::new(),
-        access_changed: None,
-        seq: Some(s.seq),
-        bans_resolved: true,
+impl Stored {
+    /// The answer and live event of `event`, stored by a batch in `channel`.
+    fn accepted(self, community: Uuid, channel: &Channel, event: Event) -> Accepted {
+        let mut live = live_event(community, channel, event);
+        live.access_version = self.access_version;
+        if live.audience == Audience::Community {
+            live.banned = self.banned;
+        }
+        live.replaced_tags = self.replaced;
+        Accepted {
+            ok: buzz_bus::WriteOk::applied(),
+            live: Some(live),
+            also: Vec::new(),
+            access_changed: None,
+            seq: Some(self.seq),
+            bans_resolved: true,
+        }
     }
 }
 

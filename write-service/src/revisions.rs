@@ -36,13 +36,13 @@ use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use crate::artifacts::{self, Artifact};
-use crate::batch::{self, BatchError, NewEvent, Pools, Post, Stored, View};
-use crate::error::{WriteError, WriteResult};
+use crate::batch::{self, BatchError, NewEvent, Outcome, Pools, Post, Stored, View};
+use crate::error::WriteResult;
 use crate::rules::admission;
 use crate::rules::post::Named;
 use crate::rules::revision::{self, ArtifactView, Identity};
 use crate::rules::Refusal;
-use crate::shared::{Accepted, Relay};
+use crate::shared::Accepted;
 
 /// [`batch::WriteBatch`] of NIP-AR revisions.
 pub fn write<'a>(
@@ -60,46 +60,8 @@ pub async fn write_revisions(
     relay: &buzz_core::Keys,
     writes: Vec<(Uuid, Actor, Event)>,
 ) -> Vec<WriteResult<Accepted>> {
-    let outcomes = match write_batch(&pools.batch, &writes).await {
-        Ok(outcomes) => outcomes,
-        Err(BatchError::Commit(e)) => {
-            tracing::error!(error = %e, revisions = writes.len(), "revision batch commit failed");
-            return writes
-                .iter()
-                .map(|_| Err(WriteError::Commit(sqlx::Error::Protocol(e.to_string()))))
-                .collect();
-        }
-        Err(BatchError::Statement(e)) => {
-            tracing::warn!(error = %e, revisions = writes.len(), "revision batch rolled back; writing its revisions one by one");
-            metrics::counter!("buzz_write_batch_fallbacks_total").increment(1);
-            writes.iter().map(|_| Outcome::Alone).collect()
-        }
-    };
-    let relay = Relay { keys: relay };
-    let mut answers = Vec::with_capacity(writes.len());
-    for ((community, actor, event), outcome) in writes.into_iter().zip(outcomes) {
-        answers.push(match outcome {
-            Outcome::Refused(r) => Err(r.into()),
-            Outcome::Duplicate => Ok(Accepted::duplicate()),
-            Outcome::Stored(stored) => {
-                let (channel, stored) = *stored;
-                Ok(batch::stored(community, &channel, event, stored))
-            }
-            Outcome::Alone => {
-                crate::events::write_event(&pools.single, community, &actor, event, &relay).await
-            }
-        });
-    }
-    answers
-}
-
-/// What became of a revision of the batch, once it committed.
-enum Outcome {
-    Refused(Refusal),
-    Duplicate,
-    Stored(Box<(Channel, Stored)>),
-    /// Written alone by the single-revision path once the batch has committed.
-    Alone,
+    let result = write_batch(&pools.batch, &writes).await;
+    batch::answer(&pools.single, relay, writes, result, "revisions").await
 }
 
 /// One revision of a batch: the write, its envelope, what the batch read about it, and where it
@@ -140,15 +102,15 @@ impl Write<'_> {
         match self.stage {
             Stage::Refused(r) => Outcome::Refused(r),
             Stage::Duplicate => Outcome::Duplicate,
-            Stage::Store { channel, seq: Some(seq) } => Outcome::Stored(Box::new((
+            Stage::Store { channel, seq: Some(seq) } => Outcome::Stored {
                 channel,
-                Stored {
+                stored: Stored {
                     seq,
                     banned: self.view.banned,
                     access_version: self.view.access_version.unwrap_or_default(),
                     replaced: key.and_then(|k| replaced.remove(&k)).unwrap_or_default(),
                 },
-            ))),
+            },
             Stage::Alone | Stage::Store { seq: None, .. } => Outcome::Alone,
         }
     }
