@@ -1,6 +1,6 @@
-//! NIP-AR revisions (kind 45010): identity, compare-and-swap, moves, delete/restore, mentions.
-//!
-//! One transaction per revision, in this order:
+//! NIP-AR revisions (kind 45010) one at a time: identity, compare-and-swap, moves,
+//! delete/restore, mentions. The rules are `rules::revision`'s; this path gathers their views in
+//! one transaction per revision, in this order:
 //!
 //! 1. Admission (`events::write_event`), as for every kind: an already accepted event id (stored,
 //!    or a revision whose event retention removed) is `OK true` (`duplicate:`) whatever has
@@ -10,12 +10,11 @@
 //!    (`h`, a move's destination), before anything about the artifact is looked at, so a sender
 //!    who could not post a kind 9 there gets the kind-9 answer whatever the artifact's state.
 //! 3. Identity and CAS under the artifact row lock: a create claims `(community, d)` (a taken d is
-//!    `conflict: artifact identity is taken`, deleted ones included); any other op locks the row
-//!    `FOR UPDATE` (an unknown d is `conflict: prev is not the current revision`). A revision id
-//!    accepted meanwhile (a concurrent resubmission) is `duplicate:`. When the artifact lives in
-//!    another channel than `h` (a move's source, or an update naming the wrong h), the kind-9
-//!    check runs there too, before `prev` is compared with the current revision
-//!    (`conflict: prev is not the current revision`).
+//!    a conflict, deleted ones included); any other op locks the row `FOR UPDATE` (an unknown d is
+//!    answered as a stale prev). A revision id accepted meanwhile (a concurrent resubmission) is
+//!    `duplicate:`. When the artifact lives in another channel than `h` (a move's source, or an
+//!    update naming the wrong h), the kind-9 check runs there too, before `prev` is compared with
+//!    the current revision.
 //! 4. Rules that describe the stored artifact (deleted, type, home, root), now that the sender
 //!    is known to be able to write where it lives.
 //! 5. Store the revision in `events` (channel = its `h`), advance the artifact and its

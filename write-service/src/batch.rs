@@ -266,15 +266,9 @@ impl Write<'_> {
         match self.decision {
             Decision::Refused(r) => Outcome::Refused(r),
             Decision::Duplicate | Decision::Store { seq: None, .. } => Outcome::Duplicate,
-            Decision::Store { channel, seq: Some(seq), .. } => Outcome::Stored {
-                channel,
-                stored: Stored {
-                    seq,
-                    banned: self.view.banned,
-                    access_version: self.view.access_version.unwrap_or_default(),
-                    replaced: Vec::new(),
-                },
-            },
+            Decision::Store { channel, seq: Some(seq), .. } => {
+                Outcome::Stored { channel, stored: self.view.stored(seq, Vec::new()) }
+            }
         }
     }
 }
@@ -347,6 +341,11 @@ pub(crate) struct View {
 }
 
 impl View {
+    /// What a write stored with `seq` answers with, from its view (`replaced`: a revision's).
+    pub(crate) fn stored(self, seq: i64, replaced: Vec<[String; 2]>) -> Stored {
+        Stored { seq, banned: self.banned, access_version: self.access_version.unwrap_or_default(), replaced }
+    }
+
     fn channel(&self) -> Option<Channel> {
         Some(Channel {
             id: self.channel_id?,

@@ -139,8 +139,8 @@ mod tests {
         }
     }
 
-    fn refusal(tags: &[&[&str]]) -> String {
-        buzz_bus::BusError::from(parse(&create(tags)).expect_err("refused")).message
+    fn refusal(tags: &[&[&str]]) -> Refusal {
+        parse(&create(tags)).expect_err("refused")
     }
 
     #[test]
@@ -157,25 +157,16 @@ mod tests {
 
     #[test]
     fn every_tag_value_is_checked() {
-        assert_eq!(
-            refusal(&[&["name", "x"], &["channel_type", "room"]]),
-            "channel_type must be stream, forum or dm"
-        );
-        assert_eq!(
-            refusal(&[&["name", "x"], &["visibility", "public"]]),
-            "visibility must be open or private"
-        );
-        assert_eq!(refusal(&[&["name", "   "]]), "name must be 1 to 256 bytes");
-        assert_eq!(refusal(&[&["name", &"n".repeat(257)]]), "name must be 1 to 256 bytes");
+        assert_eq!(refusal(&[&["name", "x"], &["channel_type", "room"]]), Refusal::BadChannelType);
+        assert_eq!(refusal(&[&["name", "x"], &["visibility", "public"]]), Refusal::BadVisibility);
+        assert_eq!(refusal(&[&["name", "   "]]), Refusal::BadName);
+        assert_eq!(refusal(&[&["name", &"n".repeat(257)]]), Refusal::BadName);
         for ttl in ["0", "-5", "1.5", "x"] {
-            assert_eq!(refusal(&[&["name", "x"], &["ttl", ttl]]), "ttl must be a positive number of seconds");
+            assert_eq!(refusal(&[&["name", "x"], &["ttl", ttl]]), Refusal::BadTtl);
         }
         let mut nil = create(&[&["name", "x"]]);
         nil.tags[0][1] = "00000000-0000-0000-0000-000000000000".into();
-        assert_eq!(
-            buzz_bus::BusError::from(parse(&nil).unwrap_err()).message,
-            "h must be a lowercase hyphenated non-nil UUID"
-        );
+        assert_eq!(parse(&nil).unwrap_err(), Refusal::BadH);
     }
 
     #[test]
@@ -184,10 +175,7 @@ mod tests {
         let event = create(&[&["channel_type", "dm"], &["p", &b], &["p", &b]]);
         let spec = parse(&event).unwrap();
         assert_eq!((spec.visibility, spec.name, spec.peers), (Visibility::Private, "", vec![b.as_str()]));
-        assert_eq!(refusal(&[&["channel_type", "dm"], &["visibility", "open"]]), "a dm is always private");
-        assert_eq!(
-            refusal(&[&["channel_type", "dm"], &["p", "B"]]),
-            "p must be a 64-char lowercase hex pubkey"
-        );
+        assert_eq!(refusal(&[&["channel_type", "dm"], &["visibility", "open"]]), Refusal::DmAlwaysPrivate);
+        assert_eq!(refusal(&[&["channel_type", "dm"], &["p", "B"]]), Refusal::BadTargetPubkey);
     }
 }

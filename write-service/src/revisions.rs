@@ -2,12 +2,12 @@
 //! transaction, a fixed number of statements whatever their number, and one durable commit.
 //!
 //! - Every revision is still acknowledged only after the commit that stored it.
-//! - The decision of each revision is the single-revision path's (`events::write_event`, then
-//!   `artifacts::write_revision`), in the same order: author, community active, duplicate,
-//!   membership, envelope, the kind-9 write check in `h`, then identity and compare-and-swap under
-//!   the artifact row lock (claimed for a create, `FOR UPDATE` for an update), the resubmission
-//!   check after the lock, the transition and root rules. A refused revision is answered on its
-//!   own and its batch-mates go on.
+//! - The decision of each revision is the single-revision path's: the same rules
+//!   (`rules::admission`, `rules::revision`) applied to the batch's view of it, in the same order:
+//!   admission, the kind-9 write check in `h`, then identity and compare-and-swap under the
+//!   artifact row lock (claimed for a create, `FOR UPDATE` for an update), the resubmission check
+//!   after the lock, the transition and root rules. A refused revision is answered on its own and
+//!   its batch-mates go on.
 //! - What the batch does not decide itself is written alone, in its own transaction, after the
 //!   batch commits, by the single-revision path: moves, deletes and restores; an update naming
 //!   another channel than the artifact's home (the home's write check comes first there); a create
@@ -15,9 +15,7 @@
 //!   an anchor (the claim's answer comes first there); a second revision of one artifact, or the same
 //!   event twice, in one batch. Those wait for the batch's commit, so they see it.
 //! - When a statement of the batch fails (a lock or statement timeout, a deadlock, a constraint),
-//!   the batch is rolled back and each revision is written alone, so a failing revision never takes
-//!   its batch-mates down. A failed commit is answered `error:` for all (outcome unknown;
-//!   resubmitting is safe, an accepted revision is `OK true` `duplicate:`).
+//!   the batch is rolled back and each revision is written alone (`batch::answer`).
 //!
 //! Statements per batch: the admission and channel view of every revision (`batch::load`, channel
 //! rows share-locked in id order); the updated artifacts locked in key order; the creates claimed in
@@ -36,7 +34,7 @@ use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use crate::artifacts::{self, Artifact};
-use crate::batch::{self, BatchError, NewEvent, Outcome, Pools, Post, Stored, View};
+use crate::batch::{self, BatchError, NewEvent, Outcome, Pools, Post, View};
 use crate::error::WriteResult;
 use crate::rules::admission;
 use crate::rules::post::Named;
@@ -102,15 +100,10 @@ impl Write<'_> {
         match self.stage {
             Stage::Refused(r) => Outcome::Refused(r),
             Stage::Duplicate => Outcome::Duplicate,
-            Stage::Store { channel, seq: Some(seq) } => Outcome::Stored {
-                channel,
-                stored: Stored {
-                    seq,
-                    banned: self.view.banned,
-                    access_version: self.view.access_version.unwrap_or_default(),
-                    replaced: key.and_then(|k| replaced.remove(&k)).unwrap_or_default(),
-                },
-            },
+            Stage::Store { channel, seq: Some(seq) } => {
+                let replaced = key.and_then(|k| replaced.remove(&k)).unwrap_or_default();
+                Outcome::Stored { channel, stored: self.view.stored(seq, replaced) }
+            }
             Stage::Alone | Stage::Store { seq: None, .. } => Outcome::Alone,
         }
     }
