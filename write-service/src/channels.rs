@@ -6,49 +6,22 @@ use buzz_core::kinds::{
     CHANNEL_MEMBERS, CHANNEL_METADATA, DELETE_CHANNEL, EDIT_CHANNEL, PUT_USER, REDACT, REMOVE_USER,
 };
 use buzz_core::Event;
-use buzz_store::access::{self, Channel, Credential, Standing, WriteDenial};
-use buzz_store::{ChannelType, Role, Visibility};
+use buzz_store::access::{self, Channel, WriteDenial};
+use buzz_store::Visibility;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
 use crate::error::WriteResult;
 use crate::rules::admission::credential;
+use crate::rules::moderation::{self, Change, ModerationView, UNRESTRICTED};
 use crate::rules::post::channel_tag;
 use crate::rules::Refusal;
 use crate::shared::{live_event, store_and_announce, Accepted, Relay};
 use crate::store;
 
-const UNRESTRICTED: Credential<'static> =
-    Credential { can_read_messages: true, can_write_messages: true, channel_ids: None };
-
-/// The credential's scope (its channel restriction is checked by the caller).
-fn need(actor: &Actor, scope: Scope) -> Result<(), Refusal> {
-    if actor.has_scope(scope) {
-        Ok(())
-    } else {
-        Err(Refusal::ChannelChangeScope)
-    }
-}
-
-fn moderator(standing: Standing) -> Result<(), Refusal> {
-    if standing.channel_admin || standing.community_admin {
-        Ok(())
-    } else {
-        Err(Refusal::NotModerator)
-    }
-}
-
-fn target_pubkey(event: &Event) -> Result<String, Refusal> {
-    let p = event.tag_value("p").unwrap_or_default();
-    if buzz_core::is_lower_hex(p, 64) {
-        Ok(p.to_owned())
-    } else {
-        Err(Refusal::BadTargetPubkey)
-    }
-}
-
-/// Kinds 9000/9001/9002/9005/9008. The channel row is locked for the change; the change and its
-/// event commit together; membership, visibility, archive and deletion changes are access changes.
+/// Kinds 9000/9001/9002/9005/9008: gathers the locked channel and the standings the change
+/// concerns, applies `rules::moderation::decide`, and makes the change. The change and its event
+/// commit together; membership, visibility, archive and deletion changes are access changes.
 pub async fn moderate(
     tx: &mut PgConnection,
     community: Uuid,
@@ -57,78 +30,54 @@ pub async fn moderate(
     relay: &Relay<'_>,
 ) -> WriteResult<Accepted> {
     let channel_id = channel_tag(&event)?;
-    let member = actor.member_key().to_owned();
-    let locked = store::lock_channel(tx, community, channel_id).await?;
-    let standing = access::standing(tx, community, channel_id, &member).await?;
-    let Some(mut channel) = locked.filter(|c| access::can_read(c, standing, UNRESTRICTED)) else {
-        return Err(WriteDenial::NotFound.into());
-    };
-    if actor.channel_ids.as_ref().is_some_and(|ids| !ids.contains(&channel_id)) {
-        return Err(WriteDenial::Scope.into());
+    let member = actor.member_key();
+    let channel = store::lock_channel(tx, community, channel_id).await?;
+    let standing = access::standing(tx, community, channel_id, member).await?;
+    let author;
+    let mut view = ModerationView { channel, standing, ..ModerationView::default() };
+    match event.kind {
+        PUT_USER | REMOVE_USER => {
+            if let Ok(target) = moderation::target_pubkey(&event) {
+                if event.kind == PUT_USER {
+                    view.target_community_role = access::community_role(tx, community, target).await?;
+                }
+                view.target_channel_role = store::channel_role(tx, community, channel_id, target).await?;
+            }
+        }
+        REDACT => {
+            if let Ok(target) = moderation::redaction_target(&event) {
+                let found = store::event_owner(tx, community, target).await?;
+                author = found.filter(|(_, c, _)| *c == Some(channel_id)).map(|(author, ..)| author);
+                view.redacted_author = author.as_deref();
+            }
+        }
+        DELETE_CHANNEL => view.own_role = store::channel_role(tx, community, channel_id, member).await?,
+        _ => {}
     }
-    let dm = channel.channel_type == ChannelType::Dm;
-    let (metadata, members) = match event.kind {
-        PUT_USER => {
-            if dm {
-                return Err(Refusal::DmParticipantsFixed.into());
-            }
-            need(actor, Scope::ChannelsWrite)?;
-            moderator(standing)?;
-            let target = target_pubkey(&event)?;
-            let role = match event.tags_named("p").next().and_then(|t| t.get(2)) {
-                None => Role::Member,
-                Some(r) => Role::parse(r).filter(|r| *r != Role::Owner).ok_or(Refusal::BadChannelRole)?,
-            };
-            if access::community_role(tx, community, &target).await?.is_none() {
-                return Err(Refusal::TargetNotCommunityMember.into());
-            }
-            if store::channel_role(tx, community, channel_id, &target).await? == Some(Role::Owner) {
-                return Err(Refusal::OwnerRoleFixed.into());
-            }
-            store::add_channel_members(tx, community, channel_id, &[target], role).await?;
+    let (channel, change) = moderation::decide(&event, actor, channel_id, view)?;
+    let (metadata, members) = match change {
+        Change::PutUser { target, role } => {
+            store::add_channel_members(tx, community, channel_id, &[target.to_owned()], role).await?;
             (false, true)
         }
-        REMOVE_USER => {
-            if dm {
-                return Err(Refusal::DmParticipantsFixed.into());
-            }
-            let target = target_pubkey(&event)?;
-            if target == member {
-                need(actor, Scope::MessagesWrite)?;
-            } else {
-                need(actor, Scope::ChannelsWrite)?;
-                moderator(standing)?;
-                let role = store::channel_role(tx, community, channel_id, &target).await?;
-                if role == Some(Role::Owner) && !standing.community_admin {
-                    return Err(Refusal::OwnerRemoval.into());
-                }
-            }
-            if !store::remove_channel_member(tx, community, channel_id, &target, target != member).await? {
+        Change::RemoveUser { target } => {
+            if !store::remove_channel_member(tx, community, channel_id, target, target != member).await? {
                 return Err(Refusal::TargetNotChannelMember.into());
             }
             (false, true)
         }
-        EDIT_CHANNEL => {
-            need(actor, Scope::ChannelsWrite)?;
-            moderator(standing)?;
-            edit(&mut channel, &event)?;
+        Change::Edit => {
             store::update_channel(tx, community, &channel).await?;
             (true, false)
         }
-        REDACT => {
-            redact(tx, community, actor, &event, channel_id, standing).await?;
+        Change::Redact { target } => {
+            store::redact_event(tx, community, target).await?;
             (false, false)
         }
-        DELETE_CHANNEL => {
-            need(actor, Scope::ChannelsWrite)?;
-            let role = store::channel_role(tx, community, channel_id, &member).await?;
-            if role != Some(Role::Owner) && !standing.community_admin {
-                return Err(Refusal::ChannelDeletion.into());
-            }
+        Change::DeleteChannel => {
             store::delete_channel(tx, community, channel_id).await?;
             (false, false)
         }
-        _ => return Err(Refusal::KindNotAccepted(event.kind).into()),
     };
     let access_changed =
         matches!(event.kind, PUT_USER | REMOVE_USER | EDIT_CHANNEL | DELETE_CHANNEL).then_some(channel_id);
@@ -140,66 +89,6 @@ pub async fn moderate(
         .collect();
     accepted.also = relay_state(tx, community, &channel, relay, &kinds).await?;
     Ok(accepted)
-}
-
-/// 9002: any of `name`, `visibility` (not for DMs), `archived` ("true"/"false").
-fn edit(channel: &mut Channel, event: &Event) -> Result<(), Refusal> {
-    let mut changed = false;
-    if let Some(name) = event.tag_value("name") {
-        let name = name.trim();
-        if name.is_empty() || name.len() > 256 {
-            return Err(Refusal::BadName);
-        }
-        channel.name = name.to_owned();
-        changed = true;
-    }
-    if let Some(v) = event.tag_value("visibility") {
-        if channel.channel_type == ChannelType::Dm {
-            return Err(Refusal::DmAlwaysPrivate);
-        }
-        channel.visibility = Visibility::parse(v).ok_or(Refusal::BadVisibility)?;
-        changed = true;
-    }
-    if let Some(a) = event.tag_value("archived") {
-        channel.archived = match a {
-            "true" => true,
-            "false" => false,
-            _ => return Err(Refusal::BadArchived),
-        };
-        changed = true;
-    }
-    if changed {
-        Ok(())
-    } else {
-        Err(Refusal::EmptyEdit)
-    }
-}
-
-/// 9005: the event's author (with `messages:write`) or a moderator (with `channels:write`) redacts
-/// an event of this channel. It stays stored and counted as accepted, but is never served again.
-async fn redact(
-    tx: &mut PgConnection,
-    community: Uuid,
-    actor: &Actor,
-    event: &Event,
-    channel_id: Uuid,
-    standing: Standing,
-) -> WriteResult<()> {
-    let target = event.tag_value("e").unwrap_or_default();
-    if !buzz_core::is_lower_hex(target, 64) {
-        return Err(Refusal::BadRedactTarget.into());
-    }
-    let found = store::event_owner(tx, community, target).await?;
-    let Some((author, _, _)) = found.filter(|(_, c, _)| *c == Some(channel_id)) else {
-        return Err(Refusal::NoSuchEvent.into());
-    };
-    if author == actor.pubkey {
-        need(actor, Scope::MessagesWrite)?;
-    } else {
-        need(actor, Scope::ChannelsWrite)?;
-        moderator(standing)?;
-    }
-    Ok(store::redact_event(tx, community, target).await?)
 }
 
 /// Kind 5 (NIP-09): the author deletes their own events, all in one channel they can read.

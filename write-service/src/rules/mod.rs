@@ -5,11 +5,13 @@
 //!
 //! - [`admission`]: what every client event passes first, and the kind-9 write rule in a channel.
 //! - [`post`]: kind 9 (`h`, thread root).
+//! - [`moderation`]: channel administration (9000, 9001, 9002, 9005, 9008).
 //! - [`revision`]: NIP-AR identity, compare-and-swap, resubmission, moves, delete and restore,
 //!   the root rule.
 //! - [`refusal`]: the one table of refusal texts.
 
 pub mod admission;
+pub mod moderation;
 pub mod post;
 pub mod refusal;
 pub mod revision;
