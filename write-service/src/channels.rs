@@ -1,19 +1,19 @@
 //! Channel administration (kinds 9000, 9001, 9002, 9005, 9008), NIP-09 deletion of one's own
 //! events (kind 5), and the relay-signed channel state (39000 metadata, 39002 members).
 
-use buzz_bus::{Actor, LiveEvent, Scope};
+use buzz_bus::{Actor, LiveEvent};
 use buzz_core::kinds::{
     CHANNEL_MEMBERS, CHANNEL_METADATA, DELETE_CHANNEL, EDIT_CHANNEL, PUT_USER, REDACT, REMOVE_USER,
 };
 use buzz_core::Event;
-use buzz_store::access::{self, Channel, WriteDenial};
+use buzz_store::access::{self, Channel};
 use buzz_store::Visibility;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
 use crate::error::WriteResult;
-use crate::rules::admission::credential;
-use crate::rules::moderation::{self, Change, ModerationView, UNRESTRICTED};
+use crate::rules::deletion::{self, RevisionView, TargetView};
+use crate::rules::moderation::{self, Change, ModerationView};
 use crate::rules::post::channel_tag;
 use crate::rules::Refusal;
 use crate::shared::{live_event, store_and_announce, Accepted, Relay};
@@ -91,66 +91,46 @@ pub async fn moderate(
     Ok(accepted)
 }
 
-/// Kind 5 (NIP-09): the author deletes their own events, all in one channel they can read.
-/// Artifact revisions are refused with a reason (NIP-AR moderation).
+/// Kind 5 (NIP-09): gathers what the database says about each named event and their channel,
+/// applies `rules::deletion`, and deletes them.
 pub async fn delete_own(
     tx: &mut PgConnection,
     community: Uuid,
     actor: &Actor,
     event: Event,
 ) -> WriteResult<Accepted> {
-    let ids: Vec<String> = event.tags_named("e").filter_map(|t| t.get(1).cloned()).collect();
-    if ids.is_empty() || ids.iter().any(|id| !buzz_core::is_lower_hex(id, 64)) {
-        return Err(Refusal::DeletionNamesNothing.into());
-    }
-    let mut channel_id = None;
+    let ids = deletion::named_ids(&event)?;
+    let mut found = Vec::with_capacity(ids.len());
     for id in &ids {
-        if is_known_revision(tx, community, actor, id).await? {
-            return Err(Refusal::RevisionDeletion.into());
-        }
-        let found = store::event_owner(tx, community, id).await?;
-        let Some((_, channel, _)) = found.filter(|(author, ..)| *author == event.pubkey) else {
-            return Err(Refusal::NotYourEvent.into());
+        let origin = crate::artifacts::sql::revision_origin(tx, community, id).await?;
+        let revision = match origin {
+            Some((channel_id, author)) => {
+                let channel = access::load_channel(tx, community, channel_id, false).await?;
+                let standing = access::standing(tx, community, channel_id, actor.member_key()).await?;
+                Some((author, channel, standing))
+            }
+            None => None,
         };
-        if channel_id.is_some_and(|c| Some(c) != channel) {
-            return Err(Refusal::DeletionSpansChannels.into());
-        }
-        channel_id = channel;
+        found.push((revision, store::event_owner(tx, community, id).await?));
     }
-    let channel_id = channel_id.ok_or(Refusal::NotYourEvent)?;
+    let targets: Vec<TargetView<'_>> = found
+        .iter()
+        .map(|(revision, owner)| TargetView {
+            revision: revision.as_ref().map(|(author, channel, standing)| RevisionView {
+                author: author.as_deref(),
+                channel: channel.as_ref(),
+                standing: *standing,
+            }),
+            owner: owner.as_ref().map(|(author, channel, _)| (author.as_str(), *channel)),
+        })
+        .collect();
+    let channel_id = deletion::channel_of(&event, actor, &targets)?;
     let channel = access::load_channel(tx, community, channel_id, true).await?;
     let standing = access::standing(tx, community, channel_id, actor.member_key()).await?;
-    let Some(channel) = channel.filter(|c| access::can_read(c, standing, UNRESTRICTED)) else {
-        return Err(WriteDenial::NotFound.into());
-    };
-    if !actor.has_scope(Scope::MessagesWrite)
-        || actor.channel_ids.as_ref().is_some_and(|c| !c.contains(&channel_id))
-    {
-        return Err(WriteDenial::Scope.into());
-    }
+    let channel = deletion::deletable(channel, standing, actor)?;
+    let ids: Vec<String> = ids.into_iter().map(str::to_owned).collect();
     store::delete_events(tx, community, &ids).await?;
     store_and_announce(tx, community, event, &channel, None).await
-}
-
-/// Is `id` an accepted artifact revision that the sender wrote or can read (its channel, under
-/// the sender's credential)? Then a kind 5 aimed at it is told why it is refused, whoever wrote
-/// it, redacted or not. One the sender can neither read nor claim as theirs gets the answer any
-/// unknown event gets, so the refusal discloses nothing about a channel the sender cannot read.
-async fn is_known_revision(
-    tx: &mut PgConnection,
-    community: Uuid,
-    actor: &Actor,
-    id: &str,
-) -> WriteResult<bool> {
-    let Some((channel_id, author)) = crate::artifacts::sql::revision_origin(tx, community, id).await? else {
-        return Ok(false);
-    };
-    if author.as_deref() == Some(actor.pubkey.as_str()) {
-        return Ok(true);
-    }
-    let channel = access::load_channel(tx, community, channel_id, false).await?;
-    let standing = access::standing(tx, community, channel_id, actor.member_key()).await?;
-    Ok(channel.is_some_and(|c| access::can_read(&c, standing, credential(actor))))
 }
 
 /// Regenerates the relay-signed channel events of `kinds` (39000 metadata, 39002 members),

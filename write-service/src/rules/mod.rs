@@ -5,12 +5,14 @@
 //!
 //! - [`admission`]: what every client event passes first, and the kind-9 write rule in a channel.
 //! - [`post`]: kind 9 (`h`, thread root).
+//! - [`deletion`]: kind 5 (NIP-09), NIP-AR revisions refused with a reason.
 //! - [`moderation`]: channel administration (9000, 9001, 9002, 9005, 9008).
 //! - [`revision`]: NIP-AR identity, compare-and-swap, resubmission, moves, delete and restore,
 //!   the root rule.
 //! - [`refusal`]: the one table of refusal texts.
 
 pub mod admission;
+pub mod deletion;
 pub mod moderation;
 pub mod post;
 pub mod refusal;
