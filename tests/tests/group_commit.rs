@@ -177,6 +177,21 @@ async fn one_batch_answers_every_post_as_the_single_post_path_does() {
         }
     }
 
+    // The same stored state: neither path stored a refused post (the deleted one was stored
+    // before the batch and is checked below).
+    let refused: Vec<&str> = batch
+        .iter()
+        .zip(&answers)
+        .filter(|((_, _, e), a)| a.is_err() && e.id != deleted.id)
+        .map(|((_, _, e), _)| e.id.as_str())
+        .collect();
+    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM events WHERE id = ANY($1)")
+        .bind(&refused)
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert_eq!((refused.len(), stored), (12, 0), "no refused post is stored");
+
     // The deleted post is still the one row, still deleted: never stored again.
     let (rows, still_deleted): (i64, bool) = sqlx::query_as(
         "SELECT count(*), bool_and(deleted_at IS NOT NULL) FROM events WHERE community_id = $1 AND id = $2",

@@ -282,6 +282,19 @@ async fn one_batch_answers_every_revision_as_the_single_revision_path_does() {
         }
     }
 
+    // The same stored state: neither path stored or recorded a refused revision.
+    let refused: Vec<&str> =
+        batch.iter().zip(&answers).filter(|(_, a)| a.is_err()).map(|((_, _, e), _)| e.id.as_str()).collect();
+    let stored: (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM events WHERE id = ANY($1)), \
+                (SELECT count(*) FROM artifact_revisions WHERE revision_id = ANY($1))",
+    )
+    .bind(&refused)
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!((refused.len(), stored), (21, (0, 0)), "no refused revision is stored or recorded");
+
     // Stored and current: `a` is at a1, its chain recorded; the mention a1 adds is recorded once.
     let current: String =
         sqlx::query_scalar("SELECT current_revision FROM artifacts WHERE community_id = $1 AND d = $2")

@@ -120,12 +120,15 @@ mod tests {
         assert_eq!(named_ids(&bad), Err(Refusal::DeletionNamesNothing));
     }
 
+    /// A sender, its session and an empty kind 5 of theirs.
+    fn sender() -> (String, Actor, Event) {
+        let keys = Keys::generate();
+        (keys.public_hex(), Actor::session(keys.public_hex()), keys.sign_new(5, vec![], ""))
+    }
+
     #[test]
     fn only_ones_own_live_events_of_one_channel_are_deleted() {
-        let keys = Keys::generate();
-        let actor = Actor::session(keys.public_hex());
-        let event = keys.sign_new(5, vec![], "");
-        let me = keys.public_hex();
+        let (me, actor, event) = sender();
         let mine = |c| TargetView { revision: None, owner: Some((me.as_str(), Some(c))) };
         assert_eq!(channel_of(&event, &actor, &[mine(A), mine(A)]), Ok(A));
         assert_eq!(channel_of(&event, &actor, &[mine(A), mine(B)]), Err(Refusal::DeletionSpansChannels));
@@ -137,10 +140,7 @@ mod tests {
 
     #[test]
     fn a_revision_is_refused_with_its_reason_only_when_the_sender_wrote_or_can_read_it() {
-        let keys = Keys::generate();
-        let actor = Actor::session(keys.public_hex());
-        let event = keys.sign_new(5, vec![], "");
-        let me = keys.public_hex();
+        let (me, actor, event) = sender();
         let written = RevisionView { author: Some(&me), channel: None, standing: Standing::default() };
         let target = TargetView { revision: Some(written), owner: Some((me.as_str(), Some(A))) };
         assert_eq!(channel_of(&event, &actor, &[target]), Err(Refusal::RevisionDeletion));

@@ -60,21 +60,21 @@ pub enum Change<'e> {
 
 /// The `p` target of a put or removal: a pubkey.
 pub fn target_pubkey(event: &Event) -> Result<&str, Refusal> {
-    let p = event.tag_value("p").unwrap_or_default();
-    if buzz_core::is_lower_hex(p, 64) {
-        Ok(p)
-    } else {
-        Err(Refusal::BadTargetPubkey)
-    }
+    hex_tag(event, "p", Refusal::BadTargetPubkey)
 }
 
 /// The `e` target of a redaction: an event id.
 pub fn redaction_target(event: &Event) -> Result<&str, Refusal> {
-    let target = event.tag_value("e").unwrap_or_default();
-    if buzz_core::is_lower_hex(target, 64) {
-        Ok(target)
+    hex_tag(event, "e", Refusal::BadRedactTarget)
+}
+
+/// The first value of tag `name`, 64 lowercase hex characters, or `refusal`.
+fn hex_tag<'e>(event: &'e Event, name: &str, refusal: Refusal) -> Result<&'e str, Refusal> {
+    let value = event.tag_value(name).unwrap_or_default();
+    if buzz_core::is_lower_hex(value, 64) {
+        Ok(value)
     } else {
-        Err(Refusal::BadRedactTarget)
+        Err(refusal)
     }
 }
 
