@@ -5,6 +5,7 @@
 //!
 //! - [`admission`]: what every client event passes first, and the kind-9 write rule in a channel.
 //! - [`post`]: kind 9 (`h`, thread root).
+//! - [`channel`]: kind 9007, channel creation.
 //! - [`deletion`]: kind 5 (NIP-09), NIP-AR revisions refused with a reason.
 //! - [`moderation`]: channel administration (9000, 9001, 9002, 9005, 9008).
 //! - [`revision`]: NIP-AR identity, compare-and-swap, resubmission, moves, delete and restore,
@@ -12,6 +13,7 @@
 //! - [`refusal`]: the one table of refusal texts.
 
 pub mod admission;
+pub mod channel;
 pub mod deletion;
 pub mod moderation;
 pub mod post;
