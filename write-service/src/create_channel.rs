@@ -10,7 +10,7 @@ use uuid::Uuid;
 use crate::error::WriteResult;
 use crate::rules::{channel, Refusal};
 use crate::shared::{store_and_announce, Accepted, Relay};
-use crate::store::{self, NewChannel};
+use crate::store;
 
 /// Creates the channel: the creator becomes its owner (a DM's participants are all members), and
 /// the relay's 39000/39002 for it are stored beside the 9007.
@@ -29,15 +29,7 @@ pub async fn create_channel(
     }
     let participants: Vec<String> =
         channel::participants(actor.member_key(), &spec, &members)?.into_iter().map(str::to_owned).collect();
-    let new = NewChannel {
-        id: spec.id,
-        name: spec.name,
-        visibility: spec.visibility,
-        channel_type: spec.channel_type,
-        ttl_seconds: spec.ttl_seconds,
-        created_by: &actor.pubkey,
-    };
-    if !store::create_channel(tx, community, &new).await? {
+    if !store::create_channel(tx, community, &spec, &actor.pubkey).await? {
         return Err(Refusal::ChannelIdTaken.into());
     }
     let role = if dm { Role::Member } else { Role::Owner };

@@ -2,11 +2,12 @@
 
 use buzz_core::{kinds, Event};
 use buzz_store::fragments::served_event;
-use buzz_store::{access, ChannelType, Role, Visibility};
+use buzz_store::{access, Role};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
 use crate::rules::admission::AdmissionView;
+use crate::rules::channel::Spec;
 
 /// The tag index rows of `event` whose name `keep` accepts: each such tag's name (1 to 64 bytes)
 /// with the hash of its first value (hashed only when kept).
@@ -97,27 +98,13 @@ pub async fn admission(
     }))
 }
 
-/// A channel as kind 9007 creates it.
-pub struct NewChannel<'a> {
-    /// Its `h`.
-    pub id: Uuid,
-    /// Trimmed name (empty for an unnamed DM).
-    pub name: &'a str,
-    /// Open or private (a DM is always private).
-    pub visibility: Visibility,
-    /// Stream, forum or DM.
-    pub channel_type: ChannelType,
-    /// Event lifetime in seconds, for a TTL channel.
-    pub ttl_seconds: Option<i32>,
-    /// The creator's pubkey.
-    pub created_by: &'a str,
-}
-
-/// Creates the channel; false when the id is taken in this community.
+/// Creates the channel `c` asks for, by `created_by`; false when the id is taken in this
+/// community.
 pub async fn create_channel(
     conn: &mut PgConnection,
     community: Uuid,
-    c: &NewChannel<'_>,
+    c: &Spec<'_>,
+    created_by: &str,
 ) -> Result<bool, sqlx::Error> {
     let n = sqlx::query(
         "INSERT INTO channels (community_id, id, name, visibility, channel_type, ttl_seconds, created_by) \
@@ -129,7 +116,7 @@ pub async fn create_channel(
     .bind(c.visibility)
     .bind(c.channel_type)
     .bind(c.ttl_seconds)
-    .bind(c.created_by)
+    .bind(created_by)
     .execute(conn)
     .await?
     .rows_affected();
