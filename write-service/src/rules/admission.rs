@@ -89,7 +89,6 @@ pub fn writable(named: Result<Uuid, &Refusal>, at: ChannelView, actor: &Actor) -
 #[cfg(test)]
 mod tests {
     use buzz_core::Keys;
-    use buzz_store::{ChannelType, Visibility};
 
     use super::*;
 
@@ -128,14 +127,7 @@ mod tests {
     #[test]
     fn the_write_rule_answers_a_bad_h_first_then_the_access_modules_denial() {
         let actor = Actor::session(Keys::generate().public_hex());
-        let channel = Channel {
-            id: Uuid::from_u128(1),
-            name: "c".into(),
-            visibility: Visibility::Open,
-            channel_type: ChannelType::Stream,
-            ttl_seconds: None,
-            archived: true,
-        };
+        let channel = Channel { archived: true, ..crate::rules::open_channel(Uuid::from_u128(1)) };
         let member = Standing { community_member: true, ..Standing::default() };
         let at = || ChannelView { channel: Some(channel.clone()), standing: member };
         assert_eq!(writable(Err(&Refusal::BadH), at(), &actor), Err(Refusal::BadH));

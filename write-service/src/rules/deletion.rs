@@ -86,23 +86,13 @@ pub fn deletable(channel: Option<Channel>, standing: Standing, actor: &Actor) ->
 #[cfg(test)]
 mod tests {
     use buzz_core::Keys;
-    use buzz_store::{ChannelType, Visibility};
 
     use super::*;
 
     const A: Uuid = Uuid::from_u128(1);
     const B: Uuid = Uuid::from_u128(2);
 
-    fn open(id: Uuid) -> Channel {
-        Channel {
-            id,
-            name: "c".into(),
-            visibility: Visibility::Open,
-            channel_type: ChannelType::Stream,
-            ttl_seconds: None,
-            archived: false,
-        }
-    }
+    use crate::rules::open_channel as open;
 
     const MEMBER: Standing = Standing {
         community_member: true,

@@ -21,3 +21,16 @@ pub mod refusal;
 pub mod revision;
 
 pub use refusal::Refusal;
+
+/// An open, live, unarchived stream channel `id`, for the rules' tests.
+#[cfg(test)]
+pub(crate) fn open_channel(id: uuid::Uuid) -> buzz_store::access::Channel {
+    buzz_store::access::Channel {
+        id,
+        name: "c".into(),
+        visibility: buzz_store::Visibility::Open,
+        channel_type: buzz_store::ChannelType::Stream,
+        ttl_seconds: None,
+        archived: false,
+    }
+}

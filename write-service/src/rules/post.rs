@@ -68,7 +68,6 @@ pub fn decide<'e>(
 mod tests {
     use buzz_core::Keys;
     use buzz_store::access::{Standing, WriteDenial};
-    use buzz_store::{ChannelType, Visibility};
 
     use super::*;
 
@@ -77,14 +76,7 @@ mod tests {
     }
 
     fn open() -> Channel {
-        Channel {
-            id: Uuid::from_u128(7),
-            name: "c".into(),
-            visibility: Visibility::Open,
-            channel_type: ChannelType::Stream,
-            ttl_seconds: None,
-            archived: false,
-        }
+        crate::rules::open_channel(Uuid::from_u128(7))
     }
 
     #[test]

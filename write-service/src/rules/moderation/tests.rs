@@ -8,14 +8,7 @@ use super::*;
 const ID: Uuid = Uuid::from_u128(5);
 
 fn channel(channel_type: ChannelType) -> Channel {
-    Channel {
-        id: ID,
-        name: "c".into(),
-        visibility: Visibility::Open,
-        channel_type,
-        ttl_seconds: None,
-        archived: false,
-    }
+    Channel { channel_type, ..crate::rules::open_channel(ID) }
 }
 
 const MEMBER: Standing = Standing {
