@@ -7,8 +7,7 @@ use crate::chat::*;
 use crate::payload::*;
 
 fn query(extra: serde_json::Value) -> serde_json::Value {
-    let mut v =
-        json!({ "community_id": Uuid::nil(), "reader": {"pubkey": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "scopes": []}, "filters": [] });
+    let mut v = json!({ "community_id": Uuid::nil(), "reader": {"pubkey": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "scopes": []}, "filters": [] });
     if let (Some(m), Some(e)) = (v.as_object_mut(), extra.as_object()) {
         m.extend(e.clone());
     }

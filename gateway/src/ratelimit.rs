@@ -172,7 +172,11 @@ impl PubkeyLimiter {
 
     /// Admits one write by `pubkey` in `community` (from a held lease, or a new one from Redis):
     /// `Ok(true)` admitted, `Ok(false)` over the limit.
-    pub async fn admit(&self, community: Uuid, pubkey: &buzz_core::Pubkey) -> Result<bool, LimiterUnavailable> {
+    pub async fn admit(
+        &self,
+        community: Uuid,
+        pubkey: &buzz_core::Pubkey,
+    ) -> Result<bool, LimiterUnavailable> {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default()

@@ -38,7 +38,11 @@ pub enum Accepted {
 }
 
 /// A committed receipt under the same UUID: identical meaning replays it, anything else conflicts.
-pub fn replay_or_conflict(r: Receipt, req: &PolicyRequest, operator: &Pubkey) -> Result<Accepted, AcceptError> {
+pub fn replay_or_conflict(
+    r: Receipt,
+    req: &PolicyRequest,
+    operator: &Pubkey,
+) -> Result<Accepted, AcceptError> {
     if r.same_meaning(req, operator) {
         Ok(Accepted::Replay(r))
     } else {

@@ -1,8 +1,8 @@
 //! The NIP-FI operator request bodies and query strings, validated field by field.
 
 use buzz_core::http_json::JsonObject;
-use serde_json::Value;
 use buzz_core::Pubkey;
+use serde_json::Value;
 use uuid::Uuid;
 
 /// An enable or disable request, general (CAS) or legacy (`/nip-fi-upgrade`, enable-only).

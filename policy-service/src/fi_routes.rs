@@ -5,11 +5,11 @@
 use std::sync::Arc;
 
 use axum::extract::{OriginalUri, State};
-use buzz_core::Pubkey;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
+use buzz_core::Pubkey;
 use buzz_fi::{FiSettings, Registry, TrustError};
 
 use crate::fi_accept::{self, AcceptError, Accepted};

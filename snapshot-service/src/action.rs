@@ -1,8 +1,8 @@
 //! Parsing a snapshot filter into one action. Every key is understood or refused
 //! (`snapshot_invalid`), never ignored; a body batch above `bodyRows` is `snapshot_limit`.
 
-use buzz_core::EventId;
 use buzz_bus::snapshot::{SnapshotCode, LIMITS};
+use buzz_core::EventId;
 use buzz_core::Filter;
 use serde_json::{Map, Value};
 

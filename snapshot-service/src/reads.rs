@@ -2,8 +2,8 @@
 //! validate the full frozen scope (readable channels unchanged since the capture and every
 //! captured entry intact); a body read validates only the requested revisions and their channels.
 
-use buzz_core::EventId;
 use buzz_bus::snapshot::{SnapshotCode, SnapshotRequest, LIMITS};
+use buzz_core::EventId;
 
 use crate::manifest::{self, Cursor, Entry, Token};
 use crate::service::{page_body, Meta, Outcome, Service};

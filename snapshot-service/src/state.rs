@@ -20,13 +20,13 @@
 
 use std::time::Duration;
 
-use buzz_core::Pubkey;
 use buzz_bus::snapshot::{SnapshotCode, LIMITS};
+use buzz_core::Pubkey;
 use bytes::Bytes;
 use fred::clients::Pool;
 use fred::interfaces::LuaInterface;
-use uuid::Uuid;
 use fred::types::Value;
+use uuid::Uuid;
 
 /// Lua helpers shared by the scripts: the clock, the charge index, and removing a capture.
 const COMMON: &str = r"
@@ -242,7 +242,12 @@ impl SharedState {
     /// Reserves a capture slot under the shared quotas (active captures, captures per reader per
     /// community), with a serving lease that must still hold when the capture is published.
     /// Removes a bounded number of expired captures first.
-    pub async fn reserve(&self, community: Uuid, reader: &Pubkey, lease_ms: u64) -> Result<u64, SnapshotCode> {
+    pub async fn reserve(
+        &self,
+        community: Uuid,
+        reader: &Pubkey,
+        lease_ms: u64,
+    ) -> Result<u64, SnapshotCode> {
         let args = vec![
             Value::from(community.to_string()),
             Value::from(reader.as_str()),

@@ -3,9 +3,9 @@
 //! `buzz_store::access` (the reader's readable channel ids); artifact matching reads the
 //! current-state index `artifact_current_tags` the write path keeps exact.
 
-use buzz_core::{EventId, Pubkey};
 use buzz_bus::snapshot::{SnapshotCode, LIMITS};
 use buzz_core::Filter;
+use buzz_core::{EventId, Pubkey};
 use buzz_store::current_tags::{push_type_match, Columns, Predicates, ANCHOR};
 use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder, Transaction};
 use uuid::Uuid;

@@ -77,30 +77,20 @@ pub fn can_read(channel: &Channel, standing: Standing, cred: Credential<'_>) -> 
         && (standing.channel_member || channel.is_open())
 }
 
-/// Why a write is refused. The texts name nothing the caller cannot read.
+/// Why a write is refused. Its answer (an `ErrorCode`, so its NIP-01 prefix, and a text that
+/// names nothing the caller cannot read) is the write-service's refusal table
+/// (`buzz_write::rules::Refusal::Denied`), the one place write refusals are spelled out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteDenial {
-    /// The channel does not exist or the caller cannot read it: indistinguishable on purpose.
+    /// The channel does not exist or the caller cannot read it: indistinguishable on purpose
+    /// (`restricted:`).
     NotFound,
-    /// The credential lacks `messages:write` or is restricted to other channels.
+    /// The credential lacks `messages:write` or is restricted to other channels (`restricted:`).
     Scope,
-    /// The channel is archived: readable, not writable.
+    /// The channel is archived: readable, not writable (`blocked:`).
     Archived,
-    /// A private channel (or DM) the caller has not joined.
+    /// A private channel (or DM) the caller has not joined (`restricted:`).
     NotMember,
-}
-
-impl WriteDenial {
-    /// `(nip01 prefix, message)`.
-    #[must_use]
-    pub fn reason(self) -> (&'static str, &'static str) {
-        match self {
-            Self::NotFound => ("restricted", "channel not found or not accessible"),
-            Self::Scope => ("restricted", "token does not allow writing to this channel"),
-            Self::Archived => ("blocked", "channel is archived"),
-            Self::NotMember => ("restricted", "not a member of this channel"),
-        }
-    }
 }
 
 /// Write rule = everything that admits a kind-9 post: readable, scope `messages:write` and channel

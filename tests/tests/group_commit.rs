@@ -24,6 +24,7 @@ struct Setup {
     member: Keys,
     open: Uuid,
     private: Uuid,
+    archived: Uuid,
 }
 
 async fn setup() -> Setup {
@@ -31,12 +32,16 @@ async fn setup() -> Setup {
     let community = cluster.community("batch.test").await;
     let member = cluster.member(&community).await;
     let mut ws = WsClient::authed(cluster.gateways[0], &community.host, &community.owner).await;
-    let (open, private) = (Uuid::new_v4(), Uuid::new_v4());
-    for (id, visibility) in [(open, "open"), (private, "private")] {
+    let (open, private, archived) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+    for (id, visibility) in [(open, "open"), (private, "private"), (archived, "open")] {
         let (ok, msg) = ws.publish(&create_channel(&community.owner, id, "c", visibility)).await;
         assert!(ok, "{msg}");
     }
-    Setup { cluster, community, member, open, private }
+    let archive = post(&community.owner, archived, "", &[&["archived", "true"]]);
+    let archive = community.owner.sign_new(9002, archive.tags, "");
+    let (ok, msg) = ws.publish(&archive).await;
+    assert!(ok, "{msg}");
+    Setup { cluster, community, member, open, private, archived }
 }
 
 /// `(duplicate, message)` of an accepted post, or the answer to a refused one.
@@ -53,7 +58,6 @@ fn refusal(e: &buzz_write::error::WriteError) -> BusError {
     use buzz_write::error::WriteError;
     match e {
         WriteError::Refused(b) => b.clone(),
-        WriteError::Denied(d) => BusError::from(WriteError::Denied(*d)),
         other => panic!("unexpected storage failure: {other}"),
     }
 }
@@ -65,17 +69,19 @@ async fn one_batch_answers_every_post_as_the_single_post_path_does() {
     let relay_keys = Keys::generate();
     let relay = Relay { keys: &relay_keys };
     let community = s.community.id;
-    let member = Actor::session(s.member.public_hex());
-    let owner = Actor::session(s.community.owner.public_hex());
+    let member = Actor::session(s.member.pubkey());
+    let owner = Actor::session(s.community.owner.pubkey());
     let outsider_keys = Keys::generate();
-    let outsider = Actor::session(outsider_keys.public_hex());
+    let outsider = Actor::session(outsider_keys.pubkey());
+    let read_only = Actor { scopes: vec![buzz_bus::Scope::MessagesRead], ..member.clone() };
+    let elsewhere = Actor { channel_ids: Some(vec![s.private]), ..member.clone() };
 
     // An anchor, an already-stored post and a post its author then deleted (kind 5), written
     // alone first.
     let anchor = post(&s.member, s.open, "anchor", &[]);
     let stored = post(&s.member, s.open, "stored before", &[]);
     let deleted = post(&s.member, s.open, "deleted by its author", &[]);
-    let deletion = s.member.sign_new(5, vec![vec!["e".to_owned(), deleted.id.clone()]], "");
+    let deletion = s.member.sign_new(5, vec![vec!["e".to_owned(), deleted.id.to_string()]], "");
     for e in [&anchor, &stored, &deleted, &deletion] {
         let r = buzz_write::events::write_event(pool, community, &member, e.clone(), &relay).await;
         assert!(r.is_ok_and(|a| !a.ok.duplicate));
@@ -105,6 +111,22 @@ async fn one_batch_answers_every_post_as_the_single_post_path_does() {
         (community, member.clone(), post(&s.member, s.open, "last", &[])),
         (community, member.clone(), deleted.clone()),
         (community, outsider.clone(), deleted.clone()),
+        /* 16 */ (community, member.clone(), s.member.sign_new(9, vec![], "no h")),
+        /* 17 */
+        (
+            community,
+            member.clone(),
+            post(
+                &s.member,
+                s.open,
+                "two roots",
+                &[&["e", &anchor.id, "", "root"], &["e", &anchor.id, "", "root"]],
+            ),
+        ),
+        /* 18 */ (community, member.clone(), post(&s.member, s.archived, "archived", &[])),
+        /* 19 */ (community, read_only.clone(), post(&s.member, s.open, "read-only token", &[])),
+        /* 20 */
+        (community, elsewhere.clone(), post(&s.member, s.open, "token for another channel", &[])),
     ];
     let outcomes = write_posts(pool, &relay_keys, batch.clone()).await;
     assert_eq!(outcomes.len(), batch.len());
@@ -139,6 +161,12 @@ async fn one_batch_answers_every_post_as_the_single_post_path_does() {
         Err(BusError::restricted("event pubkey is not the authenticated pubkey")),
         "the author check still comes first"
     );
+    assert_eq!(answers[16], Err(BusError::invalid("missing h tag")));
+    assert_eq!(answers[17], Err(BusError::invalid("a reply names exactly one root")));
+    assert_eq!(answers[18], Err(BusError::blocked("channel is archived")));
+    let scope = Err(BusError::restricted("token does not allow writing to this channel"));
+    assert_eq!(answers[19], scope, "a token without messages:write");
+    assert_eq!(answers[20], scope, "a token restricted to another channel");
 
     // Every refusal is the single path's answer for the same post, byte for byte (a refusal stores
     // nothing, so the single path sees the state the batch saw).
@@ -148,6 +176,21 @@ async fn one_batch_answers_every_post_as_the_single_post_path_does() {
             assert_eq!(answer(&alone), answers[i], "post {i}");
         }
     }
+
+    // The same stored state: neither path stored a refused post (the deleted one was stored
+    // before the batch and is checked below).
+    let refused: Vec<&str> = batch
+        .iter()
+        .zip(&answers)
+        .filter(|((_, _, e), a)| a.is_err() && e.id != deleted.id)
+        .map(|((_, _, e), _)| e.id.as_str())
+        .collect();
+    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM events WHERE id = ANY($1)")
+        .bind(&refused)
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert_eq!((refused.len(), stored), (12, 0), "no refused post is stored");
 
     // The deleted post is still the one row, still deleted: never stored again.
     let (rows, still_deleted): (i64, bool) = sqlx::query_as(
@@ -198,7 +241,7 @@ async fn one_batch_answers_every_post_as_the_single_post_path_does() {
     .fetch_one(pool)
     .await
     .unwrap();
-    assert_eq!(marker, (batch[13].2.id.clone(), rows[3].1));
+    assert_eq!(marker, (batch[13].2.id.to_string(), rows[3].1));
 
     // Live events: the accepted posts carry their channel and the community's access version.
     let live = outcomes[0].as_ref().unwrap().live.as_ref().unwrap();
@@ -218,7 +261,7 @@ async fn a_post_whose_storage_fails_never_takes_its_batch_mates_down() {
     let pool = &s.cluster.pool;
     // A storage failure only one post runs into: a trigger refusing its content.
     buzz_tests::helpers::poison_pills_fail_to_store(pool).await;
-    let member = Actor::session(s.member.public_hex());
+    let member = Actor::session(s.member.pubkey());
     let relay = Keys::generate();
     let mut batch: Vec<(Uuid, Actor, Event)> = (0..20)
         .map(|i| (s.community.id, member.clone(), message(&s.member, s.open, &format!("post {i}"))))

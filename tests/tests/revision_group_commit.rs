@@ -37,6 +37,7 @@ struct Setup {
     open: Uuid,
     other: Uuid,
     private: Uuid,
+    archived: Uuid,
 }
 
 async fn setup() -> Setup {
@@ -44,12 +45,15 @@ async fn setup() -> Setup {
     let community = cluster.community("revbatch.test").await;
     let member = cluster.member(&community).await;
     let mut ws = WsClient::authed(cluster.gateways[0], &community.host, &community.owner).await;
-    let (open, other, private) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
-    for (id, visibility) in [(open, "open"), (other, "open"), (private, "private")] {
+    let (open, other, private, archived) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+    for (id, visibility) in [(open, "open"), (other, "open"), (private, "private"), (archived, "open")] {
         let (ok, msg) = ws.publish(&create_channel(&community.owner, id, "c", visibility)).await;
         assert!(ok, "{msg}");
     }
-    Setup { cluster, community, member, open, other, private }
+    let archive = community.owner.sign_new(9002, vec![tag("h", archived), tag("archived", "true")], "");
+    let (ok, msg) = ws.publish(&archive).await;
+    assert!(ok, "{msg}");
+    Setup { cluster, community, member, open, other, private, archived }
 }
 
 /// `(duplicate, message)` of an accepted revision, or the answer to a refused one.
@@ -57,7 +61,6 @@ fn answer(outcome: &WriteResult<Accepted>) -> Result<(bool, String), BusError> {
     match outcome {
         Ok(a) => Ok((a.ok.duplicate, a.ok.message.clone())),
         Err(WriteError::Refused(b)) => Err(b.clone()),
-        Err(WriteError::Denied(d)) => Err(BusError::from(WriteError::Denied(*d))),
         Err(other) => panic!("unexpected storage failure: {other}"),
     }
 }
@@ -105,18 +108,25 @@ async fn one_batch_answers_every_revision_as_the_single_revision_path_does() {
     let relay = Relay { keys: &relay_keys };
     let community = s.community.id;
     let m = &s.member;
-    let member = Actor::session(m.public_hex());
+    let member = Actor::session(m.pubkey());
     let outsider_keys = Keys::generate();
-    let outsider = Actor::session(outsider_keys.public_hex());
+    let outsider = Actor::session(outsider_keys.pubkey());
+    let owner = Actor::session(s.community.owner.pubkey());
+    let read_only = Actor { scopes: vec![buzz_bus::Scope::MessagesRead], ..member.clone() };
     let alone = |e: &Event| buzz_write::events::write_event(pool, community, &member, e.clone(), &relay);
 
     // State written alone first: an anchor, and artifacts to update, move, delete and restore.
     let anchor = message(m, s.open, "anchor");
     assert!(alone(&anchor).await.is_ok());
     let [a, b, c, dd, e, f, g, h, i] = [(); 9].map(|()| Uuid::new_v4());
+    let [j, k, l, n, o] = [(); 5].map(|()| Uuid::new_v4());
     let mut created = Vec::new();
-    for d in [a, b, c, dd, e, f, g, h, i] {
-        let extra = if d == a { vec![tag("status", "open")] } else { vec![] };
+    for d in [a, b, c, dd, e, f, g, h, i, j, k, l, n, o] {
+        let extra = match d {
+            _ if d == a => vec![tag("status", "open")],
+            _ if d == l => vec![tag("root", &anchor.id)],
+            _ => vec![],
+        };
         let ev = rev(m, "create", d, s.open, None, &extra);
         assert!(alone(&ev).await.is_ok_and(|r| !r.ok.duplicate));
         created.push(ev);
@@ -125,6 +135,8 @@ async fn one_batch_answers_every_revision_as_the_single_revision_path_does() {
     assert!(alone(&b1).await.is_ok());
     let g_deleted = rev(m, "delete", g, s.open, Some(&created[6].id), &[]);
     assert!(alone(&g_deleted).await.is_ok());
+    let j_deleted = rev(m, "delete", j, s.open, Some(&created[9].id), &[]);
+    assert!(alone(&j_deleted).await.is_ok());
 
     let new = Uuid::new_v4();
     let twice = rev(m, "create", Uuid::new_v4(), s.open, None, &[]);
@@ -187,6 +199,21 @@ async fn one_batch_answers_every_revision_as_the_single_revision_path_does() {
         ),
         /* 20 */ (Uuid::new_v4(), member.clone(), rev(m, "create", Uuid::new_v4(), s.open, None, &[])),
         /* 21 */ (community, member.clone(), ii_retyped),
+        /* 22 */ (community, owner.clone(), rev(m, "create", Uuid::new_v4(), s.open, None, &[])),
+        /* 23 */ (community, member.clone(), rev(m, "create", Uuid::new_v4(), s.archived, None, &[])),
+        /* 24 */ (community, read_only.clone(), rev(m, "create", Uuid::new_v4(), s.open, None, &[])),
+        /* 25 */ (community, member.clone(), rev(m, "update", j, s.open, Some(&j_deleted.id), &[])),
+        /* 26 */ (community, member.clone(), rev(m, "restore", k, s.open, Some(&created[10].id), &[])),
+        /* 27 */ (community, member.clone(), rev(m, "delete", l, s.open, Some(&created[11].id), &[])),
+        /* 28 */ (community, member.clone(), rev(m, "move", n, s.open, Some(&created[12].id), &[])),
+        /* 29 */
+        (
+            community,
+            member.clone(),
+            rev(m, "move", o, s.other, Some(&created[13].id), &[tag("root", "cd".repeat(32))]),
+        ),
+        /* 30 */
+        (community, member.clone(), rev(m, "update", h, s.private, Some(&created[7].id), &[])),
     ];
     let outcomes = write_revisions(&pools, &relay_keys, batch.clone()).await;
     assert_eq!(outcomes.len(), batch.len());
@@ -226,6 +253,25 @@ async fn one_batch_answers_every_revision_as_the_single_revision_path_does() {
     assert_eq!(answers[19], applied, "an update setting a root that is an anchor");
     assert_eq!(answers[20], Err(BusError::restricted("community is not active")));
     assert_eq!(answers[21], Err(BusError::invalid("type is immutable")));
+    assert_eq!(answers[22], Err(BusError::restricted("event pubkey is not the authenticated pubkey")));
+    assert_eq!(answers[23], Err(BusError::blocked("channel is archived")));
+    assert_eq!(answers[24], Err(BusError::restricted("token does not allow writing to this channel")));
+    assert_eq!(answers[25], Err(BusError::invalid("artifact is deleted; only restore is accepted")));
+    assert_eq!(answers[26], Err(BusError::invalid("only a deleted artifact can be restored")));
+    assert_eq!(answers[27], Err(BusError::invalid("a deletion preserves the current root")));
+    assert_eq!(
+        answers[28],
+        Err(BusError::invalid("a move changes h; use op=update to stay in the home channel"))
+    );
+    assert_eq!(
+        answers[29],
+        Err(BusError::invalid("a move's root must be absent or a conversation anchor in the destination"))
+    );
+    assert_eq!(
+        answers[30],
+        Err(BusError::restricted("channel not found or not accessible")),
+        "the write rule in h comes before anything about the artifact"
+    );
 
     // Every refusal is the single path's answer for the same revision (a refusal stores nothing;
     // the rival's prev is stale for the single path too, since the batch advanced `a`).
@@ -235,6 +281,19 @@ async fn one_batch_answers_every_revision_as_the_single_revision_path_does() {
             assert_eq!(answer(&again), answers[i], "revision {i}");
         }
     }
+
+    // The same stored state: neither path stored or recorded a refused revision.
+    let refused: Vec<&str> =
+        batch.iter().zip(&answers).filter(|(_, a)| a.is_err()).map(|((_, _, e), _)| e.id.as_str()).collect();
+    let stored: (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM events WHERE id = ANY($1)), \
+                (SELECT count(*) FROM artifact_revisions WHERE revision_id = ANY($1))",
+    )
+    .bind(&refused)
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!((refused.len(), stored), (21, (0, 0)), "no refused revision is stored or recorded");
 
     // Stored and current: `a` is at a1, its chain recorded; the mention a1 adds is recorded once.
     let current: String =
@@ -286,7 +345,7 @@ async fn a_revision_whose_storage_fails_never_takes_its_batch_mates_down() {
     let pool = &s.cluster.pool;
     let pools = Pools { batch: pool.clone(), single: pool.clone() };
     buzz_tests::helpers::poison_pills_fail_to_store(pool).await;
-    let member = Actor::session(s.member.public_hex());
+    let member = Actor::session(s.member.pubkey());
     let relay = Keys::generate();
     let mut batch: Vec<(Uuid, Actor, Event)> = (0..12)
         .map(|_| {

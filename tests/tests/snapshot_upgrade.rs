@@ -153,13 +153,20 @@ async fn a_0_1_0_snapshot_service_and_this_release_share_the_hash_without_meetin
     assert!(state.publish(alice, (C, &reader_key("alice")), 10, 0, Vec::new()).await.is_ok());
     let by = |r: &str| charges(&key).into_iter().find(|c| c["r"] == r).unwrap();
     assert_eq!((by("bob")["s"].clone(), by("bob")["g"].clone()), ("a".into(), 1.into()));
-    assert_eq!(by(reader_key("alice").as_str())["g"], Value::from(alice.to_string()), "a string, never rounded");
+    assert_eq!(
+        by(reader_key("alice").as_str())["g"],
+        Value::from(alice.to_string()),
+        "a string, never rounded"
+    );
     // Each side releases only its own.
     assert_eq!(old(&key, OLD_RELEASE, &["1", "300000"]), "1");
     state.release(carol).await.unwrap();
     let left = charges(&key);
     assert_eq!(left.len(), 1, "{left:?}");
-    assert_eq!((left[0]["r"].clone(), left[0]["s"].clone()), (reader_key("alice").as_str().into(), "a".into()));
+    assert_eq!(
+        (left[0]["r"].clone(), left[0]["s"].clone()),
+        (reader_key("alice").as_str().into(), "a".into())
+    );
     assert_eq!(redis(&["HGET", &key, "gen"]), "1", "0.1.0's counter is left to 0.1.0");
     redis(&["DEL", &key]);
 }

@@ -1,6 +1,6 @@
-//! NIP-AR revisions (kind 45010): identity, compare-and-swap, moves, delete/restore, mentions.
-//!
-//! One transaction per revision, in this order:
+//! NIP-AR revisions (kind 45010) one at a time: identity, compare-and-swap, moves,
+//! delete/restore, mentions. The rules are `rules::revision`'s; this path gathers their views in
+//! one transaction per revision, in this order:
 //!
 //! 1. Admission (`events::write_event`), as for every kind: an already accepted event id (stored,
 //!    or a revision whose event retention removed) is `OK true` (`duplicate:`) whatever has
@@ -10,12 +10,11 @@
 //!    (`h`, a move's destination), before anything about the artifact is looked at, so a sender
 //!    who could not post a kind 9 there gets the kind-9 answer whatever the artifact's state.
 //! 3. Identity and CAS under the artifact row lock: a create claims `(community, d)` (a taken d is
-//!    `conflict: artifact identity is taken`, deleted ones included); any other op locks the row
-//!    `FOR UPDATE` (an unknown d is `conflict: prev is not the current revision`). A revision id
-//!    accepted meanwhile (a concurrent resubmission) is `duplicate:`. When the artifact lives in
-//!    another channel than `h` (a move's source, or an update naming the wrong h), the kind-9
-//!    check runs there too, before `prev` is compared with the current revision
-//!    (`conflict: prev is not the current revision`).
+//!    a conflict, deleted ones included); any other op locks the row `FOR UPDATE` (an unknown d is
+//!    answered as a stale prev). A revision id accepted meanwhile (a concurrent resubmission) is
+//!    `duplicate:`. When the artifact lives in another channel than `h` (a move's source, or an
+//!    update naming the wrong h), the kind-9 check runs there too, before `prev` is compared with
+//!    the current revision.
 //! 4. Rules that describe the stored artifact (deleted, type, home, root), now that the sender
 //!    is known to be able to write where it lives.
 //! 5. Store the revision in `events` (channel = its `h`), advance the artifact and its
@@ -27,10 +26,8 @@
 
 pub mod retention;
 pub(crate) mod sql;
-#[cfg(test)]
-mod tests;
 
-use buzz_bus::{Actor, Audience, BusError, ErrorCode, LiveEvent, WriteOk};
+use buzz_bus::{Actor, Audience, LiveEvent, WriteOk};
 use buzz_core::nipar::{self, Envelope, Op};
 use buzz_core::Event;
 use buzz_core::Pubkey;
@@ -39,28 +36,14 @@ use buzz_store::Role;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::error::{WriteError, WriteResult};
-use crate::shared::{credential, live_event, Accepted, Relay};
+use crate::error::WriteResult;
+use crate::rules::admission::{self, ChannelView};
+use crate::rules::revision::{self, ArtifactView, Identity};
+use crate::rules::Refusal;
+use crate::shared::{live_event, Accepted, Relay};
 
 pub use retention::sweep_retention;
 pub use sql::Artifact;
-
-/// The reasons a revision is refused for the artifact's state. None names its home, type, title
-/// or current revision.
-pub const STALE_PREV: &str = "prev is not the current revision";
-/// A create or move names an identity another artifact holds.
-pub const IDENTITY_TAKEN: &str = "artifact identity is taken";
-/// A created or changed root names no served conversation anchor in h.
-pub const ROOT_NOT_ANCHOR: &str = "root must be an existing, undeleted conversation anchor in h";
-/// Only a restore may follow a delete.
-pub const DELETED: &str = "artifact is deleted; only restore is accepted";
-
-/// A compare-and-set refusal, counted in `buzz_write_cas_conflicts_total` by `reason`
-/// (`stale_prev`, `unknown_artifact`, `identity_taken`): a rise means clients edit from stale state.
-pub(crate) fn conflict(message: &str, reason: &'static str) -> WriteError {
-    metrics::counter!("buzz_write_cas_conflicts_total", "reason" => reason).increment(1);
-    WriteError::new(ErrorCode::Conflict, message)
-}
 
 /// A channel the sender may post in (the kind-9 rule), share-locked, with its banned keys.
 struct Writable {
@@ -68,6 +51,7 @@ struct Writable {
     banned: Vec<Pubkey>,
 }
 
+/// Gathers the channel's view and applies the kind-9 write rule (`rules::admission::writable`).
 async fn writable(
     tx: &mut PgConnection,
     community: Uuid,
@@ -77,8 +61,7 @@ async fn writable(
 ) -> WriteResult<Writable> {
     let (channel, standing, banned) =
         access::channel_for_post(tx, community, channel_id, actor.member_key(), Some(community_role)).await?;
-    access::can_write(channel.as_ref(), standing, credential(actor))?;
-    let channel = channel.ok_or_else(BusError::internal)?;
+    let channel = admission::writable(Ok(channel_id), ChannelView { channel, standing }, actor)?;
     Ok(Writable { channel, banned })
 }
 
@@ -90,7 +73,8 @@ fn announce(community: Uuid, at: &Writable, event: Event) -> LiveEvent {
     live
 }
 
-/// Kind 45010. `community_role` is the sender's (member key's) community role.
+/// Kind 45010. `community_role` is the sender's (member key's) community role. Gathers each
+/// view in the order the rules (`rules::revision`) need it and applies them.
 pub async fn write_revision(
     tx: &mut PgConnection,
     community: Uuid,
@@ -99,91 +83,50 @@ pub async fn write_revision(
     community_role: Role,
     relay: &Relay<'_>,
 ) -> WriteResult<Accepted> {
-    let env = nipar::parse(&event).map_err(BusError::invalid)?;
+    let env = nipar::parse(&event).map_err(Refusal::Envelope)?;
     // 2. The kind-9 write check on the channel the revision names, where a kind 9 has it: before
     //    anything about the artifact is looked at.
     let named = writable(tx, community, actor, community_role, env.h).await?;
     // 3. Identity and CAS, under the artifact row lock.
-    let current = match identify(tx, community, &env, &event).await? {
+    let (claimed, row, accepted) = lock_artifact(tx, community, &env, &event).await?;
+    let view = ArtifactView { claimed, current: row.as_ref().map(Artifact::current), accepted };
+    let current = match revision::identity(&env, &view)? {
         Identity::Duplicate => return Ok(Accepted::duplicate()),
         Identity::Created => None,
-        Identity::Existing(row) => Some(row),
+        Identity::Existing(_) => row.as_ref(),
     };
+    let seen = current.map(Artifact::current);
     // The artifact lives in another channel (a move's source, or an update naming the wrong h):
     // the sender must be able to write there too before its state is answered.
-    let source = match &current {
-        Some(row) if row.home_channel != env.h => {
-            Some(writable(tx, community, actor, community_role, row.home_channel).await?)
-        }
-        _ => None,
+    let source = match seen.as_ref().and_then(|row| revision::source(&env, row)) {
+        Some(home) => Some(writable(tx, community, actor, community_role, home).await?),
+        None => None,
     };
-    if let Some(row) = &current {
-        if env.prev.as_deref() != Some(row.current_revision.as_str()) {
-            return Err(conflict(STALE_PREV, "stale_prev"));
-        }
-        check_transition(&env, row)?;
-    }
-    check_root(tx, community, &env, current.as_ref()).await?;
+    let anchor = match revision::anchor_needed(&env, seen.as_ref()) {
+        Some(root) => crate::store::is_anchor(tx, community, env.h, root).await?,
+        None => false,
+    };
+    revision::advance(&env, seen.as_ref(), anchor)?;
     let revision = Revision { env: &env, event };
-    store(tx, community, revision, current.as_ref(), &named, source.as_ref(), relay).await
+    store(tx, community, revision, current, &named, source.as_ref(), relay).await
 }
 
-/// What the artifact row says about a revision that passed the write check.
-enum Identity {
-    /// This exact revision was accepted before (a concurrent resubmission committed first).
-    Duplicate,
-    /// A create that claimed its d.
-    Created,
-    /// Any other op: the locked artifact.
-    Existing(Artifact),
-}
-
-async fn identify(
+/// What the artifact row says under its lock (`rules::revision::ArtifactView`): a create claims
+/// its d; a taken d (a lost race included) waits for and locks the winner; then whether this
+/// revision id was accepted meanwhile (a concurrent resubmission). Returns (claimed, locked row,
+/// accepted).
+async fn lock_artifact(
     tx: &mut PgConnection,
     community: Uuid,
     env: &Envelope,
     event: &Event,
-) -> WriteResult<Identity> {
-    if env.op == Op::Create {
-        if sql::claim(tx, community, env, &event.id, &p_keys(event)).await? {
-            return Ok(Identity::Created);
-        }
-        // Taken (a lost race included): wait for and lock the winner, then tell a resubmission
-        // from a new create.
-        sql::lock(tx, community, env.d).await?;
-        if sql::accepted(tx, community, &event.id).await? {
-            return Ok(Identity::Duplicate);
-        }
-        return Err(conflict(IDENTITY_TAKEN, "identity_taken"));
+) -> Result<(bool, Option<Artifact>, bool), sqlx::Error> {
+    if env.op == Op::Create && sql::claim(tx, community, env, &event.id, &p_keys(event)).await? {
+        return Ok((true, None, false));
     }
-    let Some(row) = sql::lock(tx, community, env.d).await? else {
-        // An unknown d has no current revision to name: the same answer as a stale prev.
-        return Err(conflict(STALE_PREV, "unknown_artifact"));
-    };
-    if sql::accepted(tx, community, &event.id).await? {
-        return Ok(Identity::Duplicate);
-    }
-    Ok(Identity::Existing(row))
-}
-
-/// On creation, on a move, or when changed, root must be an anchor in h (the destination of a
-/// move); an unchanged root may have lost its anchor since.
-async fn check_root(
-    tx: &mut PgConnection,
-    community: Uuid,
-    env: &Envelope,
-    current: Option<&Artifact>,
-) -> WriteResult<()> {
-    let Some(root) = &env.root else { return Ok(()) };
-    let unchanged = current.is_some_and(|row| row.root.as_deref() == Some(root.as_str()));
-    if (env.op == Op::Move || !unchanged) && !crate::store::is_anchor(tx, community, env.h, root).await? {
-        return Err(WriteError::invalid(if env.op == Op::Move {
-            "a move's root must be absent or a conversation anchor in the destination"
-        } else {
-            ROOT_NOT_ANCHOR
-        }));
-    }
-    Ok(())
+    let row = sql::lock(tx, community, env.d).await?;
+    let accepted = sql::accepted(tx, community, &event.id).await?;
+    Ok((false, row, accepted))
 }
 
 /// An admitted revision and its parsed envelope.
@@ -213,7 +156,7 @@ async fn store(
     let seq =
         crate::store::insert_event(tx, community, &event, Some(at.channel.id), at.channel.ttl_seconds, None)
             .await?
-            .ok_or_else(BusError::internal)?;
+            .ok_or_else(buzz_bus::BusError::internal)?;
     if current.is_some() {
         sql::advance(tx, community, env, &event.id, &carried).await?;
     }
@@ -244,7 +187,7 @@ async fn store(
             None,
         )
         .await?
-        .ok_or_else(BusError::internal)?;
+        .ok_or_else(buzz_bus::BusError::internal)?;
         let mut live = announce(community, home, removal);
         live.replaced_tags.clone_from(&replaced);
         also.push(live);
@@ -289,31 +232,6 @@ pub(crate) fn p_keys(event: &Event) -> Vec<Pubkey> {
     keys.sort_unstable();
     keys.dedup();
     keys
-}
-
-/// Rules between the current revision and the next one, checked once the sender may write in the
-/// artifact's home (so they reveal nothing the sender cannot read).
-pub(crate) fn check_transition(env: &Envelope, row: &Artifact) -> Result<(), BusError> {
-    match (row.deleted, env.op) {
-        (true, Op::Restore) => {}
-        (true, _) => return Err(BusError::invalid(DELETED)),
-        (false, Op::Restore) => return Err(BusError::invalid("only a deleted artifact can be restored")),
-        (false, _) => {}
-    }
-    if env.type_name != row.type_name {
-        return Err(BusError::invalid("type is immutable"));
-    }
-    match env.op {
-        Op::Move if env.h == row.home_channel => {
-            Err(BusError::invalid("a move changes h; use op=update to stay in the home channel"))
-        }
-        Op::Move => Ok(()),
-        _ if env.h != row.home_channel => {
-            Err(BusError::invalid("h must be the artifact's home channel; use op=move to change it"))
-        }
-        Op::Delete if env.root != row.root => Err(BusError::invalid("a deletion preserves the current root")),
-        _ => Ok(()),
-    }
 }
 
 /// The relay-signed kind-45011 removal a move leaves in the source: the artifact (`d`), the source

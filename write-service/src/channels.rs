@@ -1,50 +1,27 @@
 //! Channel administration (kinds 9000, 9001, 9002, 9005, 9008), NIP-09 deletion of one's own
 //! events (kind 5), and the relay-signed channel state (39000 metadata, 39002 members).
 
-use buzz_bus::{Actor, BusError, LiveEvent, Scope};
+use buzz_bus::{Actor, LiveEvent};
 use buzz_core::kinds::{
     CHANNEL_MEMBERS, CHANNEL_METADATA, DELETE_CHANNEL, EDIT_CHANNEL, PUT_USER, REDACT, REMOVE_USER,
 };
 use buzz_core::Event;
-use buzz_core::{EventId, Pubkey};
-use buzz_store::access::{self, Channel, Credential, Standing, WriteDenial};
-use buzz_store::{ChannelType, Role, Visibility};
+use buzz_store::access::{self, Channel};
+use buzz_store::Visibility;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::error::{WriteError, WriteResult};
-use crate::shared::{channel_tag, credential, live_event, store_and_announce, Accepted, Relay};
+use crate::error::WriteResult;
+use crate::rules::deletion::{self, RevisionView, TargetView};
+use crate::rules::moderation::{self, Change, ModerationView};
+use crate::rules::post::channel_tag;
+use crate::rules::Refusal;
+use crate::shared::{live_event, store_and_announce, Accepted, Relay};
 use crate::store;
 
-const UNRESTRICTED: Credential<'static> =
-    Credential { can_read_messages: true, can_write_messages: true, channel_ids: None };
-
-/// The credential's scope (its channel restriction is checked by the caller).
-fn need(actor: &Actor, scope: Scope) -> Result<(), BusError> {
-    if actor.has_scope(scope) {
-        Ok(())
-    } else {
-        Err(BusError::restricted("token does not allow this channel change"))
-    }
-}
-
-fn moderator(standing: Standing) -> Result<(), BusError> {
-    if standing.channel_admin || standing.community_admin {
-        Ok(())
-    } else {
-        Err(BusError::restricted(
-            "only channel owners and admins, or community owners and admins, may do this",
-        ))
-    }
-}
-
-fn target_pubkey(event: &Event) -> Result<Pubkey, BusError> {
-    Pubkey::parse(event.tag_value("p").unwrap_or_default())
-        .map_err(|_| BusError::invalid("p must be a 64-char lowercase hex pubkey"))
-}
-
-/// Kinds 9000/9001/9002/9005/9008. The channel row is locked for the change; the change and its
-/// event commit together; membership, visibility, archive and deletion changes are access changes.
+/// Kinds 9000/9001/9002/9005/9008: gathers the locked channel and the standings the change
+/// concerns, applies `rules::moderation::decide`, and makes the change. The change and its event
+/// commit together; membership, visibility, archive and deletion changes are access changes.
 pub async fn moderate(
     tx: &mut PgConnection,
     community: Uuid,
@@ -53,84 +30,54 @@ pub async fn moderate(
     relay: &Relay<'_>,
 ) -> WriteResult<Accepted> {
     let channel_id = channel_tag(&event)?;
-    let member = actor.member_key().to_owned();
-    let locked = store::lock_channel(tx, community, channel_id).await?;
-    let standing = access::standing(tx, community, channel_id, &member).await?;
-    let Some(mut channel) = locked.filter(|c| access::can_read(c, standing, UNRESTRICTED)) else {
-        return Err(WriteDenial::NotFound.into());
-    };
-    if actor.channel_ids.as_ref().is_some_and(|ids| !ids.contains(&channel_id)) {
-        return Err(WriteDenial::Scope.into());
-    }
-    let dm = channel.channel_type == ChannelType::Dm;
-    let (metadata, members) = match event.kind {
-        PUT_USER => {
-            if dm {
-                return Err(WriteError::invalid("dm participants are fixed"));
-            }
-            need(actor, Scope::ChannelsWrite)?;
-            moderator(standing)?;
-            let target = target_pubkey(&event)?;
-            let role = match event.tags_named("p").next().and_then(|t| t.get(2)) {
-                None => Role::Member,
-                Some(r) => Role::parse(r)
-                    .filter(|r| *r != Role::Owner)
-                    .ok_or_else(|| BusError::invalid("role must be member or admin"))?,
-            };
-            if access::community_role(tx, community, &target).await?.is_none() {
-                return Err(WriteError::invalid("user is not a community member"));
-            }
-            if store::channel_role(tx, community, channel_id, &target).await? == Some(Role::Owner) {
-                return Err(WriteError::restricted("the channel owner's role cannot be changed"));
-            }
-            store::add_channel_members(tx, community, channel_id, &[target], role).await?;
-            (false, true)
-        }
-        REMOVE_USER => {
-            if dm {
-                return Err(WriteError::invalid("dm participants are fixed"));
-            }
-            let target = target_pubkey(&event)?;
-            if target == member {
-                need(actor, Scope::MessagesWrite)?;
-            } else {
-                need(actor, Scope::ChannelsWrite)?;
-                moderator(standing)?;
-                let role = store::channel_role(tx, community, channel_id, &target).await?;
-                if role == Some(Role::Owner) && !standing.community_admin {
-                    return Err(WriteError::restricted(
-                        "only community owners and admins remove a channel owner",
-                    ));
+    let member = actor.member_key();
+    let channel = store::lock_channel(tx, community, channel_id).await?;
+    let standing = access::standing(tx, community, channel_id, member).await?;
+    let author;
+    let mut view = ModerationView { channel, standing, ..ModerationView::default() };
+    match event.kind {
+        PUT_USER | REMOVE_USER => {
+            if let Ok(target) = moderation::target_pubkey(&event) {
+                if event.kind == PUT_USER {
+                    view.target_community_role = access::community_role(tx, community, &target).await?;
                 }
+                view.target_channel_role = store::channel_role(tx, community, channel_id, &target).await?;
             }
-            if !store::remove_channel_member(tx, community, channel_id, &target, target != member).await? {
-                return Err(WriteError::invalid("not a member of this channel"));
+        }
+        REDACT => {
+            if let Ok(target) = moderation::redaction_target(&event) {
+                let found = store::event_owner(tx, community, &target).await?;
+                author = found.filter(|(_, c, _)| *c == Some(channel_id)).map(|(author, ..)| author);
+                view.redacted_author = author.as_ref();
+            }
+        }
+        DELETE_CHANNEL => view.own_role = store::channel_role(tx, community, channel_id, member).await?,
+        _ => {}
+    }
+    let (channel, change) = moderation::decide(&event, actor, channel_id, view)?;
+    let (metadata, members) = match change {
+        Change::PutUser { target, role } => {
+            store::add_channel_members(tx, community, channel_id, &[&target], role).await?;
+            (false, true)
+        }
+        Change::RemoveUser { target } => {
+            if !store::remove_channel_member(tx, community, channel_id, &target, target != *member).await? {
+                return Err(Refusal::TargetNotChannelMember.into());
             }
             (false, true)
         }
-        EDIT_CHANNEL => {
-            need(actor, Scope::ChannelsWrite)?;
-            moderator(standing)?;
-            edit(&mut channel, &event)?;
+        Change::Edit => {
             store::update_channel(tx, community, &channel).await?;
             (true, false)
         }
-        REDACT => {
-            redact(tx, community, actor, &event, channel_id, standing).await?;
+        Change::Redact { target } => {
+            store::redact_event(tx, community, &target).await?;
             (false, false)
         }
-        DELETE_CHANNEL => {
-            need(actor, Scope::ChannelsWrite)?;
-            let role = store::channel_role(tx, community, channel_id, &member).await?;
-            if role != Some(Role::Owner) && !standing.community_admin {
-                return Err(WriteError::restricted(
-                    "only the channel owner or community owners and admins delete a channel",
-                ));
-            }
+        Change::DeleteChannel => {
             store::delete_channel(tx, community, channel_id).await?;
             (false, false)
         }
-        _ => return Err(WriteError::blocked(format!("kind {} is not accepted by this relay", event.kind))),
     };
     let access_changed =
         matches!(event.kind, PUT_USER | REMOVE_USER | EDIT_CHANNEL | DELETE_CHANNEL).then_some(channel_id);
@@ -144,127 +91,45 @@ pub async fn moderate(
     Ok(accepted)
 }
 
-/// 9002: any of `name`, `visibility` (not for DMs), `archived` ("true"/"false").
-fn edit(channel: &mut Channel, event: &Event) -> Result<(), BusError> {
-    let mut changed = false;
-    if let Some(name) = event.tag_value("name") {
-        let name = name.trim();
-        if name.is_empty() || name.len() > 256 {
-            return Err(BusError::invalid("name must be 1 to 256 bytes"));
-        }
-        channel.name = name.to_owned();
-        changed = true;
-    }
-    if let Some(v) = event.tag_value("visibility") {
-        if channel.channel_type == ChannelType::Dm {
-            return Err(BusError::invalid("a dm is always private"));
-        }
-        channel.visibility =
-            Visibility::parse(v).ok_or_else(|| BusError::invalid("visibility must be open or private"))?;
-        changed = true;
-    }
-    if let Some(a) = event.tag_value("archived") {
-        channel.archived = match a {
-            "true" => true,
-            "false" => false,
-            _ => return Err(BusError::invalid("archived must be \"true\" or \"false\"")),
-        };
-        changed = true;
-    }
-    if changed {
-        Ok(())
-    } else {
-        Err(BusError::invalid("edit names none of name, visibility, archived"))
-    }
-}
-
-/// 9005: the event's author (with `messages:write`) or a moderator (with `channels:write`) redacts
-/// an event of this channel. It stays stored and counted as accepted, but is never served again.
-async fn redact(
-    tx: &mut PgConnection,
-    community: Uuid,
-    actor: &Actor,
-    event: &Event,
-    channel_id: Uuid,
-    standing: Standing,
-) -> WriteResult<()> {
-    let target = EventId::parse(event.tag_value("e").unwrap_or_default())
-        .map_err(|_| WriteError::invalid("e must be a 64-char lowercase hex event id"))?;
-    let found = store::event_owner(tx, community, &target).await?;
-    let Some((author, _, _)) = found.filter(|(_, c, _)| *c == Some(channel_id)) else {
-        return Err(WriteError::invalid("no such event in this channel"));
-    };
-    if author == actor.pubkey {
-        need(actor, Scope::MessagesWrite)?;
-    } else {
-        need(actor, Scope::ChannelsWrite)?;
-        moderator(standing)?;
-    }
-    Ok(store::redact_event(tx, community, &target).await?)
-}
-
-/// Kind 5 (NIP-09): the author deletes their own events, all in one channel they can read.
-/// Artifact revisions are refused with a reason (NIP-AR moderation).
+/// Kind 5 (NIP-09): gathers what the database says about each named event and their channel,
+/// applies `rules::deletion`, and deletes them.
 pub async fn delete_own(
     tx: &mut PgConnection,
     community: Uuid,
     actor: &Actor,
     event: Event,
 ) -> WriteResult<Accepted> {
-    let ids: Option<Vec<EventId>> = event.tags_named("e").map(|t| EventId::parse(t.get(1)?).ok()).collect();
-    let Some(ids) = ids.filter(|ids| !ids.is_empty()) else {
-        return Err(WriteError::invalid("a deletion names one or more events in e tags"));
-    };
-    let mut channel_id = None;
+    let ids = deletion::named_ids(&event)?;
+    let mut found = Vec::with_capacity(ids.len());
     for id in &ids {
-        if is_known_revision(tx, community, actor, id).await? {
-            return Err(WriteError::invalid(
-                "artifact revisions cannot be deleted with kind 5; publish op=delete",
-            ));
-        }
-        let found = store::event_owner(tx, community, id).await?;
-        let Some((_, channel, _)) = found.filter(|(author, ..)| *author == event.pubkey) else {
-            return Err(WriteError::restricted("can only delete your own events"));
+        let origin = crate::artifacts::sql::revision_origin(tx, community, id).await?;
+        let revision = match origin {
+            Some((channel_id, author)) => {
+                let channel = access::load_channel(tx, community, channel_id, false).await?;
+                let standing = access::standing(tx, community, channel_id, actor.member_key()).await?;
+                Some((author, channel, standing))
+            }
+            None => None,
         };
-        if channel_id.is_some_and(|c| Some(c) != channel) {
-            return Err(WriteError::invalid("a deletion names events of one channel"));
-        }
-        channel_id = channel;
+        found.push((revision, store::event_owner(tx, community, id).await?));
     }
-    let channel_id = channel_id.ok_or_else(|| BusError::restricted("can only delete your own events"))?;
+    let targets: Vec<TargetView<'_>> = found
+        .iter()
+        .map(|(revision, owner)| TargetView {
+            revision: revision.as_ref().map(|(author, channel, standing)| RevisionView {
+                author: author.as_ref(),
+                channel: channel.as_ref(),
+                standing: *standing,
+            }),
+            owner: owner.as_ref().map(|(author, channel, _)| (author, *channel)),
+        })
+        .collect();
+    let channel_id = deletion::channel_of(&event, actor, &targets)?;
     let channel = access::load_channel(tx, community, channel_id, true).await?;
     let standing = access::standing(tx, community, channel_id, actor.member_key()).await?;
-    let Some(channel) = channel.filter(|c| access::can_read(c, standing, UNRESTRICTED)) else {
-        return Err(WriteDenial::NotFound.into());
-    };
-    if !actor.has_scope(Scope::MessagesWrite)
-        || actor.channel_ids.as_ref().is_some_and(|c| !c.contains(&channel_id))
-    {
-        return Err(WriteDenial::Scope.into());
-    }
+    let channel = deletion::deletable(channel, standing, actor)?;
     store::delete_events(tx, community, &ids).await?;
     store_and_announce(tx, community, event, &channel, None).await
-}
-
-/// Is `id` an accepted artifact revision that the sender wrote or can read (its channel, under
-/// the sender's credential)? Then a kind 5 aimed at it is told why it is refused, whoever wrote
-/// it, redacted or not. One the sender can neither read nor claim as theirs gets the answer any
-/// unknown event gets, so the refusal discloses nothing about a channel the sender cannot read.
-async fn is_known_revision(
-    tx: &mut PgConnection,
-    community: Uuid,
-    actor: &Actor,
-    id: &EventId,
-) -> WriteResult<bool> {
-    let Some((channel_id, author)) = crate::artifacts::sql::revision_origin(tx, community, id).await? else {
-        return Ok(false);
-    };
-    if author.as_ref() == Some(&actor.pubkey) {
-        return Ok(true);
-    }
-    let channel = access::load_channel(tx, community, channel_id, false).await?;
-    let standing = access::standing(tx, community, channel_id, actor.member_key()).await?;
-    Ok(channel.is_some_and(|c| access::can_read(&c, standing, credential(actor))))
 }
 
 /// Regenerates the relay-signed channel events of `kinds` (39000 metadata, 39002 members),
@@ -290,7 +155,7 @@ pub async fn relay_state(
     }
     let mut members = vec![vec!["d".to_owned(), d]];
     for (pubkey, role) in store::channel_members(tx, community, channel.id).await? {
-        members.push(vec!["p".to_owned(), pubkey, role.as_str().to_owned()]);
+        members.push(vec!["p".to_owned(), pubkey.into(), role.as_str().to_owned()]);
     }
     let mut out = Vec::new();
     for (kind, tags) in [(CHANNEL_METADATA, meta), (CHANNEL_MEMBERS, members)] {

@@ -1,80 +1,16 @@
-//! Kind 9007, channel creation: `h`, `name`, `visibility` (open/private, default open),
-//! `channel_type` (stream/forum/dm, default stream), optional `ttl` seconds; a DM lists its
-//! participants in `p` tags, is always private and all its participants are peers. The request
-//! is checked without I/O first ([`parse`]), then against the store.
+//! Kind 9007, channel creation (`rules::channel` decides): creates the channel, its members and
+//! the relay's channel state.
 
-use buzz_bus::{Actor, BusError, Scope};
-use buzz_core::{kinds, Event, Pubkey};
-use buzz_store::{access, ChannelType, Role, Visibility};
+use buzz_bus::{Actor, BusError};
+use buzz_core::{kinds, Event};
+use buzz_store::{access, ChannelType, Role};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::error::{WriteError, WriteResult};
-use crate::shared::{channel_tag, store_and_announce, Accepted, Relay};
-use crate::store::{self, NewChannel};
-
-/// Longest channel name, in bytes (after trimming).
-pub const MAX_NAME_BYTES: usize = 256;
-
-/// A kind-9007 request that passed the checks needing no I/O.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Spec<'a> {
-    /// The channel id (`h`).
-    pub id: Uuid,
-    /// The trimmed name; empty only for a DM.
-    pub name: &'a str,
-    /// Open or private; always private for a DM.
-    pub visibility: Visibility,
-    /// Stream, forum or DM.
-    pub channel_type: ChannelType,
-    /// Event lifetime in seconds, for a TTL channel.
-    pub ttl_seconds: Option<i32>,
-    /// A DM's distinct `p` keys, in tag order (may include the creator); empty otherwise.
-    pub peers: Vec<Pubkey>,
-}
-
-/// Checks a kind-9007 event's tags.
-pub fn parse(event: &Event) -> Result<Spec<'_>, BusError> {
-    let id = channel_tag(event)?;
-    let channel_type = match event.tag_value("channel_type") {
-        None => ChannelType::Stream,
-        Some(t) => ChannelType::parse(t)
-            .ok_or_else(|| BusError::invalid("channel_type must be stream, forum or dm"))?,
-    };
-    let dm = channel_type == ChannelType::Dm;
-    let visibility = match (event.tag_value("visibility"), dm) {
-        (None | Some("private"), true) => Visibility::Private,
-        (Some(_), true) => return Err(BusError::invalid("a dm is always private")),
-        (None, false) => Visibility::Open,
-        (Some(v), false) => {
-            Visibility::parse(v).ok_or_else(|| BusError::invalid("visibility must be open or private"))?
-        }
-    };
-    let name = event.tag_value("name").map(str::trim).unwrap_or_default();
-    if (name.is_empty() && !dm) || name.len() > MAX_NAME_BYTES {
-        return Err(BusError::invalid("name must be 1 to 256 bytes"));
-    }
-    let ttl_seconds = match event.tag_value("ttl") {
-        None => None,
-        Some(t) => Some(
-            t.parse::<i32>()
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| BusError::invalid("ttl must be a positive number of seconds"))?,
-        ),
-    };
-    let mut peers: Vec<Pubkey> = Vec::new();
-    if dm {
-        for p in event.tags_named("p") {
-            let key = Pubkey::parse(p.get(1).map(String::as_str).unwrap_or_default())
-                .map_err(|_| BusError::invalid("p must be a 64-char lowercase hex pubkey"))?;
-            if !peers.contains(&key) {
-                peers.push(key);
-            }
-        }
-    }
-    Ok(Spec { id, name, visibility, channel_type, ttl_seconds, peers })
-}
+use crate::error::WriteResult;
+use crate::rules::{channel, Refusal};
+use crate::shared::{store_and_announce, Accepted, Relay};
+use crate::store;
 
 /// Creates the channel: the creator becomes its owner (a DM's participants are all members), and
 /// the relay's 39000/39002 for it are stored beside the 9007.
@@ -85,33 +21,15 @@ pub async fn create_channel(
     event: Event,
     relay: &Relay<'_>,
 ) -> WriteResult<Accepted> {
-    if !actor.has_scope(Scope::ChannelsWrite) {
-        return Err(WriteError::restricted("token does not allow creating channels"));
-    }
-    let spec = parse(&event)?;
+    let spec = channel::admit(&event, actor)?;
     let dm = spec.channel_type == ChannelType::Dm;
-    let mut participants: Vec<Pubkey> = vec![actor.member_key().clone()];
+    let mut members = Vec::with_capacity(spec.peers.len());
     for key in &spec.peers {
-        if access::community_role(tx, community, key).await?.is_none() {
-            return Err(WriteError::invalid("every dm participant must be a community member"));
-        }
-        if !participants.iter().any(|k| k == key) {
-            participants.push((*key).to_owned());
-        }
+        members.push(access::community_role(tx, community, key).await?.is_some());
     }
-    if dm && participants.len() < 2 {
-        return Err(WriteError::invalid("a dm needs at least one other participant"));
-    }
-    let new = NewChannel {
-        id: spec.id,
-        name: spec.name,
-        visibility: spec.visibility,
-        channel_type: spec.channel_type,
-        ttl_seconds: spec.ttl_seconds,
-        created_by: &actor.pubkey,
-    };
-    if !store::create_channel(tx, community, &new).await? {
-        return Err(WriteError::blocked("channel id is not available"));
+    let participants = channel::participants(actor.member_key(), &spec, &members)?;
+    if !store::create_channel(tx, community, &spec, &actor.pubkey).await? {
+        return Err(Refusal::ChannelIdTaken.into());
     }
     let role = if dm { Role::Member } else { Role::Owner };
     store::add_channel_members(tx, community, spec.id, &participants, role).await?;
@@ -121,74 +39,4 @@ pub async fn create_channel(
     let state = [kinds::CHANNEL_METADATA, kinds::CHANNEL_MEMBERS];
     accepted.also = crate::channels::relay_state(tx, community, &channel, relay, &state).await?;
     Ok(accepted)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const H: &str = "6f1c2a4e-8a51-4b0e-9d3f-0c1b2a3d4e5f";
-
-    fn create(tags: &[&[&str]]) -> Event {
-        let mut all = vec![vec!["h".to_owned(), H.to_owned()]];
-        all.extend(tags.iter().map(|t| t.iter().map(|s| (*s).to_owned()).collect()));
-        Event {
-            id: "0".repeat(64),
-            pubkey: "a".repeat(64),
-            created_at: 1,
-            kind: kinds::CREATE_CHANNEL,
-            tags: all,
-            content: String::new(),
-            sig: "0".repeat(128),
-        }
-    }
-
-    fn refusal(tags: &[&[&str]]) -> String {
-        parse(&create(tags)).expect_err("refused").message
-    }
-
-    #[test]
-    fn a_named_channel_defaults_to_an_open_stream() {
-        let event = create(&[&["name", "  general "]]);
-        let spec = parse(&event).unwrap();
-        assert_eq!(spec.name, "general");
-        assert_eq!(
-            (spec.visibility, spec.channel_type, spec.ttl_seconds),
-            (Visibility::Open, ChannelType::Stream, None)
-        );
-        assert!(spec.peers.is_empty());
-    }
-
-    #[test]
-    fn every_tag_value_is_checked() {
-        assert_eq!(
-            refusal(&[&["name", "x"], &["channel_type", "room"]]),
-            "channel_type must be stream, forum or dm"
-        );
-        assert_eq!(
-            refusal(&[&["name", "x"], &["visibility", "public"]]),
-            "visibility must be open or private"
-        );
-        assert_eq!(refusal(&[&["name", "   "]]), "name must be 1 to 256 bytes");
-        assert_eq!(refusal(&[&["name", &"n".repeat(257)]]), "name must be 1 to 256 bytes");
-        for ttl in ["0", "-5", "1.5", "x"] {
-            assert_eq!(refusal(&[&["name", "x"], &["ttl", ttl]]), "ttl must be a positive number of seconds");
-        }
-        let mut nil = create(&[&["name", "x"]]);
-        nil.tags[0][1] = "00000000-0000-0000-0000-000000000000".into();
-        assert_eq!(parse(&nil).unwrap_err().message, "h must be a lowercase hyphenated non-nil UUID");
-    }
-
-    #[test]
-    fn a_dm_is_private_needs_no_name_and_lists_distinct_well_formed_peers() {
-        let b = "b".repeat(64);
-        let event = create(&[&["channel_type", "dm"], &["p", &b], &["p", &b]]);
-        let spec = parse(&event).unwrap();
-        assert_eq!((spec.visibility, spec.name, spec.peers), (Visibility::Private, "", vec![b.as_str()]));
-        assert_eq!(refusal(&[&["channel_type", "dm"], &["visibility", "open"]]), "a dm is always private");
-        assert_eq!(
-            refusal(&[&["channel_type", "dm"], &["p", "B"]]),
-            "p must be a 64-char lowercase hex pubkey"
-        );
-    }
 }

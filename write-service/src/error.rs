@@ -4,18 +4,18 @@
 use buzz_bus::{BusError, ErrorCode};
 use buzz_store::access::WriteDenial;
 
+use crate::rules::Refusal;
+
 /// A write path's result.
 pub type WriteResult<T> = Result<T, WriteError>;
 
 /// Why a write was not applied.
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
-    /// Refused with this answer (`invalid:`, `blocked:`, `restricted:`, `conflict:` ...).
+    /// Refused with this answer (`invalid:`, `blocked:`, `restricted:`, `conflict:` ...): a
+    /// rule's [`Refusal`], answered from its table.
     #[error("{0}")]
     Refused(BusError),
-    /// Refused by the access module's write rule (the kind-9 check).
-    #[error("write denied: {0:?}")]
-    Denied(WriteDenial),
     /// A statement failed before the commit: the transaction rolls back, nothing was stored.
     #[error("statement failed: {0}")]
     Storage(#[from] sqlx::Error),
@@ -24,36 +24,30 @@ pub enum WriteError {
     Commit(#[source] sqlx::Error),
 }
 
-impl WriteError {
-    /// `invalid:` with `message`.
-    pub fn invalid(message: impl Into<String>) -> Self {
-        Self::Refused(BusError::invalid(message))
-    }
-    /// `restricted:` with `message`.
-    pub fn restricted(message: impl Into<String>) -> Self {
-        Self::Refused(BusError::restricted(message))
-    }
-    /// `blocked:` with `message`.
-    pub fn blocked(message: impl Into<String>) -> Self {
-        Self::Refused(BusError::blocked(message))
-    }
-    /// Refused with `code` and `message`.
-    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self::Refused(BusError::new(code, message))
-    }
-}
-
 impl From<BusError> for WriteError {
     fn from(e: BusError) -> Self {
         Self::Refused(e)
     }
 }
 
-impl From<WriteDenial> for WriteError {
-    fn from(d: WriteDenial) -> Self {
-        Self::Denied(d)
+/// A compare-and-swap refusal is counted in `buzz_write_cas_conflicts_total` by its reason.
+impl From<Refusal> for WriteError {
+    fn from(r: Refusal) -> Self {
+        if let Some(reason) = r.cas_reason() {
+            metrics::counter!("buzz_write_cas_conflicts_total", "reason" => reason).increment(1);
+        }
+        Self::Refused(r.into())
     }
 }
+
+impl From<WriteDenial> for WriteError {
+    fn from(d: WriteDenial) -> Self {
+        Refusal::Denied(d).into()
+    }
+}
+
+/// The answer to a write whose outcome is unknown or that failed in storage: it claims nothing.
+const UNAVAILABLE: &str = "storage unavailable";
 
 /// The answer to a write that ran into its database time budget before its commit: it was rolled
 /// back.
@@ -63,22 +57,15 @@ impl From<WriteError> for BusError {
     fn from(e: WriteError) -> Self {
         match e {
             WriteError::Refused(e) => e,
-            WriteError::Denied(d) => denial(d),
             WriteError::Storage(e) => storage(&e),
             // Whether it took effect is unknown to us, so the answer claims nothing (`error:` =
             // outcome unknown; resubmitting the same event is safe, a duplicate is `OK true`).
             WriteError::Commit(e) => {
                 tracing::error!(error = %e, "commit failed");
-                BusError::unavailable("storage unavailable")
+                BusError::unavailable(UNAVAILABLE)
             }
         }
     }
-}
-
-fn denial(d: WriteDenial) -> BusError {
-    let (prefix, message) = d.reason();
-    let code = if prefix == "blocked" { ErrorCode::Blocked } else { ErrorCode::Restricted };
-    BusError::new(code, message)
 }
 
 /// A lock wait, a statement or a pool wait over its budget (PostgreSQL 55P03 / 57014, pool
@@ -95,7 +82,7 @@ fn storage(e: &sqlx::Error) -> BusError {
         return BusError::new(ErrorCode::Timeout, BUSY);
     }
     tracing::error!(error = %e, "write failed");
-    BusError::unavailable("storage unavailable")
+    BusError::unavailable(UNAVAILABLE)
 }
 
 #[cfg(test)]
@@ -113,28 +100,25 @@ mod tests {
 
     #[test]
     fn other_storage_failures_and_failed_commits_claim_nothing() {
-        let unavailable = BusError::unavailable("storage unavailable");
+        let unavailable = BusError::unavailable(UNAVAILABLE);
         assert_eq!(answer(sqlx::Error::Protocol("detail".into())), unavailable);
         assert_eq!(answer(WriteError::Commit(sqlx::Error::PoolTimedOut)), unavailable);
     }
 
     #[test]
-    fn denials_keep_the_access_modules_prefix_and_text() {
-        assert_eq!(answer(WriteDenial::Archived), BusError::blocked("channel is archived"));
-        assert_eq!(
-            answer(WriteDenial::NotFound),
-            BusError::restricted("channel not found or not accessible")
-        );
-        assert_eq!(
-            answer(WriteDenial::Scope),
-            BusError::restricted("token does not allow writing to this channel")
-        );
-        assert_eq!(answer(WriteDenial::NotMember), BusError::restricted("not a member of this channel"));
+    fn denials_are_answered_by_their_code_from_the_refusal_table() {
+        for d in [WriteDenial::Archived, WriteDenial::NotFound, WriteDenial::Scope, WriteDenial::NotMember] {
+            let answer = answer(d);
+            assert_eq!(answer, BusError::from(Refusal::Denied(d)));
+            let blocked = d == WriteDenial::Archived;
+            assert_eq!(answer.code, if blocked { ErrorCode::Blocked } else { ErrorCode::Restricted });
+        }
     }
 
     #[test]
     fn refusals_pass_through_unchanged() {
-        let refusal = BusError::new(ErrorCode::Conflict, "prev is not the current revision");
+        let refusal = BusError::new(ErrorCode::Conflict, "any text");
         assert_eq!(answer(refusal.clone()), refusal);
+        assert_eq!(answer(Refusal::StalePrev), BusError::from(Refusal::StalePrev));
     }
 }

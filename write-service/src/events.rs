@@ -1,14 +1,18 @@
 //! Event writes: admission, dispatch to the event family's module, storage, and what is
-//! published after commit. Kind-9 posts are handled here.
+//! published after commit. Kind-9 posts are handled here. The rules are `rules`'; this path
+//! gathers their views one write at a time.
 
-use buzz_bus::{Actor, Audience, BusError};
-use buzz_core::{kinds, Event, EventId, Pubkey};
-use buzz_store::{access, Role};
+use buzz_bus::{Actor, Audience};
+use buzz_core::{kinds, Event, Pubkey};
+use buzz_store::access::{self, Standing};
+use buzz_store::Role;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use crate::error::{WriteError, WriteResult};
-use crate::shared::{already_accepted, channel_tag, credential, store_and_announce, Accepted, Relay};
+use crate::rules::admission::{self, Admitted, ChannelView};
+use crate::rules::post::{self, Named};
+use crate::shared::{store_and_announce, Accepted, Relay};
 use crate::store;
 
 /// Writes one client event in one transaction: admission (community active, already accepted
@@ -26,23 +30,14 @@ pub async fn write_event(
     event: Event,
     relay: &Relay<'_>,
 ) -> WriteResult<Accepted> {
-    if event.pubkey != actor.pubkey {
-        return Err(WriteError::restricted("event pubkey is not the authenticated pubkey"));
-    }
-    if !kinds::accepted_from_clients(event.kind) {
-        return Err(WriteError::blocked(format!("kind {} is not accepted by this relay", event.kind)));
-    }
+    // What needs no database is answered before a transaction is opened.
+    admission::sender(&event, actor)?;
     let mut tx = pool.begin().await?;
-    let Some(admission) = store::admission(&mut tx, community, &event.id, actor.member_key()).await? else {
-        return Err(WriteError::restricted("community is not active"));
+    let (view, access_version) = store::admission(&mut tx, community, &event.id, actor.member_key()).await?;
+    let role = match admission::admit(&event, actor, &view)? {
+        Admitted::Duplicate => return Ok(Accepted::duplicate()),
+        Admitted::Member(role) => role,
     };
-    if admission.duplicate {
-        return already_accepted(admission.deleted);
-    }
-    let Some(role) = admission.role else {
-        return Err(WriteError::restricted("not a member of this community"));
-    };
-    let access_version = admission.access_version;
     let mut accepted = match event.kind {
         kinds::CREATE_CHANNEL => {
             crate::create_channel::create_channel(&mut tx, community, actor, event, relay).await?
@@ -75,6 +70,8 @@ pub async fn write_event(
     Ok(accepted)
 }
 
+/// Kind 9: gathers the channel of `h` (share-locked) and whether the thread root is an anchor
+/// there, then applies `rules::post::decide`.
 async fn post_message(
     tx: &mut PgConnection,
     community: Uuid,
@@ -82,17 +79,18 @@ async fn post_message(
     event: Event,
     community_role: Role,
 ) -> WriteResult<Accepted> {
-    let channel_id = channel_tag(&event)?;
-    let (channel, standing, banned) =
-        access::channel_for_post(tx, community, channel_id, actor.member_key(), Some(community_role)).await?;
-    access::can_write(channel.as_ref(), standing, credential(actor))?;
-    let channel = channel.ok_or_else(BusError::internal)?;
-    let root = thread_root(&event)?;
-    if let Some(root) = &root {
-        if !store::is_anchor(tx, community, channel.id, root).await? {
-            return Err(WriteError::invalid("thread root must be a conversation anchor in this channel"));
+    let named = Named::parse(&event);
+    let (channel, standing, banned) = match named.channel {
+        Ok(id) => {
+            access::channel_for_post(tx, community, id, actor.member_key(), Some(community_role)).await?
         }
-    }
+        Err(_) => (None, Standing::default(), Vec::new()),
+    };
+    let anchor = match (&channel, &named.root) {
+        (Some(c), Ok(Some(root))) => store::is_anchor(tx, community, c.id, root).await?,
+        _ => false,
+    };
+    let (channel, root) = post::decide(&named, ChannelView { channel, standing }, anchor, actor)?;
     let mut accepted = store_and_announce(tx, community, event, &channel, root.as_ref()).await?;
     if let Some(live) = accepted.live.as_mut().filter(|l| l.audience == Audience::Community) {
         live.banned = banned;
@@ -100,17 +98,4 @@ async fn post_message(
     accepted.bans_resolved = true;
     crate::read_model::on_message(tx, community, &accepted).await?;
     Ok(accepted)
-}
-
-/// The anchor of a thread reply: the `e` tag marked `root` (`["e", <id>, <relay>, "root"]`).
-/// More than one root, or a malformed id, is invalid.
-pub fn thread_root(event: &Event) -> Result<Option<EventId>, BusError> {
-    let mut roots = event.tags_named("e").filter(|t| t.get(3).map(String::as_str) == Some("root"));
-    let Some(first) = roots.next() else { return Ok(None) };
-    if roots.next().is_some() {
-        return Err(BusError::invalid("a reply names exactly one root"));
-    }
-    EventId::parse(first.get(1).map(String::as_str).unwrap_or_default())
-        .map(Some)
-        .map_err(|_| BusError::invalid("thread root must be a 64-char lowercase hex event id"))
 }

@@ -10,6 +10,7 @@ pub mod events;
 pub mod members;
 pub mod read_model;
 pub mod revisions;
+pub mod rules;
 pub mod settings;
 pub mod shared;
 pub mod store;

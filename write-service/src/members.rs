@@ -1,12 +1,13 @@
 //! Community membership changes requested over `POST/DELETE /api/members`.
 
-use buzz_bus::{Actor, BusError, Scope, WriteOk};
+use buzz_bus::{Actor, Scope, WriteOk};
 use buzz_core::Pubkey;
 use buzz_store::Role;
 use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::error::{WriteError, WriteResult};
+use crate::rules::Refusal;
 use crate::store;
 
 /// Who may grant what: owners grant admin or member; admins grant member. Nobody grants owner
@@ -19,20 +20,19 @@ fn may_grant(actor: Role, target_previous: Option<Role>, role: Role) -> bool {
     }
 }
 
-fn actor_role(role: Option<Role>) -> Result<Role, BusError> {
-    role.filter(|r| r.is_admin())
-        .ok_or_else(|| BusError::restricted("only community owners and admins manage members"))
+fn actor_role(role: Option<Role>) -> Result<Role, Refusal> {
+    role.filter(|r| r.is_admin()).ok_or(Refusal::NotMemberManager)
 }
 
-/// The common start of a membership change: scope (the target key's shape is its type), and the actor's role
-/// (owner or admin), inside the transaction that will make the change.
+/// The common start of a membership change: scope and the actor's role (owner or admin), inside
+/// the transaction that will make the change (the target key's shape is its type's).
 async fn begin_as_manager(
     pool: &PgPool,
     community: Uuid,
     actor: &Actor,
 ) -> WriteResult<(sqlx::Transaction<'static, sqlx::Postgres>, Role)> {
     if !actor.has_scope(Scope::MembersWrite) {
-        return Err(WriteError::restricted("token does not allow managing members"));
+        return Err(Refusal::MembersScope.into());
     }
     let mut tx = pool.begin().await?;
     let role = buzz_store::access::community_role(&mut tx, community, actor.member_key()).await?;
@@ -56,7 +56,7 @@ pub async fn put_member(
     let (mut tx, me) = begin_as_manager(pool, community, actor).await?;
     let previous = buzz_store::access::community_role(&mut tx, community, pubkey).await?;
     if !may_grant(me, previous, role) {
-        return Err(WriteError::restricted("your role cannot grant that role"));
+        return Err(Refusal::RoleNotGrantable.into());
     }
     store::put_member(&mut tx, community, pubkey, role).await?;
     tx.commit().await.map_err(WriteError::Commit)?;
@@ -80,7 +80,7 @@ pub async fn remove_member(
     let (mut tx, me) = begin_as_manager(pool, community, actor).await?;
     let target = buzz_store::access::community_role(&mut tx, community, pubkey).await?;
     let Some(target) = target else {
-        return Err(WriteError::new(buzz_bus::ErrorCode::NotFound, "not a member"));
+        return Err(Refusal::NoSuchMember.into());
     };
     let allowed = match me {
         Role::Owner => target != Role::Owner,
@@ -88,7 +88,7 @@ pub async fn remove_member(
         Role::Member => false,
     };
     if !allowed {
-        return Err(WriteError::restricted("your role cannot remove that member"));
+        return Err(Refusal::MemberNotRemovable.into());
     }
     let removed = store::remove_member(&mut tx, community, pubkey).await?;
     buzz_store::access::bump_access_version(&mut tx, community).await?;

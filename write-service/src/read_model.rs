@@ -11,7 +11,7 @@
 //! - `mark_read` moves a marker forward only; a marker is an acceptance order (`events.seq`), so
 //!   "read up to X" means every message accepted no later than X.
 
-use buzz_bus::{Actor, BusError, ErrorCode, ReadMarker, Scope, WriteData, WriteOk};
+use buzz_bus::{Actor, ReadMarker, Scope, WriteData, WriteOk};
 use buzz_core::{kinds, Event, EventId, Pubkey};
 use buzz_store::access;
 use buzz_store::fragments::served_event;
@@ -19,12 +19,9 @@ use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use crate::error::{WriteError, WriteResult};
-use crate::shared::{credential, Accepted};
-
-/// The one answer for a channel that is missing or that the caller cannot read.
-fn not_found() -> BusError {
-    BusError::new(ErrorCode::NotFound, "channel not found or not accessible")
-}
+use crate::rules::admission::credential;
+use crate::rules::Refusal;
+use crate::shared::Accepted;
 
 /// The read-model side of an accepted kind-9 post, called inside its transaction once the event is
 /// stored. Does nothing for duplicates or other kinds.
@@ -128,13 +125,13 @@ pub async fn mark_read(
     up_to: &EventId,
 ) -> WriteResult<WriteOk> {
     if !actor.has_scope(Scope::MessagesRead) {
-        return Err(WriteError::restricted("token does not allow reading messages"));
+        return Err(Refusal::ReadScope.into());
     }
     let mut tx = pool.begin().await?;
     let channel = access::load_channel(&mut tx, community, channel_id, false).await?;
     let standing = access::standing(&mut tx, community, channel_id, actor.member_key()).await?;
     if !channel.as_ref().is_some_and(|c| access::can_read(c, standing, credential(actor))) {
-        return Err(not_found().into());
+        return Err(Refusal::ChannelNotReadable.into());
     }
     let seq: Option<i64> = sqlx::query_scalar(&format!(
         "SELECT e.seq FROM events e WHERE e.community_id = $1 AND e.id = $2 AND e.channel_id = $3 \
@@ -148,7 +145,7 @@ pub async fn mark_read(
     .fetch_optional(&mut *tx)
     .await?;
     let Some(seq) = seq else {
-        return Err(WriteError::invalid("up_to is not a message of this channel"));
+        return Err(Refusal::UpToNotMessage.into());
     };
     let moved = advance_marker(&mut tx, community, channel_id, &actor.pubkey, seq, up_to).await?;
     let (marker,): (EventId,) = sqlx::query_as(
@@ -177,8 +174,8 @@ mod tests {
         let b = "b".repeat(64);
         let c = "c".repeat(64);
         let event = Event {
-            id: "0".repeat(64),
-            pubkey: author.clone(),
+            id: buzz_core::EventId::parse(&"0".repeat(64)).unwrap(),
+            pubkey: Pubkey::parse(&author).unwrap(),
             created_at: 1,
             kind: 9,
             tags: vec![
@@ -193,6 +190,6 @@ mod tests {
             content: String::new(),
             sig: "0".repeat(128),
         };
-        assert_eq!(mentioned(&event), vec![b, c]);
+        assert_eq!(mentioned(&event), vec![Pubkey::parse(&b).unwrap(), Pubkey::parse(&c).unwrap()]);
     }
 }

@@ -1,14 +1,13 @@
-//! What every write path shares: the accepted-write result, the relay's key, how denials and storage failures are answered, and storing an event for fan-out. It imports
+//! What every write path shares: the accepted-write result, the relay's key, and storing an event for fan-out. It imports
 //! nothing from the write paths, so they all depend on it and never on each other's internals.
 
-use buzz_bus::{Actor, Audience, BusError, LiveEvent, Scope, WriteOk};
-use buzz_core::Event;
-use buzz_core::EventId;
-use buzz_store::access::{self, Credential};
+use buzz_bus::{Audience, LiveEvent, WriteOk};
+use buzz_core::{Event, EventId};
+use buzz_store::access;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::error::{WriteError, WriteResult};
+use crate::error::WriteResult;
 use crate::store;
 
 /// The result of an accepted write: the reply, and what to publish once committed.
@@ -55,33 +54,6 @@ pub(crate) fn stored_role(role: buzz_bus::Role) -> buzz_store::Role {
         buzz_bus::Role::Admin => buzz_store::Role::Admin,
         buzz_bus::Role::Owner => buzz_store::Role::Owner,
     }
-}
-
-pub(crate) fn credential(actor: &Actor) -> Credential<'_> {
-    Credential {
-        can_read_messages: actor.has_scope(Scope::MessagesRead),
-        can_write_messages: actor.has_scope(Scope::MessagesWrite),
-        channel_ids: actor.channel_ids.as_deref(),
-    }
-}
-
-/// `h` as a lowercase, hyphenated, non-nil UUID.
-pub fn channel_tag(event: &Event) -> Result<Uuid, BusError> {
-    let h = event.tag_value("h").ok_or_else(|| BusError::invalid("missing h tag"))?;
-    buzz_core::ids::parse_id(h)
-        .ok_or_else(|| BusError::invalid("h must be a lowercase hyphenated non-nil UUID"))
-}
-
-/// The answer to an event id this community already accepted, on every write path: `OK true
-/// "duplicate: ..."`, unless its author has deleted it with kind 5 since. It is never served
-/// again and never stored again (the deleted row keeps its id), so the client must not be told
-/// it is stored: `OK false "blocked: deleted by its author"` (docs/design.md, "Resubmitting a
-/// deleted event").
-pub(crate) fn already_accepted(deleted: bool) -> WriteResult<Accepted> {
-    if deleted {
-        return Err(WriteError::blocked("deleted by its author"));
-    }
-    Ok(Accepted::duplicate())
 }
 
 /// `OK true "duplicate: ..."` for an event already stored.

@@ -3,9 +3,12 @@
 use buzz_core::{kinds, Event};
 use buzz_core::{EventId, Pubkey};
 use buzz_store::fragments::served_event;
-use buzz_store::{access, ChannelType, Role, Visibility};
+use buzz_store::{access, Role};
 use sqlx::PgConnection;
 use uuid::Uuid;
+
+use crate::rules::admission::AdmissionView;
+use crate::rules::channel::Spec;
 
 /// The tag index rows of `event` whose name `keep` accepts: each such tag's name (1 to 64 bytes)
 /// with the hash of its first value (hashed only when kept).
@@ -67,28 +70,17 @@ pub async fn insert_event(
     .await
 }
 
-/// What every event write needs to know first, in one round trip: whether the community is
-/// active (and its access version), whether this exact event was already accepted (stored, or a
+/// What every event write needs to know first, in one round trip (`rules::admission::admit`):
+/// whether the community is active, whether this exact event was already accepted (stored, or a
 /// NIP-AR revision whose event retention has since removed) and whether its author has deleted
-/// it since (kind 5), and the writer's community role.
-pub struct Admission {
-    /// The community's access version, carried by live events.
-    pub access_version: i64,
-    /// This event id was already accepted.
-    pub duplicate: bool,
-    /// It was accepted and its author deleted it with kind 5 (`shared::already_accepted`).
-    pub deleted: bool,
-    /// The writer's (member key's) community role; `None` for a non-member.
-    pub role: Option<Role>,
-}
-
-/// Loads the [`Admission`] of `event_id` by `member`; `None` when the community is not active.
+/// it since (kind 5), and the writer's community role; with the community's access version, which
+/// live events carry (0 for an inactive community).
 pub async fn admission(
     conn: &mut PgConnection,
     community: Uuid,
     event_id: &EventId,
     member: &Pubkey,
-) -> Result<Option<Admission>, sqlx::Error> {
+) -> Result<(AdmissionView, i64), sqlx::Error> {
     let row: Option<(i64, bool, bool, Option<Role>)> = sqlx::query_as(
         "SELECT c.access_version, \
                 EXISTS (SELECT 1 FROM events e WHERE e.community_id = c.id AND e.id = $2) \
@@ -102,35 +94,18 @@ pub async fn admission(
     .bind(member)
     .fetch_optional(conn)
     .await?;
-    Ok(row.map(|(access_version, duplicate, deleted, role)| Admission {
-        access_version,
-        duplicate,
-        deleted,
-        role,
+    Ok(row.map_or((AdmissionView::default(), 0), |(access_version, duplicate, deleted, role)| {
+        (AdmissionView { active: true, duplicate, deleted, role }, access_version)
     }))
 }
 
-/// A channel as kind 9007 creates it.
-pub struct NewChannel<'a> {
-    /// Its `h`.
-    pub id: Uuid,
-    /// Trimmed name (empty for an unnamed DM).
-    pub name: &'a str,
-    /// Open or private (a DM is always private).
-    pub visibility: Visibility,
-    /// Stream, forum or DM.
-    pub channel_type: ChannelType,
-    /// Event lifetime in seconds, for a TTL channel.
-    pub ttl_seconds: Option<i32>,
-    /// The creator's pubkey.
-    pub created_by: &'a str,
-}
-
-/// Creates the channel; false when the id is taken in this community.
+/// Creates the channel `c` asks for, by `created_by`; false when the id is taken in this
+/// community.
 pub async fn create_channel(
     conn: &mut PgConnection,
     community: Uuid,
-    c: &NewChannel<'_>,
+    c: &Spec<'_>,
+    created_by: &Pubkey,
 ) -> Result<bool, sqlx::Error> {
     let n = sqlx::query(
         "INSERT INTO channels (community_id, id, name, visibility, channel_type, ttl_seconds, created_by) \
@@ -142,7 +117,7 @@ pub async fn create_channel(
     .bind(c.visibility)
     .bind(c.channel_type)
     .bind(c.ttl_seconds)
-    .bind(c.created_by)
+    .bind(created_by)
     .execute(conn)
     .await?
     .rows_affected();
@@ -154,7 +129,7 @@ pub async fn add_channel_members(
     conn: &mut PgConnection,
     community: Uuid,
     channel: Uuid,
-    pubkeys: &[Pubkey],
+    pubkeys: &[&Pubkey],
     role: Role,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
@@ -329,7 +304,7 @@ pub async fn channel_members(
     conn: &mut PgConnection,
     community: Uuid,
     channel: Uuid,
-) -> Result<Vec<(String, Role)>, sqlx::Error> {
+) -> Result<Vec<(Pubkey, Role)>, sqlx::Error> {
     sqlx::query_as(
         "SELECT pubkey, role FROM channel_members WHERE community_id = $1 AND channel_id = $2 AND removed_at IS NULL \
          ORDER BY added_at, pubkey",

@@ -8,11 +8,12 @@
 
 use std::collections::HashSet;
 
-use buzz_bus::{Actor, BusError, ErrorCode, IssuedToken, Scope, WriteData, WriteOk};
+use buzz_bus::{Actor, IssuedToken, Scope, WriteData, WriteOk};
 use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::error::{WriteError, WriteResult};
+use crate::rules::Refusal;
 
 /// Longest and default lifetime of a token.
 pub const MAX_EXPIRES_IN: u64 = 365 * 24 * 60 * 60;
@@ -25,35 +26,33 @@ fn validate(
     scopes: &[Scope],
     channel_ids: Option<&[Uuid]>,
     expires_in: Option<u64>,
-) -> Result<u64, BusError> {
+) -> Result<u64, Refusal> {
     if !buzz_core::is_lower_hex(token_hash, 64) {
-        return Err(BusError::invalid("token hash must be 64 lowercase hex"));
+        return Err(Refusal::BadTokenHash);
     }
     if scopes.is_empty() {
-        return Err(BusError::invalid("scopes must not be empty"));
+        return Err(Refusal::NoScopes);
     }
     let mut seen = HashSet::new();
     if !scopes.iter().all(|s| seen.insert(*s)) {
-        return Err(BusError::invalid("scopes must not repeat"));
+        return Err(Refusal::RepeatedScope);
     }
     if let Some(ids) = channel_ids {
         if ids.is_empty() {
-            return Err(BusError::invalid("channel_ids must not be empty (omit it for no restriction)"));
+            return Err(Refusal::NoChannelIds);
         }
         if ids.len() > MAX_CHANNEL_IDS {
-            return Err(BusError::invalid(format!("at most {MAX_CHANNEL_IDS} channel_ids")));
+            return Err(Refusal::TooManyChannelIds(MAX_CHANNEL_IDS));
         }
         let mut seen = HashSet::new();
         if !ids.iter().all(|id| !id.is_nil() && seen.insert(*id)) {
-            return Err(BusError::invalid("channel_ids must be unique non-nil UUIDs"));
+            return Err(Refusal::BadChannelIds);
         }
     }
     match expires_in {
         None => Ok(MAX_EXPIRES_IN),
-        Some(0) => Err(BusError::invalid("expires_in must be positive")),
-        Some(s) if s > MAX_EXPIRES_IN => {
-            Err(BusError::invalid(format!("expires_in must be at most {MAX_EXPIRES_IN} seconds")))
-        }
+        Some(0) => Err(Refusal::ExpiresInZero),
+        Some(s) if s > MAX_EXPIRES_IN => Err(Refusal::ExpiresInTooLong(MAX_EXPIRES_IN)),
         Some(s) => Ok(s),
     }
 }
@@ -86,18 +85,18 @@ pub async fn issue(
     // Only a signed (NIP-98) session mints tokens; the gateway never forwards a bearer actor here,
     // and a restricted actor could not widen itself anyway.
     if actor.channel_ids.is_some() || !Scope::ALL.iter().all(|s| actor.has_scope(*s)) {
-        return Err(WriteError::restricted("tokens are issued only to signed requests"));
+        return Err(Refusal::UnsignedTokenRequest.into());
     }
     let mut tx = pool.begin().await?;
     let role = buzz_store::access::community_role(&mut tx, community, &actor.pubkey).await?;
     let Some(role) = role else {
-        return Err(WriteError::restricted("not a member of this community"));
+        return Err(Refusal::NotCommunityMember.into());
     };
     if scopes.contains(&Scope::MembersWrite) && !role.is_admin() {
-        return Err(WriteError::restricted("only community owners and admins may grant members:write"));
+        return Err(Refusal::MembersWriteGrant.into());
     }
     let names: Vec<&str> = scopes.iter().map(|s| scope_name(*s)).collect();
-    let secs = i64::try_from(expires_in).map_err(|_| BusError::invalid("expires_in out of range"))?;
+    let secs = i64::try_from(expires_in).map_err(|_| Refusal::ExpiresInRange)?;
     let expires_at: i64 = sqlx::query_scalar(
         "INSERT INTO tokens (community_id, token_hash, pubkey, scopes, channel_ids, expires_at) \
          VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6::bigint)) \
@@ -113,7 +112,7 @@ pub async fn issue(
     .await
     .map_err(|e| {
         if buzz_store::is_unique_violation(&e) {
-            WriteError::new(ErrorCode::Conflict, "token already issued")
+            Refusal::TokenIssued.into()
         } else {
             WriteError::Storage(e)
         }

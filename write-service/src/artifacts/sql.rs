@@ -24,6 +24,20 @@ pub struct Artifact {
     pub mentioned: Vec<Pubkey>,
 }
 
+impl Artifact {
+    /// The row as the rules read it (`rules::revision::Current`).
+    #[must_use]
+    pub fn current(&self) -> crate::rules::revision::Current<'_> {
+        crate::rules::revision::Current {
+            type_name: &self.type_name,
+            revision: &self.current_revision,
+            home: self.home_channel,
+            root: self.root.as_ref(),
+            deleted: self.deleted,
+        }
+    }
+}
+
 /// Claims `(community, d)` for a create whose revision becomes current. False when the d is
 /// taken (ever: deleted artifacts keep their row); a concurrent claim waits for the other
 /// transaction and then loses.

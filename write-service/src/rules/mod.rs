@@ -1,0 +1,36 @@
+//! Every write rule, decided once: a pure function from what the database says (a small view) and
+//! the event to a decision or its typed [`Refusal`]. The one-at-a-time path (`events`,
+//! `artifacts`, `channels`) and group commit (`batch`, `revisions`) only gather the view and apply
+//! the decision. Nothing here reads the database or imports a write path.
+//!
+//! - [`admission`]: what every client event passes first, and the kind-9 write rule in a channel.
+//! - [`post`]: kind 9 (`h`, thread root).
+//! - [`channel`]: kind 9007, channel creation.
+//! - [`deletion`]: kind 5 (NIP-09), NIP-AR revisions refused with a reason.
+//! - [`moderation`]: channel administration (9000, 9001, 9002, 9005, 9008).
+//! - [`revision`]: NIP-AR identity, compare-and-swap, resubmission, moves, delete and restore,
+//!   the root rule.
+//! - [`refusal`]: the one table of refusal texts.
+
+pub mod admission;
+pub mod channel;
+pub mod deletion;
+pub mod moderation;
+pub mod post;
+pub mod refusal;
+pub mod revision;
+
+pub use refusal::Refusal;
+
+/// An open, live, unarchived stream channel `id`, for the rules' tests.
+#[cfg(test)]
+pub(crate) fn open_channel(id: uuid::Uuid) -> buzz_store::access::Channel {
+    buzz_store::access::Channel {
+        id,
+        name: "c".into(),
+        visibility: buzz_store::Visibility::Open,
+        channel_type: buzz_store::ChannelType::Stream,
+        ttl_seconds: None,
+        archived: false,
+    }
+}
