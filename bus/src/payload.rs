@@ -1,7 +1,7 @@
 //! Versioned request and reply bodies. Every body is serde JSON; a breaking change gets a new
 //! subject version (`v2`), never a silent reinterpretation.
 
-use buzz_core::{Event, EventId, Filter, Pubkey};
+use buzz_core::{Event, EventId, Filter, Pubkey, TokenHash};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -125,8 +125,8 @@ pub enum WriteRequest {
         community_id: Uuid,
         /// Who asks; the token acts as this key.
         actor: Actor,
-        /// Lowercase hex sha256 of the token.
-        token_hash: String,
+        /// sha256 of the token.
+        token_hash: TokenHash,
         /// The scopes the token grants.
         scopes: Vec<Scope>,
         /// The channels the token is restricted to; `None` is unrestricted.
@@ -304,8 +304,8 @@ pub enum AccessRequest {
     Token {
         /// The community the token was presented to.
         community_id: Uuid,
-        /// Lowercase hex sha256 of the presented token.
-        token_hash: String,
+        /// sha256 of the presented token.
+        token_hash: TokenHash,
     },
 }
 

@@ -5,7 +5,7 @@
 //!
 //! The relay's identities as types, parsed once where they enter (the message parser, a bus
 //! payload, a URL, a database row) and carried typed to the SQL bind: [`EventId`] and [`Pubkey`]
-//! (64 lowercase hex), [`CommunityId`] and [`ChannelId`] (canonical UUIDs). Only their parsers
+//! (64 lowercase hex) and a token's [`TokenHash`], [`CommunityId`] and [`ChannelId`] (canonical UUIDs). Only their parsers
 //! check the text form.
 
 use std::borrow::Borrow;
@@ -171,6 +171,11 @@ hex_id!(
     /// A BIP-340 x-only public key: an author, a member, an owner, an operator.
     Pubkey,
     "pubkey"
+);
+hex_id!(
+    /// The sha256 of a bearer token: the only form of a token that is sent on the bus or stored.
+    TokenHash,
+    "token hash"
 );
 
 /// A UUID identity; displayed in its one canonical text form.

@@ -21,7 +21,7 @@ pub use artifact_query::ArtifactForm;
 pub use domain::{ChannelType, Lifecycle, Role, Visibility};
 pub use event::{Event, EventError, UnsignedEvent};
 pub use filter::{Filter, FilterError};
-pub use ids::{ChannelId, CommunityId, EventId, IdError, Pubkey};
+pub use ids::{ChannelId, CommunityId, EventId, IdError, Pubkey, TokenHash};
 pub use keys::Keys;
 pub use limits::{ArtifactLimits, Limits};
 pub use message::{ClientMessage, ParseError, RelayMessage};

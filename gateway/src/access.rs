@@ -42,7 +42,11 @@ impl AccessClient {
 
     /// The actor the token whose sha256 hex is `token_hash` authenticates as in `community`;
     /// `None` when it is unknown, expired or revoked.
-    pub async fn token(&self, community: Uuid, token_hash: String) -> Result<Option<Actor>, BusError> {
+    pub async fn token(
+        &self,
+        community: Uuid,
+        token_hash: buzz_core::TokenHash,
+    ) -> Result<Option<Actor>, BusError> {
         let req = AccessRequest::Token { community_id: community, token_hash };
         let reply: TokenReply = self.ask(&req).await?;
         Ok(reply.token)

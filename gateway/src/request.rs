@@ -5,6 +5,7 @@
 
 use axum::http::{header, HeaderMap, StatusCode};
 use buzz_bus::{Actor, CommunityLease};
+use buzz_core::TokenHash;
 use buzz_http_auth::ApiError;
 use sha2::Digest as _;
 use uuid::Uuid;
@@ -73,8 +74,8 @@ pub const TOKEN_PREFIX: &str = "buzz_";
 
 /// sha256 of the token, lowercase hex: the only form that is stored.
 #[must_use]
-pub fn hash(token: &str) -> String {
-    hex::encode(sha2::Sha256::digest(token.as_bytes()))
+pub fn hash(token: &str) -> TokenHash {
+    TokenHash::from_bytes(&sha2::Sha256::digest(token.as_bytes()).into())
 }
 
 /// The token of `Authorization: Bearer <token>`, if the request carries that scheme.

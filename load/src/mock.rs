@@ -131,7 +131,7 @@ async fn add_member(State(m): State<Arc<Mock>>, h: HeaderMap, body: axum::body::
         return (StatusCode::BAD_REQUEST, "bad role").into_response();
     }
     match v["pubkey"].as_str() {
-        Some(pk) if buzz_core::is_lower_hex(pk, 64) => {
+        Some(pk) if buzz_core::Pubkey::parse(pk).is_ok() => {
             c.members.insert(pk.to_string());
             StatusCode::OK.into_response()
         }

@@ -166,7 +166,7 @@ mod tests {
     #[test]
     fn channel_ids() {
         let p = plain_channel_id();
-        assert!(buzz_core::is_lower_hex(&p, 64));
+        assert!(buzz_core::EventId::parse(&p).is_ok(), "64 lowercase hex");
         assert_ne!(p, plain_channel_id());
         assert!(uuid::Uuid::parse_str(&buzz_channel_id()).is_ok());
     }

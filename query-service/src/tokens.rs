@@ -1,6 +1,7 @@
 //! Bearer token resolution for gateways.
 
 use buzz_bus::{Actor, BusError, Scope, TokenReply};
+use buzz_core::TokenHash;
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -17,11 +18,8 @@ fn parse_scope(s: &str) -> Option<Scope> {
 /// The actor a token authenticates as, or `token: None` when the token is unknown, expired, or
 /// its signer is no longer a community member. A membership that was removed and granted again
 /// does not revive tokens minted before the removal (`added_at` is newer than the token).
-pub async fn resolve(pool: &PgPool, community: Uuid, token_hash: &str) -> Result<TokenReply, BusError> {
+pub async fn resolve(pool: &PgPool, community: Uuid, token_hash: &TokenHash) -> Result<TokenReply, BusError> {
     let none = TokenReply { token: None };
-    if !buzz_core::is_lower_hex(token_hash, 64) {
-        return Ok(none);
-    }
     // (pubkey, scopes, channel restriction, expiry in unix seconds)
     type Grant = (buzz_core::Pubkey, Vec<String>, Option<Vec<Uuid>>, i64);
     let row: Option<Grant> = sqlx::query_as(

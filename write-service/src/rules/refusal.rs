@@ -136,8 +136,6 @@ pub enum Refusal {
     NoSuchMember,
     /// The actor's role may not remove this member.
     MemberNotRemovable,
-    /// A token hash that is not 64 lowercase hex.
-    BadTokenHash,
     /// A token without scopes.
     NoScopes,
     /// A scope named twice.
@@ -250,7 +248,6 @@ impl Refusal {
             Self::RoleNotGrantable => (Restricted, "your role cannot grant that role"),
             Self::NoSuchMember => (NotFound, "not a member"),
             Self::MemberNotRemovable => (Restricted, "your role cannot remove that member"),
-            Self::BadTokenHash => (Invalid, "token hash must be 64 lowercase hex"),
             Self::NoScopes => (Invalid, "scopes must not be empty"),
             Self::RepeatedScope => (Invalid, "scopes must not repeat"),
             Self::NoChannelIds => (Invalid, "channel_ids must not be empty (omit it for no restriction)"),
