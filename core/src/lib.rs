@@ -3,6 +3,7 @@
 
 pub mod artifact_query;
 pub mod domain;
+pub mod error_code;
 pub mod event;
 pub mod filter;
 pub mod host;
@@ -19,6 +20,7 @@ pub mod nipoa;
 
 pub use artifact_query::ArtifactForm;
 pub use domain::{ChannelType, Lifecycle, Role, Visibility};
+pub use error_code::ErrorCode;
 pub use event::{Event, EventError, UnsignedEvent};
 pub use filter::{Filter, FilterError};
 pub use ids::{ChannelId, CommunityId, EventId, IdError, Pubkey, TokenHash};

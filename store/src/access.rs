@@ -3,7 +3,7 @@
 //! below or by the SQL fragment that encodes the same read rule
 //! (`fragments::readable_channel`).
 
-use buzz_core::Pubkey;
+use buzz_core::{ErrorCode, Pubkey};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -77,8 +77,8 @@ pub fn can_read(channel: &Channel, standing: Standing, cred: Credential<'_>) -> 
         && (standing.channel_member || channel.is_open())
 }
 
-/// Why a write is refused. Its answer (an `ErrorCode`, so its NIP-01 prefix, and a text that
-/// names nothing the caller cannot read) is the write-service's refusal table
+/// Why a write is refused, with its [`ErrorCode`] ([`WriteDenial::code`], so its NIP-01 prefix);
+/// its text, which names nothing the caller cannot read, is the write-service's refusal table
 /// (`buzz_write::rules::Refusal::Denied`), the one place write refusals are spelled out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteDenial {
@@ -91,6 +91,17 @@ pub enum WriteDenial {
     Archived,
     /// A private channel (or DM) the caller has not joined (`restricted:`).
     NotMember,
+}
+
+impl WriteDenial {
+    /// The code it is answered with.
+    #[must_use]
+    pub fn code(self) -> ErrorCode {
+        match self {
+            Self::NotFound | Self::Scope | Self::NotMember => ErrorCode::Restricted,
+            Self::Archived => ErrorCode::Blocked,
+        }
+    }
 }
 
 /// Write rule = everything that admits a kind-9 post: readable, scope `messages:write` and channel

@@ -182,10 +182,12 @@ impl Refusal {
             Self::CommunityInactive => (Restricted, "community is not active"),
             Self::DeletedByAuthor => (Blocked, "deleted by its author"),
             Self::NotCommunityMember => (Restricted, "not a member of this community"),
-            Self::Denied(WriteDenial::NotFound) => (Restricted, CHANNEL_NOT_FOUND),
-            Self::Denied(WriteDenial::Scope) => (Restricted, "token does not allow writing to this channel"),
-            Self::Denied(WriteDenial::Archived) => (Blocked, "channel is archived"),
-            Self::Denied(WriteDenial::NotMember) => (Restricted, NOT_CHANNEL_MEMBER),
+            Self::Denied(d @ WriteDenial::NotFound) => (d.code(), CHANNEL_NOT_FOUND),
+            Self::Denied(d @ WriteDenial::Scope) => {
+                (d.code(), "token does not allow writing to this channel")
+            }
+            Self::Denied(d @ WriteDenial::Archived) => (d.code(), "channel is archived"),
+            Self::Denied(d @ WriteDenial::NotMember) => (d.code(), NOT_CHANNEL_MEMBER),
             Self::MissingH => (Invalid, "missing h tag"),
             Self::BadH => (Invalid, "h must be a lowercase hyphenated non-nil UUID"),
             Self::TwoRoots => (Invalid, "a reply names exactly one root"),
