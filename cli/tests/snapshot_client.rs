@@ -44,14 +44,21 @@ async fn seed_signed(cluster: &Cluster, team: &Community, author: &Keys, h: Uuid
     seed_events(cluster, team, author, h, &evs).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_multi_page_capture_verifies_every_body_and_includes_live_events_and_local_records() {
+/// A cluster with a team, a member who reads and the owner's socket (gateway 1) on an open
+/// channel holding 1100 tasks: more than one manifest page and one bodies batch.
+async fn paged_team() -> (Cluster, Community, Keys, WsClient, Uuid) {
     let cluster = Cluster::start().await;
     let team = cluster.community("team.test").await;
     let reader = cluster.member(&team).await;
     let mut owner = WsClient::authed(cluster.gateways[1], &team.host, &team.owner).await;
     let h = channel(&mut owner, &team.owner, "open", &[]).await;
     seed_signed(&cluster, &team, &team.owner, h, 1100).await;
+    (cluster, team, reader, owner, h)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_page_capture_verifies_every_body_and_includes_live_events_and_local_records() {
+    let (cluster, team, reader, mut owner, h) = paged_team().await;
     let (d1, v1) = create(&mut owner, &team.owner, h, TASK, &[]).await;
     create(&mut owner, &team.owner, h, "buzz.note", &[]).await;
     // The reader's own writes, recorded as acknowledged: one before the capture that the owner
@@ -420,12 +427,7 @@ async fn proxy_one(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_page_answer_and_a_busy_503_are_retried_within_the_capture_and_hold_one_slot() {
-    let cluster = Cluster::start().await;
-    let team = cluster.community("team.test").await;
-    let reader = cluster.member(&team).await;
-    let mut owner = WsClient::authed(cluster.gateways[1], &team.host, &team.owner).await;
-    let h = channel(&mut owner, &team.owner, "open", &[]).await;
-    seed_signed(&cluster, &team, &team.owner, h, 1100).await;
+    let (cluster, team, reader, _owner, _h) = paged_team().await;
 
     // Requests: 0 start, 1 page (its answer is lost after the relay served it), 2 the same page
     // again, 3 the first bodies batch (503), 4 that batch again, ...
