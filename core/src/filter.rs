@@ -1,6 +1,7 @@
 //! NIP-01 filters: parsing, validation against limits, and in-memory matching for live fan-out.
 
 use std::collections::BTreeMap;
+use std::str::FromStr;
 
 use serde::Serialize;
 
@@ -353,13 +354,10 @@ fn string_array(val: &serde_json::Value, field: &str) -> Result<Vec<String>, Fil
     arr.iter().map(|v| v.as_str().map(str::to_owned).ok_or_else(err)).collect()
 }
 
-fn hex_array<T: for<'a> TryFrom<&'a str, Error = IdError>>(
-    val: &serde_json::Value,
-    field: &str,
-) -> Result<Vec<T>, FilterError> {
+fn hex_array<T: FromStr<Err = IdError>>(val: &serde_json::Value, field: &str) -> Result<Vec<T>, FilterError> {
     let err = || invalid(&format!("{field} must be an array of 64 lowercase hex strings"));
     let arr = val.as_array().ok_or_else(err)?;
-    arr.iter().map(|v| v.as_str().and_then(|s| T::try_from(s).ok()).ok_or_else(err)).collect()
+    arr.iter().map(|v| v.as_str().and_then(|s| s.parse().ok()).ok_or_else(err)).collect()
 }
 
 fn kind_array(val: &serde_json::Value) -> Result<Vec<u32>, FilterError> {
