@@ -1,8 +1,7 @@
 //! `buzz.v1.chat`: the chat read model's requests and their replies (served by the query-service).
 
-use buzz_core::EventId;
+use buzz_core::{ChannelId, CommunityId, EventId};
 use serde::{Deserialize, Serialize};
-use uuid::Uuid;
 
 use crate::error::BusError;
 use crate::payload::Actor;
@@ -14,16 +13,16 @@ pub enum ChatRequest {
     /// `GET /api/channels/{id}/summary`.
     Summary {
         /// The community the channel belongs to.
-        community_id: Uuid,
+        community_id: CommunityId,
         /// Who asks; the summary counts only what they can read, and their own marker.
         reader: Actor,
         /// The channel to summarise.
-        channel_id: Uuid,
+        channel_id: ChannelId,
     },
     /// `GET /api/mentions`.
     Mentions {
         /// The community to search.
-        community_id: Uuid,
+        community_id: CommunityId,
         /// Who asks; mentions of their key in channels they can read.
         reader: Actor,
         /// Most mentions to return.
@@ -49,7 +48,7 @@ pub type ChatReply = Result<ChatAnswer, BusError>;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChannelSummary {
     /// The summarised channel.
-    pub channel_id: Uuid,
+    pub channel_id: ChannelId,
     /// Visible messages, replies included.
     pub message_count: u64,
     /// Visible messages after the caller's marker not authored by them.
@@ -75,7 +74,7 @@ pub struct Mention {
     /// Id of the mentioning event.
     pub event_id: EventId,
     /// The channel the mentioning event is in.
-    pub channel_id: Uuid,
+    pub channel_id: ChannelId,
     /// At or before the caller's marker of the channel.
     pub read: bool,
     /// The mentioning event, its stored JSON as is (parsed, never re-encoded from an event type).

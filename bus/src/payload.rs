@@ -1,9 +1,8 @@
 //! Versioned request and reply bodies. Every body is serde JSON; a breaking change gets a new
 //! subject version (`v2`), never a silent reinterpretation.
 
-use buzz_core::{Event, EventId, Filter, Pubkey, TokenHash};
+use buzz_core::{ChannelId, CommunityId, Event, EventId, Filter, Pubkey, TokenHash};
 use serde::{Deserialize, Serialize};
-use uuid::Uuid;
 
 use crate::error::BusError;
 
@@ -39,7 +38,7 @@ pub struct Actor {
     pub scopes: Vec<Scope>,
     /// A token's channel restriction; `None` means unrestricted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub channel_ids: Option<Vec<Uuid>>,
+    pub channel_ids: Option<Vec<ChannelId>>,
     /// The socket or request was admitted with valid federated-identity evidence.
     #[serde(default)]
     pub fi_admitted: bool,
@@ -92,7 +91,7 @@ pub enum WriteRequest {
     /// A verified event (id and signature already checked by the gateway).
     Event {
         /// The community the event is written to.
-        community_id: Uuid,
+        community_id: CommunityId,
         /// Who sent it.
         actor: Actor,
         /// The event.
@@ -101,7 +100,7 @@ pub enum WriteRequest {
     /// `POST /api/members`.
     PutMember {
         /// The community.
-        community_id: Uuid,
+        community_id: CommunityId,
         /// Who asks (must be allowed to manage members).
         actor: Actor,
         /// The member's key.
@@ -112,7 +111,7 @@ pub enum WriteRequest {
     /// `DELETE /api/members/{pubkey}`.
     RemoveMember {
         /// The community.
-        community_id: Uuid,
+        community_id: CommunityId,
         /// Who asks (must be allowed to manage members).
         actor: Actor,
         /// The member to remove.
@@ -122,7 +121,7 @@ pub enum WriteRequest {
     /// never crosses the bus or reaches storage.
     IssueToken {
         /// The community the token is valid in.
-        community_id: Uuid,
+        community_id: CommunityId,
         /// Who asks; the token acts as this key.
         actor: Actor,
         /// sha256 of the token.
@@ -130,18 +129,18 @@ pub enum WriteRequest {
         /// The scopes the token grants.
         scopes: Vec<Scope>,
         /// The channels the token is restricted to; `None` is unrestricted.
-        channel_ids: Option<Vec<Uuid>>,
+        channel_ids: Option<Vec<ChannelId>>,
         /// Lifetime in seconds (1 s to 1 year); `None` is the maximum, one year.
         expires_in: Option<u64>,
     },
     /// `POST /api/channels/{id}/read`.
     MarkRead {
         /// The community.
-        community_id: Uuid,
+        community_id: CommunityId,
         /// Whose marker moves.
         actor: Actor,
         /// The channel.
-        channel_id: Uuid,
+        channel_id: ChannelId,
         /// Event id of the message read up to; the marker never moves back.
         up_to: EventId,
     },
@@ -178,7 +177,7 @@ pub struct IssuedToken {
     /// The scopes it carries.
     pub scopes: Vec<Scope>,
     /// Its channel restriction; `None` is unrestricted.
-    pub channel_ids: Option<Vec<Uuid>>,
+    pub channel_ids: Option<Vec<ChannelId>>,
     /// When it stops being valid (unix seconds).
     pub expires_at: i64,
 }
@@ -187,7 +186,7 @@ pub struct IssuedToken {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReadMarker {
     /// The channel.
-    pub channel_id: Uuid,
+    pub channel_id: ChannelId,
     /// The event id the marker stands at.
     pub read_up_to: EventId,
 }
@@ -207,7 +206,7 @@ pub type WriteReply = Result<WriteOk, BusError>;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct QueryRequest {
     /// The community to read.
-    pub community_id: Uuid,
+    pub community_id: CommunityId,
     /// Who reads; only what they may see matches.
     pub reader: Actor,
     /// NIP-01 filters, OR-ed.
@@ -287,23 +286,23 @@ pub enum AccessRequest {
     /// May this pubkey authenticate to the community, and with which role?
     Member {
         /// The community.
-        community_id: Uuid,
+        community_id: CommunityId,
         /// The key that wants to authenticate.
         pubkey: Pubkey,
     },
     /// May this reader read the channel now?
     CanRead {
         /// The community.
-        community_id: Uuid,
+        community_id: CommunityId,
         /// Who wants to read.
         reader: Actor,
         /// The channel.
-        channel_id: Uuid,
+        channel_id: ChannelId,
     },
     /// Which grant does this bearer token (by its sha256 hex) carry, if it is valid now?
     Token {
         /// The community the token was presented to.
-        community_id: Uuid,
+        community_id: CommunityId,
         /// sha256 of the presented token.
         token_hash: TokenHash,
     },
@@ -361,7 +360,7 @@ pub struct LeaseRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CommunityLease {
     /// The community's id.
-    pub community_id: Uuid,
+    pub community_id: CommunityId,
     /// The host it is bound to.
     pub host: String,
     /// The owner's key (hex).
@@ -426,9 +425,9 @@ pub enum Audience {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LiveEvent {
     /// The community the event was written to.
-    pub community_id: Uuid,
+    pub community_id: CommunityId,
     /// The channel it belongs to; `None` for an event outside any channel.
-    pub channel_id: Option<Uuid>,
+    pub channel_id: Option<ChannelId>,
     /// Who may receive it.
     pub audience: Audience,
     /// The stored event.
@@ -457,7 +456,7 @@ pub enum AccessChanged {
     /// Channel membership, visibility or archive state changed.
     Channel {
         /// The channel whose access changed.
-        channel_id: Uuid,
+        channel_id: ChannelId,
     },
     /// A community member was removed: their sockets lose authentication.
     MemberRemoved {

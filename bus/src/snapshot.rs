@@ -4,8 +4,8 @@
 //! with numbered frames carrying the HTTP body it rendered (a `bodies` answer may reach
 //! `bodyBytes`, 8 MiB, above NATS' default 1 MiB payload), then `done` or one `failure`.
 
+use buzz_core::CommunityId;
 use serde::{Deserialize, Serialize};
-use uuid::Uuid;
 
 use crate::error::BusError;
 use crate::payload::Actor;
@@ -16,7 +16,7 @@ use crate::payload::Actor;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PurgeCaptures {
     /// The community being deleted.
-    pub community_id: Uuid,
+    pub community_id: CommunityId,
 }
 
 /// The answer to [`PurgeCaptures`]: `Ok(())` once its captures and charges are gone, else why not
@@ -27,7 +27,7 @@ pub type PurgeReply = Result<(), BusError>;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SnapshotRequest {
     /// The community the `POST /query` was bound to by its host.
-    pub community_id: Uuid,
+    pub community_id: CommunityId,
     /// The authenticated (NIP-98) reader.
     pub reader: Actor,
     /// The filter object, e.g. `{"artifact":"snapshot","action":"start","query":{...}}`.

@@ -1,6 +1,6 @@
 //! Subject names. A prefix (default `buzz`) isolates clusters that share one NATS server.
 
-use uuid::Uuid;
+use buzz_core::CommunityId;
 
 /// Queue groups: any replica answers any request. The write-service's group on `write`.
 pub const WRITE_GROUP: &str = "write";
@@ -80,7 +80,7 @@ impl Subjects {
     /// `<p>.v1.live.<community>`: [`LiveEvent`](crate::payload::LiveEvent)s, published by the write-service
     /// after commit.
     #[must_use]
-    pub fn live(&self, community: Uuid) -> String {
+    pub fn live(&self, community: CommunityId) -> String {
         format!("{}.v1.live.{community}", self.prefix)
     }
     /// `<p>.v1.live.*`: every community's live events, subscribed by each gateway.
@@ -91,7 +91,7 @@ impl Subjects {
     /// `<p>.v1.access.<community>`: [`AccessChanged`](crate::payload::AccessChanged) notices, published by
     /// the write-service when membership or channel access changes.
     #[must_use]
-    pub fn access_changed(&self, community: Uuid) -> String {
+    pub fn access_changed(&self, community: CommunityId) -> String {
         format!("{}.v1.access.{community}", self.prefix)
     }
     /// `<p>.v1.access.*`: every community's access notices, subscribed by each gateway to drop cached
@@ -125,7 +125,7 @@ mod tests {
     #[test]
     fn per_community_subjects_live_under_the_wildcard_subjects() {
         let s = Subjects::new("p").unwrap();
-        let c = Uuid::nil();
+        let c = CommunityId::nil();
         assert_eq!(s.live(c), format!("p.v1.live.{c}"));
         assert!(s.live_all().ends_with(".*"));
         assert_eq!(s.access_changed(c), format!("p.v1.access.{c}"));

@@ -1,5 +1,6 @@
 //! The wire form of typed payloads: what a replica of this version sends and reads.
 
+use buzz_core::{ChannelId, CommunityId};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -38,7 +39,7 @@ fn write_data_is_the_plain_object_of_its_write() {
     assert_eq!(serde_json::from_value::<WriteData>(wire).ok(), Some(token));
     let up_to = "ab".repeat(32);
     let marker = WriteData::ReadMarker(ReadMarker {
-        channel_id: Uuid::nil(),
+        channel_id: ChannelId::nil(),
         read_up_to: buzz_core::EventId::parse(&up_to).unwrap(),
     });
     let wire = json!({"channel_id": Uuid::nil(), "read_up_to": up_to});
@@ -98,7 +99,7 @@ fn a_lease_reply_without_a_profile_reads_both_ways_across_0_1_and_0_2() {
     #[derive(serde::Deserialize)]
     #[allow(dead_code)]
     struct LeaseV010 {
-        community_id: Uuid,
+        community_id: CommunityId,
         host: String,
         owner_pubkey: String,
         requires_nip_fi: bool,
@@ -135,7 +136,7 @@ fn a_lease_request_is_full_unless_it_asks_for_the_identity_only() {
 #[test]
 fn a_purge_is_the_community_id_and_its_answer_a_plain_result() {
     use crate::snapshot::{PurgeCaptures, PurgeReply};
-    let req = PurgeCaptures { community_id: Uuid::nil() };
+    let req = PurgeCaptures { community_id: CommunityId::nil() };
     assert_eq!(serde_json::to_value(&req).ok(), Some(json!({"community_id": Uuid::nil()})));
     let done: PurgeReply = Ok(());
     assert_eq!(serde_json::to_value(&done).ok(), Some(json!({"Ok": null})));

@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
+use buzz_core::CommunityId;
 use buzz_policy::store::{self, CreateError};
-use uuid::Uuid;
 
 /// Reads a secret key from `path`, creating it on first use.
 pub fn key_file(path: &Path) -> anyhow::Result<buzz_core::Keys> {
@@ -39,7 +39,7 @@ impl DevKeys {
 
 /// The community bound to the local gateway host.
 pub struct LocalCommunity {
-    pub id: Uuid,
+    pub id: CommunityId,
     pub host: String,
     /// Provisioned by this run (false: found from an earlier one).
     pub created: bool,
@@ -58,7 +58,8 @@ pub async fn ensure(
         let foreign_owner = (c.owner_pubkey != owner_hex).then(|| c.owner_pubkey.to_string());
         return Ok(LocalCommunity { id: c.community_id, host: c.host, created: false, foreign_owner });
     }
-    let new = store::NewCommunity { id: Uuid::new_v4(), host, owner: &owner_hex, retention_days: None };
+    let new =
+        store::NewCommunity { id: CommunityId::new_v4(), host, owner: &owner_hex, retention_days: None };
     match store::create(pool, &new).await {
         Ok((c, created)) => {
             Ok(LocalCommunity { id: c.community_id, host: c.host, created, foreign_owner: None })

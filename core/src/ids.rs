@@ -5,7 +5,8 @@
 //!
 //! The relay's identities as types, parsed once where they enter (the message parser, a bus
 //! payload, a URL, a database row) and carried typed to the SQL bind: [`EventId`] and [`Pubkey`]
-//! (64 lowercase hex) and a token's [`TokenHash`]. Only their parsers check the text form.
+//! (64 lowercase hex) and a token's [`TokenHash`], [`CommunityId`] and [`ChannelId`] (canonical UUIDs). Only their parsers
+//! check the text form.
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -73,6 +74,13 @@ macro_rules! hex_id {
         impl FromStr for $name {
             type Err = IdError;
             fn from_str(s: &str) -> Result<Self, IdError> {
+                Self::parse(s)
+            }
+        }
+
+        impl TryFrom<&str> for $name {
+            type Error = IdError;
+            fn try_from(s: &str) -> Result<Self, IdError> {
                 Self::parse(s)
             }
         }
@@ -170,6 +178,85 @@ hex_id!(
     "token hash"
 );
 
+/// A UUID identity; displayed in its one canonical text form.
+macro_rules! uuid_id {
+    ($(#[$doc:meta])* $name:ident, $what:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(transparent)]
+        #[cfg_attr(feature = "sqlx", derive(sqlx::Type), sqlx(transparent))]
+        pub struct $name(pub Uuid);
+
+        impl $name {
+            /// `s` when it is a canonical, non-nil UUID ([`parse_id`]).
+            pub fn parse(s: &str) -> Result<Self, IdError> {
+                parse_id(s).map(Self).ok_or(IdError { what: $what, form: "a lowercase hyphenated UUID" })
+            }
+            /// The UUID.
+            #[must_use]
+            pub fn uuid(self) -> Uuid {
+                self.0
+            }
+            /// A new random (version 4) id.
+            #[must_use]
+            pub fn new_v4() -> Self {
+                Self(Uuid::new_v4())
+            }
+            /// The id of this 128-bit value (fixtures and tests).
+            #[must_use]
+            pub const fn from_u128(v: u128) -> Self {
+                Self(Uuid::from_u128(v))
+            }
+            /// The nil id: names nothing; a placeholder where a test needs some id.
+            #[must_use]
+            pub const fn nil() -> Self {
+                Self(Uuid::nil())
+            }
+            /// It is the nil id.
+            #[must_use]
+            pub const fn is_nil(self) -> bool {
+                self.0.is_nil()
+            }
+        }
+
+        impl From<Uuid> for $name {
+            fn from(u: Uuid) -> Self {
+                Self(u)
+            }
+        }
+
+        impl From<$name> for Uuid {
+            fn from(id: $name) -> Uuid {
+                id.0
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = IdError;
+            fn from_str(s: &str) -> Result<Self, IdError> {
+                Self::parse(s)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Display::fmt(&self.0.hyphenated(), f)
+            }
+        }
+    };
+}
+
+uuid_id!(
+    /// A community's id.
+    CommunityId,
+    "community id"
+);
+uuid_id!(
+    /// A channel's id (an `h` tag value).
+    ChannelId,
+    "channel id"
+);
+
 /// `s` as a UUID when it is in the canonical form (the nil UUID included).
 #[must_use]
 pub fn parse_uuid(s: &str) -> Option<Uuid> {
@@ -208,6 +295,23 @@ mod tests {
         assert_eq!(serde_json::to_value(&wire).unwrap(), serde_json::json!(HEX));
         let set: std::collections::HashSet<Pubkey> = [wire].into();
         assert!(set.contains(HEX), "looked up by its text");
+    }
+
+    #[test]
+    fn uuid_ids_display_canonically_and_refuse_other_spellings() {
+        let c = ChannelId::parse(ID).unwrap();
+        assert_eq!(c.to_string(), ID);
+        assert_eq!(serde_json::to_value(c).unwrap(), serde_json::json!(ID));
+        assert_eq!(serde_json::from_value::<ChannelId>(serde_json::json!(ID)).unwrap(), c);
+        for bad in [ID.to_uppercase(), ID.replace('-', ""), format!("{{{ID}}}"), String::new()] {
+            assert_eq!(
+                CommunityId::parse(&bad).unwrap_err().to_string(),
+                "community id must be a lowercase hyphenated UUID"
+            );
+        }
+        assert!(ChannelId::parse("00000000-0000-0000-0000-000000000000").is_err());
+        assert!(ChannelId::nil().is_nil() && !c.is_nil());
+        assert_eq!(CommunityId::from_u128(7).uuid(), Uuid::from_u128(7));
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub use domain::{ChannelType, Lifecycle, Role, Visibility};
 pub use error_code::ErrorCode;
 pub use event::{Event, EventError, UnsignedEvent};
 pub use filter::{Filter, FilterError};
-pub use ids::{EventId, IdError, Pubkey, TokenHash};
+pub use ids::{ChannelId, CommunityId, EventId, IdError, Pubkey, TokenHash};
 pub use keys::Keys;
 pub use limits::{ArtifactLimits, Limits};
 pub use message::{ClientMessage, ParseError, RelayMessage};

@@ -4,7 +4,7 @@
 use uuid::Uuid;
 
 use crate::event::Event;
-use crate::ids::EventId;
+use crate::ids::{ChannelId, EventId};
 
 /// An artifact revision.
 pub const KIND_REVISION: u32 = crate::kinds::ARTIFACT_REVISION;
@@ -52,7 +52,7 @@ pub struct Envelope {
     /// Stable artifact id (`d`).
     pub d: Uuid,
     /// Home channel (`h`).
-    pub h: Uuid,
+    pub h: ChannelId,
     /// The artifact type (`type` tag), e.g. `buzz.task`.
     pub type_name: String,
     /// Absent exactly on delete.
@@ -126,7 +126,7 @@ pub fn parse(event: &Event) -> Result<Envelope, String> {
     let [_ar, d, h, type_name, title, op, root, prev] = slots;
 
     let d = uuid_tag("d", d)?;
-    let h = uuid_tag("h", h)?;
+    let h = ChannelId(uuid_tag("h", h)?);
     let type_name = type_name.ok_or("missing type tag")?;
     check_type(type_name)?;
     let op = op.ok_or("missing op tag")?;

@@ -1,7 +1,7 @@
 //! `<p>.v1.fi.revalidate`: what the policy-service's revalidator tells every gateway each sweep.
 
+use buzz_core::CommunityId;
 use serde::{Deserialize, Serialize};
-use uuid::Uuid;
 
 /// The communities whose stored policy requires FI at the time of the sweep's read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -14,7 +14,7 @@ pub struct Revalidate {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RequiredCommunity {
     /// The community.
-    pub community_id: Uuid,
+    pub community_id: CommunityId,
     /// Its policy generation at the sweep's read.
     pub policy_generation: i64,
 }

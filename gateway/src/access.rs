@@ -4,8 +4,7 @@
 
 use buzz_bus::retry::Retry;
 use buzz_bus::{AccessRequest, Actor, BusError, CanReadReply, MemberReply, Subjects, TokenReply};
-use buzz_core::Pubkey;
-use uuid::Uuid;
+use buzz_core::{ChannelId, CommunityId, Pubkey};
 
 /// Asks the query-service's access subject, hedged per `retry` (the requests are reads).
 pub struct AccessClient {
@@ -26,14 +25,19 @@ impl AccessClient {
     }
 
     /// `pubkey` has a role in `community` (an agent asks with its owner's key).
-    pub async fn member(&self, community: Uuid, pubkey: &Pubkey) -> Result<bool, BusError> {
+    pub async fn member(&self, community: CommunityId, pubkey: &Pubkey) -> Result<bool, BusError> {
         let req = AccessRequest::Member { community_id: community, pubkey: pubkey.clone() };
         let reply: MemberReply = self.ask(&req).await?;
         Ok(reply.role.is_some())
     }
 
     /// `reader` may read `channel` of `community` now.
-    pub async fn can_read(&self, community: Uuid, reader: &Actor, channel: Uuid) -> Result<bool, BusError> {
+    pub async fn can_read(
+        &self,
+        community: CommunityId,
+        reader: &Actor,
+        channel: ChannelId,
+    ) -> Result<bool, BusError> {
         let req =
             AccessRequest::CanRead { community_id: community, reader: reader.clone(), channel_id: channel };
         let reply: CanReadReply = self.ask(&req).await?;
@@ -44,7 +48,7 @@ impl AccessClient {
     /// `None` when it is unknown, expired or revoked.
     pub async fn token(
         &self,
-        community: Uuid,
+        community: CommunityId,
         token_hash: buzz_core::TokenHash,
     ) -> Result<Option<Actor>, BusError> {
         let req = AccessRequest::Token { community_id: community, token_hash };

@@ -16,9 +16,8 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use buzz_bus::{ChatAnswer, ChatRequest, WriteData, WriteOk, WriteRequest};
 use buzz_core::http_json::JsonObject;
-use buzz_core::EventId;
+use buzz_core::{ChannelId, EventId};
 use buzz_http_auth::ApiError;
-use uuid::Uuid;
 
 use crate::extract::Signed;
 use crate::AppState;
@@ -40,9 +39,8 @@ fn bad_request(message: impl Into<String>) -> ApiError {
 }
 
 /// A channel id as `h` carries it: a lowercase, hyphenated, non-nil UUID.
-fn channel_id(raw: &str) -> Result<Uuid, ApiError> {
-    buzz_core::ids::parse_id(raw)
-        .ok_or_else(|| bad_request("channel id must be a lowercase hyphenated non-nil UUID"))
+fn channel_id(raw: &str) -> Result<ChannelId, ApiError> {
+    ChannelId::parse(raw).map_err(|_| bad_request("channel id must be a lowercase hyphenated non-nil UUID"))
 }
 
 async fn chat(state: &AppState, req: &ChatRequest) -> Result<Json<ChatAnswer>, ApiError> {

@@ -11,11 +11,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use buzz_core::CommunityId;
 use buzz_fi::revalidate::Revalidate;
 use buzz_fi::Mode;
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
-use uuid::Uuid;
 
 /// One socket: whether FI-admitted, and the token that closes it.
 type Entry = (bool, CancellationToken);
@@ -23,7 +23,7 @@ type Entry = (bool, CancellationToken);
 /// This gateway's sockets by community, each with whether it is FI-admitted.
 #[derive(Default)]
 pub struct FiSockets {
-    sockets: Mutex<HashMap<Uuid, HashMap<u64, Entry>>>,
+    sockets: Mutex<HashMap<CommunityId, HashMap<u64, Entry>>>,
     next_id: AtomicU64,
     /// The revalidation listener is subscribed ([`supervise`] sets and clears it).
     listening: AtomicBool,
@@ -32,7 +32,7 @@ pub struct FiSockets {
 /// Removes the socket when dropped.
 pub struct FiRegistration {
     sockets: Arc<FiSockets>,
-    community: Uuid,
+    community: CommunityId,
     id: u64,
     /// Cancelled when revalidation closes this socket.
     pub revoked: CancellationToken,
@@ -53,7 +53,7 @@ impl Drop for FiRegistration {
 
 impl FiSockets {
     /// Registers a socket of `community`; it stays registered while the returned guard lives.
-    pub fn register(self: &Arc<Self>, community: Uuid, fi_admitted: bool) -> FiRegistration {
+    pub fn register(self: &Arc<Self>, community: CommunityId, fi_admitted: bool) -> FiRegistration {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let revoked = CancellationToken::new();
         if let Ok(mut map) = self.sockets.lock() {
@@ -69,7 +69,7 @@ impl FiSockets {
     }
 
     /// Closes every non-FI socket of `community`; returns how many were told to close.
-    pub fn close_non_fi(&self, community: Uuid) -> usize {
+    pub fn close_non_fi(&self, community: CommunityId) -> usize {
         let Ok(map) = self.sockets.lock() else { return 0 };
         let Some(sockets) = map.get(&community) else { return 0 };
         let mut closed = 0;

@@ -6,10 +6,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use buzz_bus::{AccessChanged, LiveEvent};
+use buzz_core::CommunityId;
 use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use uuid::Uuid;
 
 /// What the bus tells a socket.
 #[derive(Debug, Clone)]
@@ -26,14 +26,14 @@ type Socket = (mpsc::Sender<Push>, CancellationToken);
 /// Sockets by community.
 #[derive(Default)]
 pub struct Registry {
-    sockets: RwLock<HashMap<Uuid, HashMap<u64, Socket>>>,
+    sockets: RwLock<HashMap<CommunityId, HashMap<u64, Socket>>>,
     next_id: AtomicU64,
 }
 
 /// Removes the socket from the registry when dropped.
 pub struct Registration {
     registry: Arc<Registry>,
-    community: Uuid,
+    community: CommunityId,
     id: u64,
 }
 
@@ -54,7 +54,7 @@ impl Registry {
     /// `lagged` is cancelled when the socket falls behind live traffic.
     pub fn register(
         self: &Arc<Self>,
-        community: Uuid,
+        community: CommunityId,
         tx: mpsc::Sender<Push>,
         lagged: CancellationToken,
     ) -> Registration {
@@ -67,7 +67,7 @@ impl Registry {
 
     /// Hands `push` to every socket of `community`. A socket whose queue is full is told to close
     /// (it is too slow to follow live traffic; it recovers by replaying after reconnecting).
-    pub fn dispatch(&self, community: Uuid, push: &Push) -> usize {
+    pub fn dispatch(&self, community: CommunityId, push: &Push) -> usize {
         let Ok(map) = self.sockets.read() else { return 0 };
         let Some(sockets) = map.get(&community) else { return 0 };
         let mut delivered = 0;
@@ -116,7 +116,7 @@ pub async fn run(
             }
             m = access.next() => {
                 let Some(m) = m else { break };
-                let community = m.subject.rsplit('.').next().and_then(|s| Uuid::parse_str(s).ok());
+                let community = m.subject.rsplit('.').next().and_then(|s| CommunityId::parse(s).ok());
                 match (community, serde_json::from_slice::<AccessChanged>(&m.payload)) {
                     (Some(c), Ok(change)) => {
                         registry.dispatch(c, &Push::Access(Arc::new(change)));

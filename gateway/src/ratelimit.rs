@@ -17,8 +17,8 @@
 
 use std::time::{Duration, Instant};
 
+use buzz_core::CommunityId;
 use fred::prelude::*;
-use uuid::Uuid;
 
 /// A refilling bucket: `burst` writes at once, then `per_sec` per second.
 #[derive(Debug, Clone)]
@@ -97,7 +97,7 @@ struct Lease {
 /// The slots this gateway holds, per community and pubkey; only the current window's count.
 #[derive(Debug, Default)]
 pub struct Leases {
-    held: std::sync::Mutex<std::collections::HashMap<(Uuid, buzz_core::Pubkey), Lease>>,
+    held: std::sync::Mutex<std::collections::HashMap<(CommunityId, buzz_core::Pubkey), Lease>>,
 }
 
 /// Entries kept before the ones of past windows are dropped.
@@ -105,7 +105,7 @@ const LEASES_SWEEP_AT: usize = 4096;
 
 impl Leases {
     /// Spends a held slot of `window`; otherwise the size of the lease to ask Redis for.
-    fn take(&self, key: &(Uuid, buzz_core::Pubkey), window: u128) -> Result<(), u32> {
+    fn take(&self, key: &(CommunityId, buzz_core::Pubkey), window: u128) -> Result<(), u32> {
         let mut held = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         match held.get_mut(key) {
             Some(l) if l.window == window && l.left > 0 => {
@@ -119,7 +119,7 @@ impl Leases {
 
     /// Records a grant of `granted` slots (one of them spent now) asked for in `window`, and
     /// doubles the next lease up to `max`.
-    fn granted(&self, key: (Uuid, buzz_core::Pubkey), window: u128, granted: u32, max: u32) {
+    fn granted(&self, key: (CommunityId, buzz_core::Pubkey), window: u128, granted: u32, max: u32) {
         let mut held = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if held.len() >= LEASES_SWEEP_AT {
             held.retain(|_, l| l.window >= window);
@@ -174,7 +174,7 @@ impl PubkeyLimiter {
     /// `Ok(true)` admitted, `Ok(false)` over the limit.
     pub async fn admit(
         &self,
-        community: Uuid,
+        community: CommunityId,
         pubkey: &buzz_core::Pubkey,
     ) -> Result<bool, LimiterUnavailable> {
         let now = std::time::SystemTime::now()
@@ -212,7 +212,7 @@ impl PubkeyLimiter {
     }
 
     /// [`Self::admit`] with the fail-open policy applied: `Err(reason)` only when over the limit.
-    pub async fn check(&self, community: Uuid, pubkey: &buzz_core::Pubkey) -> Result<(), String> {
+    pub async fn check(&self, community: CommunityId, pubkey: &buzz_core::Pubkey) -> Result<(), String> {
         match self.admit(community, pubkey).await {
             Ok(true) => Ok(()),
             Ok(false) => {
@@ -255,7 +255,7 @@ mod tests {
     #[test]
     fn leases_start_at_one_double_to_the_cap_and_end_with_their_window() {
         let leases = Leases::default();
-        let key = (Uuid::nil(), buzz_core::Pubkey::parse(&"a".repeat(64)).unwrap());
+        let key = (CommunityId::nil(), buzz_core::Pubkey::parse(&"a".repeat(64)).unwrap());
         assert_eq!(max_lease(5), 1, "a small limit is counted event by event");
         assert_eq!(max_lease(1200), 18);
         assert_eq!(max_lease(u32::MAX), 64);

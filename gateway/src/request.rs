@@ -5,10 +5,9 @@
 
 use axum::http::{header, HeaderMap, StatusCode};
 use buzz_bus::{Actor, CommunityLease};
-use buzz_core::TokenHash;
+use buzz_core::{CommunityId, TokenHash};
 use buzz_http_auth::ApiError;
 use sha2::Digest as _;
-use uuid::Uuid;
 
 use crate::AppState;
 
@@ -91,7 +90,7 @@ fn invalid_token() -> ApiError {
 }
 
 /// The actor `token` authenticates as in `community`; unknown, expired or revoked is 401.
-pub async fn resolve(state: &AppState, community: Uuid, token: &str) -> Result<Actor, ApiError> {
+pub async fn resolve(state: &AppState, community: CommunityId, token: &str) -> Result<Actor, ApiError> {
     if !token.starts_with(TOKEN_PREFIX) || token.len() > 128 {
         return Err(invalid_token());
     }

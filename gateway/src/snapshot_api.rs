@@ -12,8 +12,8 @@ use buzz_bus::snapshot::{
     SnapshotCode, SnapshotFailure, SnapshotFrame, SnapshotFrameBody, SnapshotRequest, LIMITS,
 };
 use buzz_bus::Actor;
+use buzz_core::CommunityId;
 use futures::StreamExt;
-use uuid::Uuid;
 
 use crate::AppState;
 use buzz_http_auth::ApiError;
@@ -38,7 +38,7 @@ pub fn error(code: SnapshotCode) -> ApiError {
 /// Forwards one snapshot action (the caller is an authenticated community member).
 pub async fn forward(
     state: &AppState,
-    community_id: Uuid,
+    community_id: CommunityId,
     reader: Actor,
     filter: serde_json::Value,
     count: bool,

@@ -13,8 +13,8 @@ use axum::Json;
 use base64::Engine as _;
 use buzz_bus::{IssuedToken, Scope, WriteData, WriteRequest};
 use buzz_core::http_json::JsonObject;
+use buzz_core::ChannelId;
 use rand::RngCore as _;
-use uuid::Uuid;
 
 use buzz_http_auth::ApiError;
 
@@ -39,8 +39,8 @@ fn parse_scope(s: &str) -> Option<Scope> {
 }
 
 /// A channel id as the contract spells it: lowercase, hyphenated, non-nil.
-fn parse_channel(s: &str) -> Option<Uuid> {
-    buzz_core::ids::parse_id(s)
+fn parse_channel(s: &str) -> Option<ChannelId> {
+    ChannelId::parse(s).ok()
 }
 
 /// `POST /api/tokens`: NIP-98 only (a bearer token cannot mint tokens). `201` with the token,
@@ -116,8 +116,8 @@ mod tests {
     fn scopes_and_channels_parse_strictly() {
         assert_eq!(parse_scope("members:write"), Some(Scope::MembersWrite));
         assert_eq!(parse_scope("admin"), None);
-        let id = Uuid::new_v4();
-        assert_eq!(parse_channel(&id.to_string()), Some(id));
+        let id = uuid::Uuid::new_v4();
+        assert_eq!(parse_channel(&id.to_string()), Some(ChannelId(id)));
         assert_eq!(parse_channel(&id.to_string().to_uppercase()), None);
         assert_eq!(parse_channel(&id.simple().to_string()), None);
     }

@@ -1,8 +1,8 @@
 //! Issuer bindings `community_fi_bindings(community_id, issuer)`: bind, and unbind unless the
 //! current enable holds the binding.
 
+use buzz_core::CommunityId;
 use sqlx::PgPool;
-use uuid::Uuid;
 
 use crate::fi_store;
 
@@ -28,7 +28,7 @@ impl From<sqlx::Error> for BindingError {
 }
 
 /// Binds; `Ok(true)` when new, `Ok(false)` when it already existed. Adds no trust.
-pub async fn bind(pool: &PgPool, community_id: Uuid, issuer: &str) -> Result<bool, BindingError> {
+pub async fn bind(pool: &PgPool, community_id: CommunityId, issuer: &str) -> Result<bool, BindingError> {
     let mut tx = pool.begin().await?;
     fi_store::lock_deletion(&mut tx, community_id, false).await?;
     let lifecycle: Option<buzz_core::Lifecycle> =
@@ -55,7 +55,7 @@ pub async fn bind(pool: &PgPool, community_id: Uuid, issuer: &str) -> Result<boo
 
 /// Unbinds. The community row is locked first, so an enable in flight (which holds the row and
 /// the binding) finishes before this decides.
-pub async fn unbind(pool: &PgPool, community_id: Uuid, issuer: &str) -> Result<(), BindingError> {
+pub async fn unbind(pool: &PgPool, community_id: CommunityId, issuer: &str) -> Result<(), BindingError> {
     let mut tx = pool.begin().await?;
     sqlx::query("SET LOCAL lock_timeout = '10s'").execute(&mut *tx).await?;
     fi_store::lock_deletion(&mut tx, community_id, false).await?;
@@ -89,7 +89,7 @@ pub async fn unbind(pool: &PgPool, community_id: Uuid, issuer: &str) -> Result<(
 }
 
 /// Whether `issuer` is bound to the community.
-pub async fn exists(pool: &PgPool, community_id: Uuid, issuer: &str) -> Result<bool, sqlx::Error> {
+pub async fn exists(pool: &PgPool, community_id: CommunityId, issuer: &str) -> Result<bool, sqlx::Error> {
     let found: Option<i32> =
         sqlx::query_scalar("SELECT 1 FROM community_fi_bindings WHERE community_id = $1 AND issuer = $2")
             .bind(community_id)

@@ -1,7 +1,7 @@
 //! The NIP-FI operator request bodies and query strings, validated field by field.
 
 use buzz_core::http_json::JsonObject;
-use buzz_core::Pubkey;
+use buzz_core::{CommunityId, Pubkey};
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -11,7 +11,7 @@ pub struct PolicyRequest {
     /// The client's idempotency key: a replay under it answers the stored receipt.
     pub operation_id: Uuid,
     /// The target community.
-    pub community_id: Uuid,
+    pub community_id: CommunityId,
     /// The host the operator expects the community to have (canonical form).
     pub expected_host: String,
     /// The actor the mediating client claims to act for; recorded in the receipt.
@@ -61,6 +61,11 @@ pub fn uuid_field(name: &str, raw: &str) -> Result<Uuid, String> {
     buzz_core::ids::parse_id(raw).ok_or_else(|| format!("{name} must be a non-nil lowercase hyphenated UUID"))
 }
 
+/// A community id: a non-nil UUID in its canonical lowercase hyphenated form.
+pub fn community_field(name: &str, raw: &str) -> Result<CommunityId, String> {
+    CommunityId::parse(raw).map_err(|_| format!("{name} must be a non-nil lowercase hyphenated UUID"))
+}
+
 fn key_field(req: &JsonObject, name: &str) -> Result<Pubkey, String> {
     Pubkey::parse(req.string(name)?).map_err(|_| format!("{name} must be 64 lowercase hex"))
 }
@@ -100,10 +105,10 @@ pub fn issuer_field(name: &str, raw: &str) -> Result<String, String> {
     Ok(raw.to_owned())
 }
 
-fn common(req: &JsonObject) -> Result<(Uuid, Uuid, String, Pubkey, Pubkey), String> {
+fn common(req: &JsonObject) -> Result<(Uuid, CommunityId, String, Pubkey, Pubkey), String> {
     Ok((
         uuid_field("operation_id", req.string("operation_id")?)?,
-        uuid_field("community_id", req.string("community_id")?)?,
+        community_field("community_id", req.string("community_id")?)?,
         canonical_host("expected_host", req.string("expected_host")?)?,
         key_field(req, "actor_pubkey")?,
         key_field(req, "expected_owner_pubkey")?,
@@ -160,7 +165,7 @@ pub enum ReadForm {
     /// The community's current policy.
     Current {
         /// The community.
-        community_id: Uuid,
+        community_id: CommunityId,
         /// The host the caller expects it to have.
         expected_host: String,
     },
@@ -188,7 +193,7 @@ pub fn parse_read(query: Option<&str>) -> Result<ReadForm, String> {
     }
     match (community, host, operation) {
         (Some(c), Some(h), None) => Ok(ReadForm::Current {
-            community_id: uuid_field("community_id", c)?,
+            community_id: community_field("community_id", c)?,
             expected_host: canonical_host("expected_host", h)?,
         }),
         (None, None, Some(o)) => Ok(ReadForm::Operation(uuid_field("operation_id", o)?)),

@@ -235,12 +235,12 @@ async fn delete_binding(
     }
 }
 
-fn binding_body(body: &[u8]) -> Result<(uuid::Uuid, String), ApiError> {
+fn binding_body(body: &[u8]) -> Result<(buzz_core::CommunityId, String), ApiError> {
     let req = buzz_core::http_json::JsonObject::parse(body, &["community_id", "issuer"])
         .map_err(ApiError::invalid_body)?;
     let community_id = req
         .string("community_id")
-        .and_then(|c| fi_request::uuid_field("community_id", c))
+        .and_then(|c| fi_request::community_field("community_id", c))
         .map_err(ApiError::invalid_body)?;
     let issuer = req
         .string("issuer")

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use buzz_core::{Lifecycle, Pubkey};
+use buzz_core::{CommunityId, Lifecycle, Pubkey};
 use sqlx::{PgConnection, PgPool};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
@@ -31,7 +31,7 @@ pub struct Receipt {
     /// The request's idempotency key.
     pub operation_id: Uuid,
     /// The target community.
-    pub community_id: Uuid,
+    pub community_id: CommunityId,
     /// The host the request expected.
     pub expected_host: String,
     /// The actor the mediating client claimed.
@@ -86,7 +86,7 @@ const RECEIPT_COLUMNS: &str = "operation_id, community_id, expected_host, actor_
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Current {
     /// The community.
-    pub community_id: Uuid,
+    pub community_id: CommunityId,
     /// Its bound host.
     pub host: String,
     /// Its owner's key.
@@ -114,7 +114,7 @@ where
 }
 
 /// The community's current policy, `None` when it does not exist.
-pub async fn current(pool: &PgPool, community_id: Uuid) -> Result<Option<Current>, sqlx::Error> {
+pub async fn current(pool: &PgPool, community_id: CommunityId) -> Result<Option<Current>, sqlx::Error> {
     sqlx::query_as(&format!("SELECT {CURRENT_COLUMNS} FROM communities WHERE id = $1"))
         .bind(community_id)
         .fetch_optional(pool)
@@ -122,7 +122,7 @@ pub async fn current(pool: &PgPool, community_id: Uuid) -> Result<Option<Current
 }
 
 /// The issuers bound to the community, sorted.
-pub async fn bindings(pool: &PgPool, community_id: Uuid) -> Result<Vec<String>, sqlx::Error> {
+pub async fn bindings(pool: &PgPool, community_id: CommunityId) -> Result<Vec<String>, sqlx::Error> {
     sqlx::query_scalar("SELECT issuer FROM community_fi_bindings WHERE community_id = $1 ORDER BY issuer")
         .bind(community_id)
         .fetch_all(pool)
@@ -142,7 +142,7 @@ pub async fn lock_operation(conn: &mut PgConnection, operation_id: Uuid) -> Resu
 /// Shared by every community change; exclusive for its deletion.
 pub async fn lock_deletion(
     conn: &mut PgConnection,
-    community_id: Uuid,
+    community_id: CommunityId,
     exclusive: bool,
 ) -> Result<(), sqlx::Error> {
     let f = if exclusive { "pg_advisory_xact_lock" } else { "pg_advisory_xact_lock_shared" };
@@ -157,7 +157,7 @@ pub async fn lock_deletion(
 /// The community row, locked `FOR NO KEY UPDATE`.
 pub async fn lock_community(
     conn: &mut PgConnection,
-    community_id: Uuid,
+    community_id: CommunityId,
 ) -> Result<Option<Current>, sqlx::Error> {
     sqlx::query_as(&format!("SELECT {CURRENT_COLUMNS} FROM communities WHERE id = $1 FOR NO KEY UPDATE"))
         .bind(community_id)
@@ -178,7 +178,7 @@ pub async fn lock_host_lease(conn: &mut PgConnection, host: &str) -> Result<(), 
 /// The binding row, locked against unbind until the transaction ends; false when absent.
 pub async fn hold_binding(
     conn: &mut PgConnection,
-    community_id: Uuid,
+    community_id: CommunityId,
     issuer: &str,
 ) -> Result<bool, sqlx::Error> {
     let found: Option<i32> = sqlx::query_scalar(
@@ -194,7 +194,7 @@ pub async fn hold_binding(
 /// Advances the generation and sets the flag; returns the new generation.
 pub async fn set_policy(
     conn: &mut PgConnection,
-    community_id: Uuid,
+    community_id: CommunityId,
     required: bool,
 ) -> Result<i64, sqlx::Error> {
     sqlx::query_scalar(
@@ -354,7 +354,7 @@ async fn read_lease(tx: &mut PgConnection, host: &str) -> Result<Lease, sqlx::Er
 }
 
 /// Communities whose stored policy requires FI, read without row locks (the revalidator).
-pub async fn required_communities(pool: &PgPool) -> Result<Vec<(Uuid, i64)>, sqlx::Error> {
+pub async fn required_communities(pool: &PgPool) -> Result<Vec<(CommunityId, i64)>, sqlx::Error> {
     sqlx::query_as(
         "SELECT id, policy_generation FROM communities WHERE requires_nip_fi AND lifecycle = 'active' ORDER BY id",
     )

@@ -16,8 +16,7 @@ use buzz_bus::retry::Retry;
 use buzz_bus::snapshot::PurgeCaptures;
 use buzz_bus::BusError;
 use buzz_core::http_json::JsonObject;
-use buzz_core::Pubkey;
-use uuid::Uuid;
+use buzz_core::{CommunityId, Pubkey};
 
 use crate::lifecycle_store::{self as lstore, Change, ChangeError};
 use crate::operator::{no_store, not_found, unavailable, ApiError, HasOperator, Operator, OperatorState};
@@ -38,7 +37,7 @@ const PURGE_RETRY: Retry = Retry { first: Duration::from_millis(500), total: Dur
 
 impl LifecycleState {
     /// Asks a snapshot-service replica to remove every capture and charge of `community`.
-    async fn purge_captures(&self, community: Uuid) -> Result<(), BusError> {
+    async fn purge_captures(&self, community: CommunityId) -> Result<(), BusError> {
         let req = PurgeCaptures { community_id: community };
         buzz_bus::retry::request_retrying(&self.bus, self.purge_subject.clone(), &req, PURGE_RETRY).await
     }
@@ -58,9 +57,9 @@ pub fn router(state: Arc<LifecycleState>) -> Router {
         .layer(axum::middleware::map_response(no_store))
 }
 
-fn community_id(raw: &str) -> Result<Uuid, ApiError> {
-    buzz_core::ids::parse_id(raw)
-        .ok_or_else(|| ApiError::invalid_request("the community id in the path must be a non-nil UUID"))
+fn community_id(raw: &str) -> Result<CommunityId, ApiError> {
+    CommunityId::parse(raw)
+        .map_err(|_| ApiError::invalid_request("the community id in the path must be a non-nil UUID"))
 }
 
 fn conflict(code: &'static str, message: &str) -> ApiError {

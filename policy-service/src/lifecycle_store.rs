@@ -5,9 +5,8 @@
 //! host in name order). Receipts (`community_auth_upgrades`) have no foreign key to
 //! `communities` and are never deleted here.
 
-use buzz_core::{Lifecycle, Pubkey};
+use buzz_core::{CommunityId, Lifecycle, Pubkey};
 use sqlx::{PgConnection, PgPool};
-use uuid::Uuid;
 
 use crate::fi_store;
 use crate::store::{self, Community};
@@ -38,7 +37,7 @@ pub struct Change<'a> {
 }
 
 /// Changes the community's host and/or owner in one transaction and answers the community.
-pub async fn change(pool: &PgPool, id: Uuid, change: &Change<'_>) -> Result<Community, ChangeError> {
+pub async fn change(pool: &PgPool, id: CommunityId, change: &Change<'_>) -> Result<Community, ChangeError> {
     let mut tx = pool.begin().await?;
     fi_store::lock_deletion(&mut tx, id, false).await?;
     let row: Option<(String, Pubkey, Lifecycle)> =
@@ -62,7 +61,12 @@ pub async fn change(pool: &PgPool, id: Uuid, change: &Change<'_>) -> Result<Comm
 
 /// Rebinds the community from `old` to `new`, holding both hosts' leases so no gateway is
 /// leased either host mid-change.
-async fn move_host(conn: &mut PgConnection, id: Uuid, old: &str, new: &str) -> Result<(), ChangeError> {
+async fn move_host(
+    conn: &mut PgConnection,
+    id: CommunityId,
+    old: &str,
+    new: &str,
+) -> Result<(), ChangeError> {
     let mut hosts = [old, new];
     hosts.sort_unstable();
     for h in hosts {
@@ -78,7 +82,7 @@ async fn move_host(conn: &mut PgConnection, id: Uuid, old: &str, new: &str) -> R
 }
 
 /// Makes `owner` the single owner; the previous owner stays in the community as an admin.
-async fn transfer_owner(conn: &mut PgConnection, id: Uuid, owner: &Pubkey) -> Result<(), sqlx::Error> {
+async fn transfer_owner(conn: &mut PgConnection, id: CommunityId, owner: &Pubkey) -> Result<(), sqlx::Error> {
     sqlx::query("UPDATE communities SET owner_pubkey = $2 WHERE id = $1")
         .bind(id)
         .bind(owner)
@@ -102,7 +106,7 @@ async fn transfer_owner(conn: &mut PgConnection, id: Uuid, owner: &Pubkey) -> Re
 
 /// Records the deletion intent (`lifecycle = 'deleting'`) and commits it: from then on no lease,
 /// policy change or host/owner change is granted. `None` when there is no such community.
-pub async fn mark_deleting(pool: &PgPool, id: Uuid) -> Result<Option<String>, sqlx::Error> {
+pub async fn mark_deleting(pool: &PgPool, id: CommunityId) -> Result<Option<String>, sqlx::Error> {
     let mut tx = pool.begin().await?;
     fi_store::lock_deletion(&mut tx, id, true).await?;
     let host: Option<String> =
@@ -120,7 +124,7 @@ const DATA_TABLES: [&str; 6] =
     ["events", "channels", "tokens", "artifacts", "community_fi_bindings", "community_members"];
 
 /// Removes the community's data (not its row) in one transaction.
-pub async fn remove_data(pool: &PgPool, id: Uuid) -> Result<(), sqlx::Error> {
+pub async fn remove_data(pool: &PgPool, id: CommunityId) -> Result<(), sqlx::Error> {
     let mut tx = pool.begin().await?;
     fi_store::lock_deletion(&mut tx, id, true).await?;
     for table in DATA_TABLES {
@@ -133,7 +137,7 @@ pub async fn remove_data(pool: &PgPool, id: Uuid) -> Result<(), sqlx::Error> {
 }
 
 /// Removes the community row itself, last; only a row already marked `deleting`.
-pub async fn remove_row(pool: &PgPool, id: Uuid) -> Result<(), sqlx::Error> {
+pub async fn remove_row(pool: &PgPool, id: CommunityId) -> Result<(), sqlx::Error> {
     sqlx::query("DELETE FROM communities WHERE id = $1 AND lifecycle = 'deleting'")
         .bind(id)
         .execute(pool)

@@ -9,10 +9,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use buzz_core::http_json::JsonObject;
-use buzz_core::Pubkey;
+use buzz_core::{CommunityId, Pubkey};
 use buzz_http_auth::ReplayGuard;
 pub use buzz_http_auth::{contract_errors, ApiError};
-use uuid::Uuid;
 
 use crate::store::{self, CreateError, NewCommunity};
 
@@ -142,7 +141,7 @@ fn retention_days(value: &serde_json::Value) -> Result<Option<i32>, ApiError> {
 }
 
 /// The one query parameter of the community routes: `community_id`, a non-nil UUID.
-fn community_param(uri: &OriginalUri) -> Result<Uuid, ApiError> {
+fn community_param(uri: &OriginalUri) -> Result<CommunityId, ApiError> {
     let mut id = None;
     for pair in uri.0.query().unwrap_or_default().split('&').filter(|p| !p.is_empty()) {
         let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
@@ -156,7 +155,7 @@ fn community_param(uri: &OriginalUri) -> Result<Uuid, ApiError> {
         if id.is_some() {
             return Err(ApiError::invalid_request("community_id given more than once"));
         }
-        let parsed = buzz_core::ids::parse_id(value).ok_or_else(|| {
+        let parsed = CommunityId::parse(value).map_err(|_| {
             ApiError::invalid_request("community_id must be a non-nil lowercase hyphenated UUID")
         })?;
         id = Some(parsed);
@@ -170,10 +169,8 @@ async fn create_community(
 ) -> Result<Response, ApiError> {
     let fields = ["community_id", "host", "owner_pubkey", "retention_days"];
     let req = JsonObject::parse(&body, &fields).map_err(ApiError::invalid_body)?;
-    let community_id = buzz_core::ids::parse_id(req.string("community_id").map_err(ApiError::invalid_body)?)
-        .ok_or_else(|| {
-            ApiError::invalid_request("community_id must be a non-nil lowercase hyphenated UUID")
-        })?;
+    let community_id = CommunityId::parse(req.string("community_id").map_err(ApiError::invalid_body)?)
+        .map_err(|_| ApiError::invalid_request("community_id must be a non-nil lowercase hyphenated UUID"))?;
     let host = buzz_core::host::community_host(req.string("host").map_err(ApiError::invalid_body)?)
         .map_err(|e| ApiError::invalid_request(e.to_string()))?;
     let owner = Pubkey::parse(req.string("owner_pubkey").map_err(ApiError::invalid_body)?)

@@ -1,16 +1,15 @@
 //! All SQL of the policy-service.
 
 use buzz_bus::CommunityLease;
-use buzz_core::{Lifecycle, Pubkey};
+use buzz_core::{CommunityId, Lifecycle, Pubkey};
 use serde::Serialize;
 use sqlx::PgPool;
-use uuid::Uuid;
 
 /// A community row, as the operator API answers it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
 pub struct Community {
     /// The community's id.
-    pub community_id: Uuid,
+    pub community_id: CommunityId,
     /// The host it is bound to.
     pub host: String,
     /// Its owner's key.
@@ -56,7 +55,7 @@ const COLUMNS: &str = "id AS community_id, host, owner_pubkey, lifecycle, requir
                        to_jsonb(communities) ->> 'icon' AS icon";
 
 /// The community `id`, `None` when it does not exist.
-pub async fn get(pool: &PgPool, id: Uuid) -> Result<Option<Community>, sqlx::Error> {
+pub async fn get(pool: &PgPool, id: CommunityId) -> Result<Option<Community>, sqlx::Error> {
     sqlx::query_as(&format!("SELECT {COLUMNS} FROM communities WHERE id = $1"))
         .bind(id)
         .fetch_optional(pool)
@@ -67,7 +66,7 @@ pub async fn get(pool: &PgPool, id: Uuid) -> Result<Option<Community>, sqlx::Err
 /// (a new community then keeps revision history forever, and an existing one is not compared).
 pub struct NewCommunity<'a> {
     /// The community's id.
-    pub id: Uuid,
+    pub id: CommunityId,
     /// The host to bind it to.
     pub host: &'a str,
     /// The owner's key (hex); also made its first member.
@@ -147,7 +146,11 @@ pub enum UpdateError {
 /// Applies `changes` to community `id`; `None` when there is no such community. The
 /// write-service's retention sweeper reads the retention on its next pass; gateways see a new
 /// profile with their next host lease (at most a second later).
-pub async fn update(pool: &PgPool, id: Uuid, changes: &Changes) -> Result<Option<Community>, UpdateError> {
+pub async fn update(
+    pool: &PgPool,
+    id: CommunityId,
+    changes: &Changes,
+) -> Result<Option<Community>, UpdateError> {
     let mut sets = vec!["id = id".to_owned()];
     let named = [
         ("retention_days", changes.retention_days.is_some()),

@@ -17,7 +17,7 @@
 //!   never lets the destination read the source's earlier revisions), redacted, deleted and
 //!   expired revisions withheld, in acceptance order (`artifact_revisions.accepted_seq`).
 
-use buzz_core::Filter;
+use buzz_core::{ChannelId, CommunityId, Filter};
 use buzz_store::current_tags::{push_type_match, Columns, Predicates, ANCHOR};
 use buzz_store::fragments::{not_expired, readable_channel_of, served_event, ReaderBinds};
 use sqlx::{Postgres, QueryBuilder};
@@ -102,8 +102,8 @@ fn push_hash_match(qb: &mut QueryBuilder<'_, Postgres>, column: &str, values: &[
 /// artifacts. `None` (counts): every match.
 fn push_candidates(
     qb: &mut QueryBuilder<'_, Postgres>,
-    community: Uuid,
-    readable: &[Uuid],
+    community: CommunityId,
+    readable: &[ChannelId],
     p: &Predicates<'_>,
     first: Option<i64>,
 ) {
@@ -196,7 +196,7 @@ fn from_history<'a>(
 pub fn select<'a>(
     form: Form,
     reader: &Reader<'a>,
-    readable: &[Uuid],
+    readable: &[ChannelId],
     f: &Filter,
     limit: u32,
     offset: u32,
@@ -209,7 +209,7 @@ pub fn select<'a>(
 pub fn explain_select<'a>(
     form: Form,
     reader: &Reader<'a>,
-    readable: &[Uuid],
+    readable: &[ChannelId],
     f: &Filter,
     limit: u32,
     offset: u32,
@@ -221,7 +221,7 @@ fn select_after<'a>(
     prefix: &str,
     form: Form,
     reader: &Reader<'a>,
-    readable: &[Uuid],
+    readable: &[ChannelId],
     f: &Filter,
     limit: u32,
     offset: u32,
@@ -269,7 +269,7 @@ fn select_after<'a>(
 pub fn count<'a>(
     form: Form,
     reader: &Reader<'a>,
-    readable: &[Uuid],
+    readable: &[ChannelId],
     f: &Filter,
 ) -> QueryBuilder<'a, Postgres> {
     let p = Predicates::split(&f.tags);

@@ -14,19 +14,17 @@
 //! - `mentions`: the caller's mentions in this channel whose message is visible and after the marker;
 //! - `replies`: `{anchor id: n}` for visible anchors with at least one visible reply.
 
-use buzz_core::EventId;
+use buzz_core::{kinds, ChannelId, CommunityId, EventId};
 use std::collections::BTreeMap;
 
 use buzz_bus::{
     Actor, BusError, ChannelSummary, ChatAnswer, ChatReply, ChatRequest, ErrorCode, Mention, MentionsPage,
     Scope,
 };
-use buzz_core::kinds;
 use buzz_store::access::{self, Credential};
 use buzz_store::fragments::{readable_channel_of, served_event, ReaderBinds};
 use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
-use uuid::Uuid;
 
 /// Execution budget of one read-model statement.
 const STATEMENT_TIMEOUT_MS: u32 = 5000;
@@ -79,9 +77,9 @@ pub async fn handle(pool: &PgPool, req: ChatRequest) -> ChatReply {
 
 async fn summary(
     tx: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     reader: &Actor,
-    channel_id: Uuid,
+    channel_id: ChannelId,
 ) -> Result<ChannelSummary, BusError> {
     let channel = access::load_channel(tx, community, channel_id, false).await.map_err(sql_error)?;
     let standing =
@@ -150,14 +148,14 @@ async fn summary(
 /// agent reads with its owner's membership).
 async fn mentions(
     tx: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     reader: &Actor,
     limit: u32,
 ) -> Result<MentionsPage, BusError> {
     if limit == 0 || limit > MAX_MENTIONS {
         return Err(BusError::invalid(format!("limit must be 1 to {MAX_MENTIONS}")));
     }
-    let rows: Vec<(EventId, Uuid, String, bool)> = sqlx::query_as(&format!(
+    let rows: Vec<(EventId, ChannelId, String, bool)> = sqlx::query_as(&format!(
         "SELECT mn.event_id, mn.channel_id, e.raw, coalesce(rm.seq >= mn.seq, false) \
          FROM mentions mn \
          JOIN events e ON e.community_id = mn.community_id AND e.id = mn.event_id \

@@ -100,7 +100,7 @@ impl Querier {
         reader: &Reader<'_>,
         budget_ms: u64,
         artifact: bool,
-    ) -> Result<(sqlx::Transaction<'static, sqlx::Postgres>, Vec<uuid::Uuid>), sqlx::Error> {
+    ) -> Result<(sqlx::Transaction<'static, sqlx::Postgres>, Vec<buzz_core::ChannelId>), sqlx::Error> {
         let mut tx = self.pool.begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY").await?;
         let budget = format!("{budget_ms}ms");
         if !artifact {
@@ -110,18 +110,19 @@ impl Querier {
                 .await?;
             return Ok((tx, Vec::new()));
         }
-        let (_, _, _, readable): (String, String, String, Vec<uuid::Uuid>) = sqlx::query_as(&format!(
-            "SELECT set_config('statement_timeout', $4, true), \
+        let (_, _, _, readable): (String, String, String, Vec<buzz_core::ChannelId>) =
+            sqlx::query_as(&format!(
+                "SELECT set_config('statement_timeout', $4, true), \
                     set_config('plan_cache_mode', 'force_custom_plan', true), \
                     set_config('random_page_cost', '1.1', true), {}",
-            buzz_store::fragments::readable_channel_ids(ReaderBinds::FIRST)
-        ))
-        .bind(reader.community)
-        .bind(reader.pubkey)
-        .bind(reader.channel_ids.map(<[uuid::Uuid]>::to_vec))
-        .bind(budget)
-        .fetch_one(&mut *tx)
-        .await?;
+                buzz_store::fragments::readable_channel_ids(ReaderBinds::FIRST)
+            ))
+            .bind(reader.community)
+            .bind(reader.pubkey)
+            .bind(reader.channel_ids.map(<[buzz_core::ChannelId]>::to_vec))
+            .bind(budget)
+            .fetch_one(&mut *tx)
+            .await?;
         Ok((tx, readable))
     }
 

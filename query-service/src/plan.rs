@@ -4,10 +4,9 @@
 use std::collections::HashSet;
 
 use buzz_bus::{BusError, ErrorCode, QueryFrameBody};
-use buzz_core::{ArtifactForm, EventId, Filter, Limits};
+use buzz_core::{ArtifactForm, ChannelId, EventId, Filter, Limits};
 use futures::TryStreamExt;
 use sqlx::{PgConnection, Postgres, Transaction};
-use uuid::Uuid;
 
 use crate::artifacts;
 use crate::error::sql_error;
@@ -31,7 +30,7 @@ pub struct Plan<'a> {
     /// Who reads.
     pub reader: Reader<'a>,
     /// The channels the reader may read (artifact queries only; empty otherwise).
-    pub readable: Vec<Uuid>,
+    pub readable: Vec<ChannelId>,
     /// The filters that can match anything.
     pub filters: Vec<&'a Filter>,
     /// The artifact query, when the request is one.

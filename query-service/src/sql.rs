@@ -1,19 +1,18 @@
 //! SQL built from NIP-01 filters. Values are always bound, never formatted into the text.
 
-use buzz_core::{kinds, Filter};
+use buzz_core::{kinds, ChannelId, CommunityId, Filter};
 use buzz_store::fragments::{readable_channel_of, served_event, ReaderBinds};
 use buzz_store::tag_rows;
 use sqlx::{Postgres, QueryBuilder};
-use uuid::Uuid;
 
 /// The reader a query runs for; bound as `$1` (community), `$2` (pubkey), `$3` (channel restriction).
 pub struct Reader<'a> {
     /// The community queried.
-    pub community: Uuid,
+    pub community: CommunityId,
     /// The reader's public key.
     pub pubkey: &'a str,
     /// Channels a bearer token is restricted to; `None` for all the reader may see.
-    pub channel_ids: Option<&'a [Uuid]>,
+    pub channel_ids: Option<&'a [ChannelId]>,
 }
 
 /// Does the filter need the database at all? (An empty value list or `limit: 0` matches nothing.)
@@ -39,7 +38,7 @@ pub(crate) fn prefixed_with_reader<'a>(prefix: &str, reader: &Reader<'a>) -> Que
         .push("::uuid AS community, ")
         .push_bind(reader.pubkey.to_owned())
         .push("::text AS pubkey, ")
-        .push_bind(reader.channel_ids.map(<[Uuid]>::to_vec))
+        .push_bind(reader.channel_ids.map(<[ChannelId]>::to_vec))
         .push("::uuid[] AS restriction) ");
     qb
 }
@@ -228,7 +227,7 @@ mod tests {
     }
 
     fn sql_of(f: &Filter) -> String {
-        let reader = Reader { community: Uuid::nil(), pubkey: "", channel_ids: None };
+        let reader = Reader { community: CommunityId::nil(), pubkey: "", channel_ids: None };
         select_events(&reader, f, 10).sql().to_owned()
     }
 

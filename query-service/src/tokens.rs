@@ -1,9 +1,8 @@
 //! Bearer token resolution for gateways.
 
 use buzz_bus::{Actor, BusError, Scope, TokenReply};
-use buzz_core::TokenHash;
+use buzz_core::{ChannelId, CommunityId, TokenHash};
 use sqlx::PgPool;
-use uuid::Uuid;
 
 fn parse_scope(s: &str) -> Option<Scope> {
     match s {
@@ -18,10 +17,14 @@ fn parse_scope(s: &str) -> Option<Scope> {
 /// The actor a token authenticates as, or `token: None` when the token is unknown, expired, or
 /// its signer is no longer a community member. A membership that was removed and granted again
 /// does not revive tokens minted before the removal (`added_at` is newer than the token).
-pub async fn resolve(pool: &PgPool, community: Uuid, token_hash: &TokenHash) -> Result<TokenReply, BusError> {
+pub async fn resolve(
+    pool: &PgPool,
+    community: CommunityId,
+    token_hash: &TokenHash,
+) -> Result<TokenReply, BusError> {
     let none = TokenReply { token: None };
     // (pubkey, scopes, channel restriction, expiry in unix seconds)
-    type Grant = (buzz_core::Pubkey, Vec<String>, Option<Vec<Uuid>>, i64);
+    type Grant = (buzz_core::Pubkey, Vec<String>, Option<Vec<ChannelId>>, i64);
     let row: Option<Grant> = sqlx::query_as(
         "SELECT t.pubkey, t.scopes, t.channel_ids, floor(extract(epoch FROM t.expires_at))::bigint FROM tokens t \
          JOIN community_members m ON m.community_id = t.community_id AND m.pubkey = t.pubkey \

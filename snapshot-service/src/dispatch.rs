@@ -88,7 +88,7 @@ mod tests {
         let service = unreachable_service();
         let held: Vec<_> = (0..4).map(|_| service.ops.clone().try_acquire_owned().unwrap()).collect();
         let req = SnapshotRequest {
-            community_id: uuid::Uuid::new_v4(),
+            community_id: buzz_core::CommunityId::new_v4(),
             reader: buzz_bus::Actor::session(buzz_core::Pubkey::parse(&"a".repeat(64)).unwrap()),
             filter: serde_json::json!({"artifact":"snapshot","action":"start","query":{"artifact":"current"}}),
         };
@@ -103,7 +103,7 @@ mod tests {
     async fn a_purge_the_store_cannot_do_is_answered_unavailable() {
         let service = unreachable_service();
         let held: Vec<_> = (0..4).map(|_| service.ops.clone().try_acquire_owned().unwrap()).collect();
-        let req = buzz_bus::snapshot::PurgeCaptures { community_id: uuid::Uuid::new_v4() };
+        let req = buzz_bus::snapshot::PurgeCaptures { community_id: buzz_core::CommunityId::new_v4() };
         let answer = tokio::time::timeout(Duration::from_secs(1), service.purge(&req)).await.unwrap();
         assert_eq!(answer, Err(BusError::unavailable("snapshot store unavailable")));
         drop(held);

@@ -4,7 +4,7 @@
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use buzz_bus::snapshot::{SnapshotCode, LIMITS};
-use buzz_core::EventId;
+use buzz_core::{ChannelId, EventId};
 use uuid::Uuid;
 
 /// Bytes of one packed entry.
@@ -18,13 +18,13 @@ pub struct Entry {
     /// The revision id (sha256), raw.
     pub revision: [u8; 32],
     /// The artifact's home channel.
-    pub channel: Uuid,
+    pub channel: ChannelId,
 }
 
 impl Entry {
     /// The entry of revision `revision` of artifact `d` in `channel`.
     #[must_use]
-    pub fn new(d: Uuid, revision: &EventId, channel: Uuid) -> Self {
+    pub fn new(d: Uuid, revision: &EventId, channel: ChannelId) -> Self {
         Self { d, revision: revision.to_bytes(), channel }
     }
 
@@ -37,7 +37,7 @@ impl Entry {
     fn pack_into(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(self.d.as_bytes());
         out.extend_from_slice(&self.revision);
-        out.extend_from_slice(self.channel.as_bytes());
+        out.extend_from_slice(self.channel.0.as_bytes());
     }
 
     /// The direct body record of this entry: artifact and channel (32 bytes).
@@ -45,7 +45,7 @@ impl Entry {
     pub fn body_record(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(32);
         v.extend_from_slice(self.d.as_bytes());
-        v.extend_from_slice(self.channel.as_bytes());
+        v.extend_from_slice(self.channel.0.as_bytes());
         v
     }
 
@@ -74,7 +74,7 @@ pub fn unpack(blob: &[u8]) -> Result<Vec<Entry>, SnapshotCode> {
             Entry {
                 d: Uuid::from_slice(&c[..16]).unwrap_or_default(),
                 revision,
-                channel: Uuid::from_slice(&c[48..]).unwrap_or_default(),
+                channel: ChannelId(Uuid::from_slice(&c[48..]).unwrap_or_default()),
             }
         })
         .collect())
@@ -82,11 +82,11 @@ pub fn unpack(blob: &[u8]) -> Result<Vec<Entry>, SnapshotCode> {
 
 /// A direct body record back to (artifact, channel).
 #[must_use]
-pub fn body_record(record: &[u8]) -> Option<(Uuid, Uuid)> {
+pub fn body_record(record: &[u8]) -> Option<(Uuid, ChannelId)> {
     (record.len() == 32).then(|| {
         (
             Uuid::from_slice(&record[..16]).unwrap_or_default(),
-            Uuid::from_slice(&record[16..]).unwrap_or_default(),
+            ChannelId(Uuid::from_slice(&record[16..]).unwrap_or_default()),
         )
     })
 }
@@ -190,7 +190,7 @@ mod tests {
     use super::*;
 
     fn entry(i: u128) -> Entry {
-        Entry { d: Uuid::from_u128(i + 1), revision: [7; 32], channel: Uuid::from_u128(99) }
+        Entry { d: Uuid::from_u128(i + 1), revision: [7; 32], channel: ChannelId::from_u128(99) }
     }
 
     #[test]

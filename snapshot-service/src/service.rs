@@ -23,7 +23,7 @@ pub struct Meta {
     /// Hex of the token's secret.
     pub secret: String,
     /// The community of the capture.
-    pub community: uuid::Uuid,
+    pub community: buzz_core::CommunityId,
     /// The authenticated pubkey (an agent's own key, not its owner's).
     pub reader: buzz_core::Pubkey,
     /// sha256 of the query as captured.

@@ -21,12 +21,11 @@
 use std::time::Duration;
 
 use buzz_bus::snapshot::{SnapshotCode, LIMITS};
-use buzz_core::Pubkey;
+use buzz_core::{CommunityId, Pubkey};
 use bytes::Bytes;
 use fred::clients::Pool;
 use fred::interfaces::LuaInterface;
 use fred::types::Value;
-use uuid::Uuid;
 
 /// Lua helpers shared by the scripts: the clock, the charge index, and removing a capture.
 const COMMON: &str = r"
@@ -244,7 +243,7 @@ impl SharedState {
     /// Removes a bounded number of expired captures first.
     pub async fn reserve(
         &self,
-        community: Uuid,
+        community: CommunityId,
         reader: &Pubkey,
         lease_ms: u64,
     ) -> Result<u64, SnapshotCode> {
@@ -272,7 +271,7 @@ impl SharedState {
     pub async fn publish(
         &self,
         generation: u64,
-        owner: (Uuid, &Pubkey),
+        owner: (CommunityId, &Pubkey),
         bytes: usize,
         pages: usize,
         fields: Vec<(Vec<u8>, Bytes)>,
@@ -322,14 +321,14 @@ impl SharedState {
     }
 
     /// Removes every capture and charge of `community` (deleted or being deleted).
-    pub async fn purge_community(&self, community: Uuid) {
+    pub async fn purge_community(&self, community: CommunityId) {
         let _ = self.try_purge_community(community).await;
     }
 
     /// [`Self::purge_community`] that reports whether Redis did it: what a community deletion's
     /// purge request (`Service::purge`) answers, so that the deletion fails (503, a retry
     /// finishes it) when it did not.
-    pub async fn try_purge_community(&self, community: Uuid) -> Result<(), SnapshotCode> {
+    pub async fn try_purge_community(&self, community: CommunityId) -> Result<(), SnapshotCode> {
         let args = vec![Value::from(community.to_string())];
         self.eval(PURGE_COMMUNITY, args).await.map(|_| ())
     }

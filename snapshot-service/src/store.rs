@@ -4,8 +4,7 @@
 //! current-state index `artifact_current_tags` the write path keeps exact.
 
 use buzz_bus::snapshot::{SnapshotCode, LIMITS};
-use buzz_core::Filter;
-use buzz_core::{EventId, Pubkey};
+use buzz_core::{ChannelId, CommunityId, EventId, Filter, Pubkey};
 use buzz_store::current_tags::{push_type_match, Columns, Predicates, ANCHOR};
 use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder, Transaction};
 use uuid::Uuid;
@@ -50,7 +49,7 @@ pub struct ReaderState {
     /// Active channel memberships (counted up to the inspection limit + 1).
     pub memberships: i64,
     /// Readable channel ids (up to the inspection limit + 1).
-    pub readable: Vec<Uuid>,
+    pub readable: Vec<ChannelId>,
     /// sha256 over the rows of the readable channels that existed at `as_of`: any change of
     /// access, metadata, archive or TTL changes it.
     pub fingerprint: String,
@@ -63,9 +62,9 @@ pub struct ReaderState {
 /// `None` means now.
 pub async fn reader_state(
     conn: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     member_key: &Pubkey,
-    restriction: Option<&[Uuid]>,
+    restriction: Option<&[ChannelId]>,
     as_of: Option<&str>,
 ) -> Result<ReaderState, SnapshotCode> {
     // The read rule's channel list, bounded by the inspection limit.
@@ -86,10 +85,10 @@ pub async fn reader_state(
          FROM (SELECT {bounded} AS ids) r",
         limit = LIMITS.max_inspected + 1
     );
-    let row: (Option<String>, Option<String>, i64, Vec<Uuid>, String, String) = sqlx::query_as(&sql)
+    let row: (Option<String>, Option<String>, i64, Vec<ChannelId>, String, String) = sqlx::query_as(&sql)
         .bind(community)
         .bind(member_key)
-        .bind(restriction.map(<[Uuid]>::to_vec))
+        .bind(restriction.map(<[ChannelId]>::to_vec))
         .bind(as_of)
         .fetch_one(conn)
         .await
@@ -108,7 +107,12 @@ pub async fn reader_state(
 /// row (`buzz_store::current_tags::ANCHOR`, the `h` row every served artifact has exactly one
 /// of), restricted to the query's types when it names any (the `type` column of the row: the
 /// type is immutable).
-fn push_lead(qb: &mut QueryBuilder<'_, Postgres>, community: Uuid, query: &Filter, readable: &[Uuid]) {
+fn push_lead(
+    qb: &mut QueryBuilder<'_, Postgres>,
+    community: CommunityId,
+    query: &Filter,
+    readable: &[ChannelId],
+) {
     // The anchor name is a literal, so that every plan may use the partial
     // `artifact_current_tags_by_type`.
     qb.push(" FROM artifact_current_tags t WHERE t.community_id = ")
@@ -125,9 +129,9 @@ fn push_lead(qb: &mut QueryBuilder<'_, Postgres>, community: Uuid, query: &Filte
 /// counted up to the inspection limit + 1.
 pub async fn candidates(
     conn: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     query: &Filter,
-    readable: &[Uuid],
+    readable: &[ChannelId],
 ) -> Result<usize, SnapshotCode> {
     let mut qb = QueryBuilder::new("SELECT count(*) FROM (SELECT 1");
     push_lead(&mut qb, community, query, readable);
@@ -147,9 +151,9 @@ pub struct Match {
 /// Every matching current identity the reader can read (up to `maxRows` + 1), ordered by d.
 pub async fn matches(
     conn: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     query: &Filter,
-    readable: &[Uuid],
+    readable: &[ChannelId],
 ) -> Result<Vec<Match>, SnapshotCode> {
     let mut qb = QueryBuilder::new(
         "SELECT a.d, a.current_revision, a.home_channel, c.ttl_seconds IS NOT NULL FROM (SELECT t.d",
@@ -187,7 +191,7 @@ pub async fn matches(
                AND (e.expires_at IS NULL OR e.expires_at > now()) ORDER BY a.d LIMIT ",
         )
         .push_bind(i64::try_from(LIMITS.max_rows + 1).unwrap_or(i64::MAX));
-    let rows: Vec<(Uuid, EventId, Uuid, bool)> =
+    let rows: Vec<(Uuid, EventId, ChannelId, bool)> =
         qb.build_query_as().fetch_all(conn).await.map_err(|e| sql_error(&e))?;
     Ok(rows.into_iter().map(|(d, rev, ch, ttl)| Match { entry: Entry::new(d, &rev, ch), ttl }).collect())
 }
@@ -205,13 +209,13 @@ pub async fn matches(
 /// changed since the capture.
 pub async fn entries_intact(
     conn: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     entries: &[Entry],
-    readable: &[Uuid],
+    readable: &[ChannelId],
 ) -> Result<bool, SnapshotCode> {
     let ds: Vec<Uuid> = entries.iter().map(|e| e.d).collect();
     let revs: Vec<String> = entries.iter().map(Entry::revision_hex).collect();
-    let chs: Vec<Uuid> = entries.iter().map(|e| e.channel).collect();
+    let chs: Vec<ChannelId> = entries.iter().map(|e| e.channel).collect();
     let broken: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM unnest($2::uuid[], $3::text[], $4::uuid[]) AS m(d, rev, ch) \
          LEFT JOIN artifacts a ON a.community_id = $1 AND a.d = m.d \
@@ -241,7 +245,7 @@ pub async fn entries_intact(
 /// The stored JSON of exactly these revisions, by id.
 pub async fn bodies(
     conn: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     revisions: &[EventId],
 ) -> Result<Vec<(EventId, String)>, SnapshotCode> {
     sqlx::query_as("SELECT id, raw FROM events WHERE community_id = $1 AND id = ANY($2)")

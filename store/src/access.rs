@@ -3,9 +3,8 @@
 //! below or by the SQL fragment that encodes the same read rule
 //! (`fragments::readable_channel`).
 
-use buzz_core::{ErrorCode, Pubkey};
+use buzz_core::{ChannelId, CommunityId, ErrorCode, Pubkey};
 use sqlx::PgConnection;
-use uuid::Uuid;
 
 use crate::domain::{ChannelType, Role, Visibility};
 
@@ -13,7 +12,7 @@ use crate::domain::{ChannelType, Role, Visibility};
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Channel {
     /// The channel's id (its `h`).
-    pub id: Uuid,
+    pub id: ChannelId,
     /// Display name, 1 to 256 bytes (DMs may have none).
     pub name: String,
     /// Open or private.
@@ -57,11 +56,11 @@ pub struct Credential<'a> {
     /// Scope `messages:write`.
     pub can_write_messages: bool,
     /// `None`: unrestricted.
-    pub channel_ids: Option<&'a [Uuid]>,
+    pub channel_ids: Option<&'a [ChannelId]>,
 }
 
 impl Credential<'_> {
-    fn allows_channel(&self, id: Uuid) -> bool {
+    fn allows_channel(&self, id: ChannelId) -> bool {
         self.channel_ids.is_none_or(|ids| ids.contains(&id))
     }
 }
@@ -133,8 +132,8 @@ pub fn can_write(
 /// under a write that depends on it.
 pub async fn load_channel(
     conn: &mut PgConnection,
-    community: Uuid,
-    id: Uuid,
+    community: CommunityId,
+    id: ChannelId,
     lock: bool,
 ) -> Result<Option<Channel>, sqlx::Error> {
     let sql = if lock {
@@ -150,7 +149,7 @@ pub async fn load_channel(
 /// The community role of `pubkey`, if a member.
 pub async fn community_role(
     conn: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     pubkey: &Pubkey,
 ) -> Result<Option<Role>, sqlx::Error> {
     sqlx::query_scalar("SELECT role FROM community_members WHERE community_id = $1 AND pubkey = $2")
@@ -163,8 +162,8 @@ pub async fn community_role(
 /// The standing of `pubkey` towards `channel`.
 pub async fn standing(
     conn: &mut PgConnection,
-    community: Uuid,
-    channel: Uuid,
+    community: CommunityId,
+    channel: ChannelId,
     pubkey: &Pubkey,
 ) -> Result<Standing, sqlx::Error> {
     let row: Option<(Role, Option<Role>, Option<bool>)> = sqlx::query_as(
@@ -193,7 +192,10 @@ pub async fn standing(
 
 /// Bumps the community's access version (inside the transaction that changes access) and
 /// returns the new value.
-pub async fn bump_access_version(conn: &mut PgConnection, community: Uuid) -> Result<i64, sqlx::Error> {
+pub async fn bump_access_version(
+    conn: &mut PgConnection,
+    community: CommunityId,
+) -> Result<i64, sqlx::Error> {
     sqlx::query_scalar(
         "UPDATE communities SET access_version = access_version + 1 WHERE id = $1 RETURNING access_version",
     )
@@ -207,12 +209,13 @@ pub async fn bump_access_version(conn: &mut PgConnection, community: Uuid) -> Re
 /// from it (excluded from open-channel live delivery).
 pub async fn channel_for_post(
     conn: &mut PgConnection,
-    community: Uuid,
-    channel: Uuid,
+    community: CommunityId,
+    channel: ChannelId,
     pubkey: &Pubkey,
     community_role: Option<Role>,
 ) -> Result<(Option<Channel>, Standing, Vec<Pubkey>), sqlx::Error> {
-    type Row = (Uuid, String, Visibility, ChannelType, Option<i32>, bool, Option<Role>, bool, Vec<Pubkey>);
+    type Row =
+        (ChannelId, String, Visibility, ChannelType, Option<i32>, bool, Option<Role>, bool, Vec<Pubkey>);
     let row: Option<Row> = sqlx::query_as(
         "SELECT ch.id, ch.name, ch.visibility, ch.channel_type, ch.ttl_seconds, ch.archived, \
                 CASE WHEN chm.removed_at IS NULL THEN chm.role END, coalesce(chm.banned, false), \
@@ -250,7 +253,7 @@ mod tests {
 
     fn channel(visibility: &str, channel_type: &str, archived: bool) -> Channel {
         Channel {
-            id: Uuid::from_u128(7),
+            id: ChannelId::from_u128(7),
             name: "c".into(),
             visibility: Visibility::parse(visibility).unwrap(),
             channel_type: ChannelType::parse(channel_type).unwrap(),
@@ -315,7 +318,7 @@ mod tests {
         let read_only = Credential { can_write_messages: false, ..FULL };
         assert!(can_read(&c, JOINED, read_only));
         assert_eq!(can_write(Some(&c), JOINED, read_only), Err(WriteDenial::Scope));
-        let other = [Uuid::from_u128(8)];
+        let other = [ChannelId::from_u128(8)];
         let elsewhere = Credential { channel_ids: Some(&other), ..FULL };
         assert!(!can_read(&c, JOINED, elsewhere));
         assert_eq!(can_write(Some(&c), JOINED, elsewhere), Err(WriteDenial::Scope));

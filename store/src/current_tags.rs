@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 
 use buzz_core::ids::parse_uuid;
 use buzz_core::nipar::ENVELOPE_VERSION;
+use buzz_core::CommunityId;
 use sqlx::{Postgres, QueryBuilder};
 use uuid::Uuid;
 
@@ -88,7 +89,12 @@ impl<'f> Predicates<'f> {
     /// Conditions for the derived predicates (each starting with ` AND `, none when there are
     /// none) on an artifact whose `d`, current revision id and type are the SQL expressions of
     /// `at`, in `community`. With `at.type_name` `None` the caller matches `#type` itself.
-    pub fn push_conditions(&self, qb: &mut QueryBuilder<'_, Postgres>, community: Uuid, at: Columns<'_>) {
+    pub fn push_conditions(
+        &self,
+        qb: &mut QueryBuilder<'_, Postgres>,
+        community: CommunityId,
+        at: Columns<'_>,
+    ) {
         let Columns { d, revision, type_name } = at;
         if self.never {
             qb.push(" AND FALSE");

@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use buzz_core::Keys;
+use buzz_core::{CommunityId, Keys};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -103,7 +103,7 @@ pub struct Cluster {
 #[derive(Debug, Clone)]
 pub struct Community {
     /// The community's id.
-    pub id: Uuid,
+    pub id: CommunityId,
     /// The Host it is bound to.
     pub host: String,
     /// Its owner's keys.
@@ -349,7 +349,7 @@ impl Cluster {
     /// Provisions a community bound to `host` with a fresh owner key.
     pub async fn community(&self, host: &str) -> Community {
         let owner = Keys::generate();
-        let id = Uuid::new_v4();
+        let id = CommunityId::new_v4();
         let body =
             serde_json::json!({ "community_id": id, "host": host, "owner_pubkey": owner.public_hex() });
         let res = self
@@ -456,7 +456,7 @@ impl Cluster {
     /// keeps no multi-character tag rows there, `buzz_store::tag_rows`), but the derived
     /// `buzz_store::current_tags::DERIVED`, and their home's `h` row, as the write path would have,
     /// and analyses the table.
-    pub async fn index_seeded_artifacts(&self, community: Uuid) {
+    pub async fn index_seeded_artifacts(&self, community: CommunityId) {
         sqlx::query(
             "INSERT INTO artifact_current_tags (community_id, d, name, value_hash, home_channel, updated_at, expires_at, revision, type) \
              SELECT DISTINCT a.community_id, a.d, t.name, t.value_hash, a.home_channel, a.updated_at, e.expires_at, \

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::sync::OnceLock;
 
-use buzz_core::Keys;
+use buzz_core::{CommunityId, Keys};
 pub use buzz_fi::testing::{Alg, TestIssuer};
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -200,7 +200,7 @@ pub fn legacy_request(community: &Community) -> Value {
 }
 
 /// The stored `(requires_nip_fi, policy_generation)`.
-pub async fn stored(cluster: &Cluster, community: Uuid) -> (bool, i64) {
+pub async fn stored(cluster: &Cluster, community: CommunityId) -> (bool, i64) {
     sqlx::query_as("SELECT requires_nip_fi, policy_generation FROM communities WHERE id = $1")
         .bind(community)
         .fetch_one(&cluster.pool)
@@ -209,7 +209,7 @@ pub async fn stored(cluster: &Cluster, community: Uuid) -> (bool, i64) {
 }
 
 /// Upgrade receipts stored for `community`.
-pub async fn receipt_count(cluster: &Cluster, community: Uuid) -> i64 {
+pub async fn receipt_count(cluster: &Cluster, community: CommunityId) -> i64 {
     sqlx::query_scalar("SELECT count(*) FROM community_auth_upgrades WHERE community_id = $1")
         .bind(community)
         .fetch_one(&cluster.pool)

@@ -1,8 +1,8 @@
 //! Corpora seeded by SQL for plan checks and benchmarks (bypassing the write path, then indexed
 //! as the write path would have).
 
+use buzz_core::CommunityId;
 use sqlx::PgConnection;
-use uuid::Uuid;
 
 use crate::Cluster;
 
@@ -51,7 +51,7 @@ pub const PROJECTS: i64 = 100;
 /// built after the load ([`defer_indexes`]). Returns the 100 project values, in order.
 pub async fn artifact_corpus(
     cluster: &Cluster,
-    community: Uuid,
+    community: CommunityId,
     author: &str,
     artifacts: i64,
     channels: i64,

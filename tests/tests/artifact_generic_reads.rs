@@ -7,7 +7,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use buzz_core::{Event, Keys};
+use buzz_core::{CommunityId, Event, Keys};
 use buzz_tests::client::{message, WsClient};
 use buzz_tests::helpers::{channel, ok, tag};
 use buzz_tests::{Cluster, Community};
@@ -180,7 +180,7 @@ async fn generic_reads_keep_each_revision_under_its_own_channels_access_across_a
 /// (NIP-01: a tag predicate matches a tag's name and first value), revisions only when current
 /// unless the filter is a lookup (`ids` or `#d`), newest first (ties by id), `limit` applied: the
 /// truth generic reads are checked against, without tag rows or revision records.
-async fn truth(pool: &sqlx::PgPool, community: Uuid, filter: &Value) -> Vec<String> {
+async fn truth(pool: &sqlx::PgPool, community: CommunityId, filter: &Value) -> Vec<String> {
     let mut qb =
         sqlx::QueryBuilder::<sqlx::Postgres>::new("SELECT e.id FROM events e WHERE e.community_id = ");
     qb.push_bind(community).push(

@@ -17,9 +17,9 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+use buzz_core::{CommunityId, Event, Keys};
 use std::time::{Duration, Instant};
 
-use buzz_core::{Event, Keys};
 use buzz_tests::client::{create_channel, WsClient};
 use buzz_tests::helpers::{bench_param, percentile};
 use buzz_tests::{Cluster, ClusterOptions};
@@ -51,7 +51,7 @@ fn revision(keys: &Keys, op: &str, d: Uuid, h: Uuid, prev: Option<&str>, n: usiz
 /// `artifact_revisions` rows and current-tag index rows (its `h` and `status` tags, with its type), one
 /// statement per table in one transaction, each table filled in its primary key's order; from
 /// `seed::BULK` on, the tables' secondary indexes are built after the load.
-async fn seed(cluster: &Cluster, community: Uuid, channel: Uuid, author: &str, seed: i64) {
+async fn seed(cluster: &Cluster, community: CommunityId, channel: Uuid, author: &str, seed: i64) {
     let mut conn = cluster.pool.acquire().await.unwrap();
     sqlx::query(
         "CREATE TEMP TABLE seed AS SELECT g, gen_random_uuid() AS d, \

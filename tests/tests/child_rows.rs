@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use buzz_core::Event;
+use buzz_core::{CommunityId, Event};
 use buzz_tests::client::{create_channel, message, WsClient};
 use buzz_tests::snapshot::rev;
 use buzz_tests::{Cluster, Community};
@@ -30,7 +30,7 @@ async fn fill(cluster: &Cluster, team: &Community) -> (Event, Event) {
 }
 
 /// (event tag rows, current-tag rows, revision records) of `community`.
-async fn children(cluster: &Cluster, community: Uuid) -> (i64, i64, i64) {
+async fn children(cluster: &Cluster, community: CommunityId) -> (i64, i64, i64) {
     sqlx::query_as(
         "SELECT (SELECT count(*) FROM event_tags WHERE community_id = $1), \
                 (SELECT count(*) FROM artifact_current_tags WHERE community_id = $1), \

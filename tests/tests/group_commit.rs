@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 use buzz_bus::{Actor, BusError};
-use buzz_core::{Event, Keys};
+use buzz_core::{CommunityId, Event, Keys};
 use buzz_tests::client::{create_channel, message, WsClient};
 use buzz_tests::{Cluster, Community};
 use buzz_write::batch::write_posts;
@@ -74,7 +74,7 @@ async fn one_batch_answers_every_post_as_the_single_post_path_does() {
     let outsider_keys = Keys::generate();
     let outsider = Actor::session(outsider_keys.pubkey());
     let read_only = Actor { scopes: vec![buzz_bus::Scope::MessagesRead], ..member.clone() };
-    let elsewhere = Actor { channel_ids: Some(vec![s.private]), ..member.clone() };
+    let elsewhere = Actor { channel_ids: Some(vec![buzz_core::ChannelId(s.private)]), ..member.clone() };
 
     // An anchor, an already-stored post and a post its author then deleted (kind 5), written
     // alone first.
@@ -90,7 +90,7 @@ async fn one_batch_answers_every_post_as_the_single_post_path_does() {
 
     let owner_hex = s.community.owner.public_hex();
     let twice = post(&s.member, s.open, "sent twice in one batch", &[]);
-    let batch: Vec<(Uuid, Actor, Event)> = vec![
+    let batch: Vec<(CommunityId, Actor, Event)> = vec![
         (community, member.clone(), post(&s.member, s.open, "hello", &[&["p", &owner_hex]])),
         (community, member.clone(), twice.clone()),
         (community, member.clone(), twice.clone()),
@@ -106,7 +106,7 @@ async fn one_batch_answers_every_post_as_the_single_post_path_does() {
         ),
         (community, member.clone(), post(&s.member, s.open, "malformed root", &[&["e", "xyz", "", "root"]])),
         (community, owner.clone(), post(&s.member, s.open, "someone else's key", &[])),
-        (Uuid::new_v4(), member.clone(), post(&s.member, s.open, "no such community", &[])),
+        (CommunityId::new_v4(), member.clone(), post(&s.member, s.open, "no such community", &[])),
         (community, owner.clone(), post(&s.community.owner, s.private, "owner in private", &[])),
         (community, member.clone(), post(&s.member, s.open, "last", &[])),
         (community, member.clone(), deleted.clone()),
@@ -245,7 +245,7 @@ async fn one_batch_answers_every_post_as_the_single_post_path_does() {
 
     // Live events: the accepted posts carry their channel and the community's access version.
     let live = outcomes[0].as_ref().unwrap().live.as_ref().unwrap();
-    assert_eq!(live.channel_id, Some(s.open));
+    assert_eq!(live.channel_id, Some(buzz_core::ChannelId(s.open)));
     let version: i64 = sqlx::query_scalar("SELECT access_version FROM communities WHERE id = $1")
         .bind(community)
         .fetch_one(pool)
@@ -263,7 +263,7 @@ async fn a_post_whose_storage_fails_never_takes_its_batch_mates_down() {
     buzz_tests::helpers::poison_pills_fail_to_store(pool).await;
     let member = Actor::session(s.member.pubkey());
     let relay = Keys::generate();
-    let mut batch: Vec<(Uuid, Actor, Event)> = (0..20)
+    let mut batch: Vec<(CommunityId, Actor, Event)> = (0..20)
         .map(|i| (s.community.id, member.clone(), message(&s.member, s.open, &format!("post {i}"))))
         .collect();
     let poison = message(&s.member, s.open, "a poison pill");

@@ -7,6 +7,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+use buzz_core::CommunityId;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -19,7 +20,7 @@ use uuid::Uuid;
 
 fn lease(host: &str) -> CommunityLease {
     CommunityLease {
-        community_id: Uuid::new_v4(),
+        community_id: CommunityId::new_v4(),
         host: host.to_owned(),
         owner_pubkey: buzz_core::Pubkey::parse(&"a".repeat(64)).unwrap(),
         requires_nip_fi: false,

@@ -5,6 +5,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+use buzz_core::CommunityId;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +22,7 @@ async fn readyz(admin: std::net::SocketAddr) -> u16 {
     reqwest::get(format!("http://{admin}/readyz")).await.map(|r| r.status().as_u16()).unwrap_or(0)
 }
 
-async fn sweep(nats: &async_nats::Client, subjects: &Subjects, community: Uuid) {
+async fn sweep(nats: &async_nats::Client, subjects: &Subjects, community: CommunityId) {
     let body =
         Revalidate { required: vec![RequiredCommunity { community_id: community, policy_generation: 1 }] };
     nats.publish(subjects.fi_revalidate(), serde_json::to_vec(&body).unwrap().into()).await.unwrap();
@@ -67,7 +68,7 @@ async fn a_dead_revalidation_listener_is_restarted_and_the_gateway_is_unready_wh
 
     let wait = Duration::from_secs(10);
     eventually(wait, || async { readyz(admin_addr).await == 200 }).await;
-    let community = Uuid::new_v4();
+    let community = buzz_core::CommunityId::new_v4();
     let (plain, fi) = (sockets.register(community, false), sockets.register(community, true));
     sweep(&nats, &subjects, community).await;
     eventually(wait, || async { plain.revoked.is_cancelled() }).await;

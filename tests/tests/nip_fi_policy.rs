@@ -380,7 +380,7 @@ async fn the_revalidator_tells_gateways_which_communities_require_fi() {
     cluster.stop().await;
 }
 
-async fn next_contains(sub: &mut async_nats::Subscriber, id: uuid::Uuid) -> bool {
+async fn next_contains(sub: &mut async_nats::Subscriber, id: buzz_core::CommunityId) -> bool {
     use futures::StreamExt;
     let msg = tokio::time::timeout(std::time::Duration::from_secs(5), sub.next()).await.unwrap().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&msg.payload).unwrap();

@@ -28,7 +28,7 @@ async fn patch(cluster: &Cluster, id: impl std::fmt::Display, body: &Value) -> (
     call(cluster, 0, Method::PATCH, &path, Some(body), &cluster.operator).await
 }
 
-async fn delete(cluster: &Cluster, id: Uuid) -> (u16, Value, Option<String>) {
+async fn delete(cluster: &Cluster, id: buzz_core::CommunityId) -> (u16, Value, Option<String>) {
     let path = format!("/operator/communities/{id}");
     call(cluster, 0, Method::DELETE, &path, None, &cluster.operator).await
 }
@@ -37,7 +37,7 @@ async fn wait_host(cluster: &Cluster, host: &str, status: u16) {
     eventually(Duration::from_secs(5), || async move { cluster.nip11(0, host).await.0 == status }).await;
 }
 
-async fn count(cluster: &Cluster, table: &str, id: Uuid) -> i64 {
+async fn count(cluster: &Cluster, table: &str, id: buzz_core::CommunityId) -> i64 {
     sqlx::query_scalar(&format!("SELECT count(*) FROM {table} WHERE community_id = $1"))
         .bind(id)
         .fetch_one(&cluster.pool)
@@ -45,7 +45,7 @@ async fn count(cluster: &Cluster, table: &str, id: Uuid) -> i64 {
         .unwrap()
 }
 
-async fn role(cluster: &Cluster, id: Uuid, pubkey: &str) -> Option<String> {
+async fn role(cluster: &Cluster, id: buzz_core::CommunityId, pubkey: &str) -> Option<String> {
     sqlx::query_scalar("SELECT role FROM community_members WHERE community_id = $1 AND pubkey = $2")
         .bind(id)
         .bind(pubkey)
@@ -113,7 +113,7 @@ async fn patch_and_delete_refuse_bad_input_unknown_communities_and_other_keys() 
     assert_eq!(patch(&cluster, Uuid::nil(), &json!({"host": "x.test"})).await.0, 400);
     let (s, v, _) = patch(&cluster, Uuid::new_v4(), &json!({"host": "x.test"})).await;
     assert_eq!((s, v["code"].as_str()), (404, Some("not_found")), "{v}");
-    let (s, _, cache) = delete(&cluster, Uuid::new_v4()).await;
+    let (s, _, cache) = delete(&cluster, buzz_core::CommunityId::new_v4()).await;
     assert_eq!((s, cache.as_deref()), (404, Some("no-store")));
     let path = format!("/operator/communities/{}", team.id);
     for method in [Method::PATCH, Method::DELETE] {
@@ -220,7 +220,7 @@ async fn delete_removes_the_communitys_snapshot_captures_and_charges_only() {
     cluster.stop().await;
 }
 
-async fn lifecycle(cluster: &Cluster, id: Uuid) -> Option<String> {
+async fn lifecycle(cluster: &Cluster, id: buzz_core::CommunityId) -> Option<String> {
     sqlx::query_scalar("SELECT lifecycle FROM communities WHERE id = $1")
         .bind(id)
         .fetch_optional(&cluster.pool)

@@ -14,13 +14,13 @@ use reqwest::Method;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-async fn patch(cluster: &Cluster, id: Uuid, body: &Value) -> (u16, Value) {
+async fn patch(cluster: &Cluster, id: buzz_core::CommunityId, body: &Value) -> (u16, Value) {
     cluster
         .operator_json(Method::PATCH, &format!("/operator/communities?community_id={id}"), Some(body))
         .await
 }
 
-async fn shown(cluster: &Cluster, id: Uuid) -> Value {
+async fn shown(cluster: &Cluster, id: buzz_core::CommunityId) -> Value {
     let (status, v) =
         cluster.operator_json(Method::GET, &format!("/operator/communities?community_id={id}"), None).await;
     assert_eq!(status, 200, "{v}");
@@ -31,7 +31,7 @@ async fn shown(cluster: &Cluster, id: Uuid) -> Value {
 async fn retention_is_set_at_provisioning_or_by_patch_validated_and_shown() {
     let cluster = Cluster::start().await;
     let owner = Keys::generate().public_hex();
-    let id = Uuid::new_v4();
+    let id = buzz_core::CommunityId::new_v4();
     let create =
         json!({"community_id": id, "host": "keep.test", "owner_pubkey": owner, "retention_days": 30});
     let (status, v) = cluster.operator_json(Method::POST, "/operator/communities", Some(&create)).await;
@@ -74,7 +74,7 @@ async fn retention_is_set_at_provisioning_or_by_patch_validated_and_shown() {
         json!({"community_id": Uuid::new_v4(), "host": "b.test", "owner_pubkey": owner, "retention_days": 0});
     assert_eq!(cluster.operator_json(Method::POST, "/operator/communities", Some(&bad_create)).await.0, 400);
     assert_eq!(shown(&cluster, id).await, Value::Null, "refused changes changed nothing");
-    assert_eq!(patch(&cluster, Uuid::new_v4(), &json!({"retention_days": 3})).await.0, 404);
+    assert_eq!(patch(&cluster, buzz_core::CommunityId::new_v4(), &json!({"retention_days": 3})).await.0, 404);
     // Signed by a key that is not an operator.
     let path = format!("/operator/communities?community_id={id}");
     let res = cluster

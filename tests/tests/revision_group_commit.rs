@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 use buzz_bus::{Actor, BusError};
-use buzz_core::{Event, Keys};
+use buzz_core::{CommunityId, Event, Keys};
 use buzz_tests::client::{create_channel, message, WsClient};
 use buzz_tests::helpers::tag;
 use buzz_tests::{Cluster, Community};
@@ -67,7 +67,7 @@ fn answer(outcome: &WriteResult<Accepted>) -> Result<(bool, String), BusError> {
 
 /// Every current-tag row, and what it must be: the tags of every served current revision, each
 /// row with the revision's type.
-async fn current_tags_match_current_revisions(pool: &sqlx::PgPool, community: Uuid) {
+async fn current_tags_match_current_revisions(pool: &sqlx::PgPool, community: CommunityId) {
     type Row = (Uuid, String, Vec<u8>, Uuid, String, String);
     let index: Vec<Row> = sqlx::query_as(
         "SELECT d, name, value_hash, home_channel, revision, type FROM artifact_current_tags \
@@ -153,7 +153,7 @@ async fn one_batch_answers_every_revision_as_the_single_revision_path_does() {
     let mut retyped = rev(m, "update", i, s.open, Some(&created[8].id), &[]).tags;
     retyped.iter_mut().filter(|t| t[0] == "type").for_each(|t| t[1] = "buzz.other".to_owned());
     let ii_retyped = m.sign_new(45010, retyped, "{}");
-    let batch: Vec<(Uuid, Actor, Event)> = vec![
+    let batch: Vec<(CommunityId, Actor, Event)> = vec![
         /* 0 */
         (community, member.clone(), rev(m, "create", new, s.open, None, &[tag("status", "open")])),
         /* 1 */ (community, member.clone(), a1.clone()),
@@ -197,7 +197,8 @@ async fn one_batch_answers_every_revision_as_the_single_revision_path_does() {
             member.clone(),
             rev(m, "update", dd, s.open, Some(&created[3].id), &[tag("root", &anchor.id)]),
         ),
-        /* 20 */ (Uuid::new_v4(), member.clone(), rev(m, "create", Uuid::new_v4(), s.open, None, &[])),
+        /* 20 */
+        (CommunityId::new_v4(), member.clone(), rev(m, "create", Uuid::new_v4(), s.open, None, &[])),
         /* 21 */ (community, member.clone(), ii_retyped),
         /* 22 */ (community, owner.clone(), rev(m, "create", Uuid::new_v4(), s.open, None, &[])),
         /* 23 */ (community, member.clone(), rev(m, "create", Uuid::new_v4(), s.archived, None, &[])),
@@ -332,7 +333,7 @@ async fn one_batch_answers_every_revision_as_the_single_revision_path_does() {
         .await
         .unwrap();
     assert_eq!(live.access_version, version);
-    assert_eq!(live.channel_id, Some(s.open));
+    assert_eq!(live.channel_id, Some(buzz_core::ChannelId(s.open)));
     assert!(outcomes[0].as_ref().unwrap().live.as_ref().unwrap().replaced_tags.is_empty());
 
     current_tags_match_current_revisions(pool, community).await;
@@ -347,7 +348,7 @@ async fn a_revision_whose_storage_fails_never_takes_its_batch_mates_down() {
     buzz_tests::helpers::poison_pills_fail_to_store(pool).await;
     let member = Actor::session(s.member.pubkey());
     let relay = Keys::generate();
-    let mut batch: Vec<(Uuid, Actor, Event)> = (0..12)
+    let mut batch: Vec<(CommunityId, Actor, Event)> = (0..12)
         .map(|_| {
             (s.community.id, member.clone(), rev(&s.member, "create", Uuid::new_v4(), s.open, None, &[]))
         })

@@ -13,7 +13,7 @@ use buzz_snapshot::state::SharedState;
 use serde_json::Value;
 
 /// The snapshot state's community in these Redis-only tests.
-const C: uuid::Uuid = uuid::Uuid::from_u128(0xc);
+const C: buzz_core::CommunityId = buzz_core::CommunityId::from_u128(0xc);
 
 /// A reader key named for the test (its name's bytes, zero-padded).
 fn reader_key(name: &str) -> buzz_core::Pubkey {

@@ -29,8 +29,7 @@ pub(crate) mod sql;
 
 use buzz_bus::{Actor, Audience, LiveEvent, WriteOk};
 use buzz_core::nipar::{self, Envelope, Op};
-use buzz_core::Event;
-use buzz_core::Pubkey;
+use buzz_core::{ChannelId, CommunityId, Event, Pubkey};
 use buzz_store::access::{self, Channel};
 use buzz_store::Role;
 use sqlx::PgConnection;
@@ -54,10 +53,10 @@ struct Writable {
 /// Gathers the channel's view and applies the kind-9 write rule (`rules::admission::writable`).
 async fn writable(
     tx: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     actor: &Actor,
     community_role: Role,
-    channel_id: Uuid,
+    channel_id: ChannelId,
 ) -> WriteResult<Writable> {
     let (channel, standing, banned) =
         access::channel_for_post(tx, community, channel_id, actor.member_key(), Some(community_role)).await?;
@@ -65,7 +64,7 @@ async fn writable(
     Ok(Writable { channel, banned })
 }
 
-fn announce(community: Uuid, at: &Writable, event: Event) -> LiveEvent {
+fn announce(community: CommunityId, at: &Writable, event: Event) -> LiveEvent {
     let mut live = live_event(community, &at.channel, event);
     if live.audience == Audience::Community {
         live.banned.clone_from(&at.banned);
@@ -77,7 +76,7 @@ fn announce(community: Uuid, at: &Writable, event: Event) -> LiveEvent {
 /// view in the order the rules (`rules::revision`) need it and applies them.
 pub async fn write_revision(
     tx: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     actor: &Actor,
     event: Event,
     community_role: Role,
@@ -117,7 +116,7 @@ pub async fn write_revision(
 /// accepted).
 async fn lock_artifact(
     tx: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     env: &Envelope,
     event: &Event,
 ) -> Result<(bool, Option<Artifact>, bool), sqlx::Error> {
@@ -139,7 +138,7 @@ struct Revision<'a> {
 /// index, records the revision id, its new mentions, and for a move the removal left in `source`.
 async fn store(
     tx: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     revision: Revision<'_>,
     current: Option<&Artifact>,
     at: &Writable,
@@ -236,7 +235,7 @@ pub(crate) fn p_keys(event: &Event) -> Vec<Pubkey> {
 
 /// The relay-signed kind-45011 removal a move leaves in the source: the artifact (`d`), the source
 /// scope (`h`) and the revision it replaced (`e`); no destination metadata and no content.
-fn removal(relay: &Relay<'_>, env: &Envelope, replaced: &str, source: Uuid) -> Event {
+fn removal(relay: &Relay<'_>, env: &Envelope, replaced: &str, source: ChannelId) -> Event {
     relay.keys.sign_new(
         nipar::KIND_REMOVAL,
         vec![

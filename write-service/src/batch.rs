@@ -21,13 +21,12 @@ pub(crate) use sql::{insert_events, load, NewEvent, View};
 use std::sync::Arc;
 
 use buzz_bus::{Actor, Audience, BusError};
-use buzz_core::{Event, Pubkey};
+use buzz_core::{CommunityId, Event, Pubkey};
 use buzz_store::access::{Channel, Standing};
 use buzz_store::Role;
 use futures::future::BoxFuture;
 use sqlx::PgPool;
 use tokio::sync::{mpsc, oneshot, Mutex};
-use uuid::Uuid;
 
 use crate::error::{WriteError, WriteResult};
 use crate::rules::admission::{self, AdmissionView, Admitted, ChannelView};
@@ -52,7 +51,7 @@ impl Default for BatchSettings {
 
 /// A write waiting for its batch.
 struct Job {
-    community: Uuid,
+    community: CommunityId,
     actor: Actor,
     event: Event,
     reply: oneshot::Sender<WriteResult<Accepted>>,
@@ -63,7 +62,7 @@ struct Job {
 pub type WriteBatch = for<'a> fn(
     &'a Pools,
     &'a buzz_core::Keys,
-    Vec<(Uuid, Actor, Event)>,
+    Vec<(CommunityId, Actor, Event)>,
 ) -> BoxFuture<'a, Vec<WriteResult<Accepted>>>;
 
 /// A queue of writes of one event family and its lanes. Cheap to clone; the lanes stop when the
@@ -100,7 +99,7 @@ impl Batcher {
         skip_all,
         fields(db.system = "postgresql", db.operation = "write_event", otel.kind = "client")
     )]
-    pub async fn write(&self, community: Uuid, actor: Actor, event: Event) -> WriteResult<Accepted> {
+    pub async fn write(&self, community: CommunityId, actor: Actor, event: Event) -> WriteResult<Accepted> {
         let (reply, answer) = oneshot::channel();
         let job = Job { community, actor, event, reply };
         if self.queue.send(job).await.is_err() {
@@ -168,7 +167,7 @@ pub(crate) enum Outcome {
 pub(crate) async fn answer(
     pool: &PgPool,
     relay: &buzz_core::Keys,
-    writes: Vec<(Uuid, Actor, Event)>,
+    writes: Vec<(CommunityId, Actor, Event)>,
     result: Result<Vec<Outcome>, BatchError>,
     family: &'static str,
 ) -> Vec<WriteResult<Accepted>> {
@@ -202,7 +201,7 @@ pub(crate) async fn answer(
 
 /// A write as the batch reads it; what can be parsed without the database is parsed once.
 pub(crate) struct Post<'a> {
-    pub(crate) community: Uuid,
+    pub(crate) community: CommunityId,
     pub(crate) actor: &'a Actor,
     pub(crate) event: &'a Event,
     /// The channel it is written in and the thread root it names (a revision's: its envelope's).
@@ -221,7 +220,7 @@ pub(crate) struct Stored {
 
 impl Stored {
     /// The answer and live event of `event`, stored by a batch in `channel`.
-    fn accepted(self, community: Uuid, channel: &Channel, event: Event) -> Accepted {
+    fn accepted(self, community: CommunityId, channel: &Channel, event: Event) -> Accepted {
         let mut live = live_event(community, channel, event);
         live.access_version = self.access_version;
         if live.audience == Audience::Community {

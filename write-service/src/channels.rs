@@ -5,11 +5,10 @@ use buzz_bus::{Actor, LiveEvent};
 use buzz_core::kinds::{
     CHANNEL_MEMBERS, CHANNEL_METADATA, DELETE_CHANNEL, EDIT_CHANNEL, PUT_USER, REDACT, REMOVE_USER,
 };
-use buzz_core::Event;
+use buzz_core::{CommunityId, Event};
 use buzz_store::access::{self, Channel};
 use buzz_store::Visibility;
 use sqlx::PgConnection;
-use uuid::Uuid;
 
 use crate::error::WriteResult;
 use crate::rules::deletion::{self, RevisionView, TargetView};
@@ -24,7 +23,7 @@ use crate::store;
 /// commit together; membership, visibility, archive and deletion changes are access changes.
 pub async fn moderate(
     tx: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     actor: &Actor,
     event: Event,
     relay: &Relay<'_>,
@@ -95,7 +94,7 @@ pub async fn moderate(
 /// applies `rules::deletion`, and deletes them.
 pub async fn delete_own(
     tx: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     actor: &Actor,
     event: Event,
 ) -> WriteResult<Accepted> {
@@ -136,7 +135,7 @@ pub async fn delete_own(
 /// keeping only the newest of each.
 pub async fn relay_state(
     tx: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     channel: &Channel,
     relay: &Relay<'_>,
     kinds: &[u32],

@@ -2,10 +2,9 @@
 //! the relay's channel state.
 
 use buzz_bus::{Actor, BusError};
-use buzz_core::{kinds, Event};
+use buzz_core::{kinds, CommunityId, Event};
 use buzz_store::{access, ChannelType, Role};
 use sqlx::PgConnection;
-use uuid::Uuid;
 
 use crate::error::WriteResult;
 use crate::rules::{channel, Refusal};
@@ -16,7 +15,7 @@ use crate::store;
 /// the relay's 39000/39002 for it are stored beside the 9007.
 pub async fn create_channel(
     tx: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     actor: &Actor,
     event: Event,
     relay: &Relay<'_>,

@@ -3,11 +3,10 @@
 //! gathers their views one write at a time.
 
 use buzz_bus::{Actor, Audience};
-use buzz_core::{kinds, Event, Pubkey};
+use buzz_core::{kinds, ChannelId, CommunityId, Event, Pubkey};
 use buzz_store::access::{self, Standing};
 use buzz_store::Role;
 use sqlx::{PgConnection, PgPool};
-use uuid::Uuid;
 
 use crate::error::{WriteError, WriteResult};
 use crate::rules::admission::{self, Admitted, ChannelView};
@@ -25,7 +24,7 @@ use crate::store;
 )]
 pub async fn write_event(
     pool: &PgPool,
-    community: Uuid,
+    community: CommunityId,
     actor: &Actor,
     event: Event,
     relay: &Relay<'_>,
@@ -55,7 +54,7 @@ pub async fn write_event(
     };
     let bans_resolved = accepted.bans_resolved;
     // The primary event and the relay's own events are usually in one channel: read its bans once.
-    let mut bans: Option<(Uuid, Vec<Pubkey>)> = None;
+    let mut bans: Option<(ChannelId, Vec<Pubkey>)> = None;
     for live in accepted.live.iter_mut().chain(accepted.also.iter_mut()) {
         live.access_version = version;
         if let (Audience::Community, Some(channel), false) = (live.audience, live.channel_id, bans_resolved) {
@@ -74,7 +73,7 @@ pub async fn write_event(
 /// there, then applies `rules::post::decide`.
 async fn post_message(
     tx: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     actor: &Actor,
     event: Event,
     community_role: Role,

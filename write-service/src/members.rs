@@ -1,10 +1,9 @@
 //! Community membership changes requested over `POST/DELETE /api/members`.
 
 use buzz_bus::{Actor, Scope, WriteOk};
-use buzz_core::Pubkey;
+use buzz_core::{CommunityId, Pubkey};
 use buzz_store::Role;
 use sqlx::PgPool;
-use uuid::Uuid;
 
 use crate::error::{WriteError, WriteResult};
 use crate::rules::Refusal;
@@ -28,7 +27,7 @@ fn actor_role(role: Option<Role>) -> Result<Role, Refusal> {
 /// the transaction that will make the change (the target key's shape is its type's).
 async fn begin_as_manager(
     pool: &PgPool,
-    community: Uuid,
+    community: CommunityId,
     actor: &Actor,
 ) -> WriteResult<(sqlx::Transaction<'static, sqlx::Postgres>, Role)> {
     if !actor.has_scope(Scope::MembersWrite) {
@@ -47,7 +46,7 @@ async fn begin_as_manager(
 )]
 pub async fn put_member(
     pool: &PgPool,
-    community: Uuid,
+    community: CommunityId,
     actor: &Actor,
     pubkey: &Pubkey,
     role: buzz_bus::Role,
@@ -73,7 +72,7 @@ pub async fn put_member(
 )]
 pub async fn remove_member(
     pool: &PgPool,
-    community: Uuid,
+    community: CommunityId,
     actor: &Actor,
     pubkey: &Pubkey,
 ) -> WriteResult<bool> {

@@ -12,11 +12,10 @@
 //!   "read up to X" means every message accepted no later than X.
 
 use buzz_bus::{Actor, ReadMarker, Scope, WriteData, WriteOk};
-use buzz_core::{kinds, Event, EventId, Pubkey};
+use buzz_core::{kinds, ChannelId, CommunityId, Event, EventId, Pubkey};
 use buzz_store::access;
 use buzz_store::fragments::served_event;
 use sqlx::{PgConnection, PgPool};
-use uuid::Uuid;
 
 use crate::error::{WriteError, WriteResult};
 use crate::rules::admission::credential;
@@ -25,7 +24,11 @@ use crate::shared::Accepted;
 
 /// The read-model side of an accepted kind-9 post, called inside its transaction once the event is
 /// stored. Does nothing for duplicates or other kinds.
-pub async fn on_message(tx: &mut PgConnection, community: Uuid, accepted: &Accepted) -> WriteResult<()> {
+pub async fn on_message(
+    tx: &mut PgConnection,
+    community: CommunityId,
+    accepted: &Accepted,
+) -> WriteResult<()> {
     let Some(live) = accepted.live.as_ref().filter(|_| !accepted.ok.duplicate) else { return Ok(()) };
     let event = &live.event;
     let Some(channel) = live.channel_id.filter(|_| event.kind == kinds::MESSAGE) else { return Ok(()) };
@@ -53,8 +56,8 @@ pub fn mentioned(event: &Event) -> Vec<Pubkey> {
 /// pubkeys their revision adds.
 pub async fn record_mentions(
     tx: &mut PgConnection,
-    community: Uuid,
-    channel: Uuid,
+    community: CommunityId,
+    channel: ChannelId,
     event: &Event,
     seq: i64,
     pubkeys: &[Pubkey],
@@ -84,8 +87,8 @@ pub async fn record_mentions(
 /// condition keeps the later one.
 async fn advance_marker(
     tx: &mut PgConnection,
-    community: Uuid,
-    channel: Uuid,
+    community: CommunityId,
+    channel: ChannelId,
     pubkey: &Pubkey,
     seq: i64,
     event_id: &EventId,
@@ -119,9 +122,9 @@ async fn advance_marker(
 )]
 pub async fn mark_read(
     pool: &PgPool,
-    community: Uuid,
+    community: CommunityId,
     actor: &Actor,
-    channel_id: Uuid,
+    channel_id: ChannelId,
     up_to: &EventId,
 ) -> WriteResult<WriteOk> {
     if !actor.has_scope(Scope::MessagesRead) {

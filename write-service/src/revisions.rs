@@ -29,7 +29,7 @@ use std::collections::{HashMap, HashSet};
 
 use buzz_bus::Actor;
 use buzz_core::nipar::{self, Envelope, Op};
-use buzz_core::{Event, Pubkey};
+use buzz_core::{CommunityId, Event, Pubkey};
 use buzz_store::access::Channel;
 use futures::future::BoxFuture;
 use sqlx::PgPool;
@@ -48,7 +48,7 @@ use crate::shared::Accepted;
 pub fn write<'a>(
     pools: &'a Pools,
     relay: &'a buzz_core::Keys,
-    writes: Vec<(Uuid, Actor, Event)>,
+    writes: Vec<(CommunityId, Actor, Event)>,
 ) -> BoxFuture<'a, Vec<WriteResult<Accepted>>> {
     Box::pin(write_revisions(pools, relay, writes))
 }
@@ -58,7 +58,7 @@ pub fn write<'a>(
 pub async fn write_revisions(
     pools: &Pools,
     relay: &buzz_core::Keys,
-    writes: Vec<(Uuid, Actor, Event)>,
+    writes: Vec<(CommunityId, Actor, Event)>,
 ) -> Vec<WriteResult<Accepted>> {
     let result = write_batch(&pools.batch, &writes).await;
     batch::answer(&pools.single, relay, writes, result, "revisions").await
@@ -88,7 +88,7 @@ enum Stage {
 }
 
 impl Write<'_> {
-    fn key(&self) -> Option<(Uuid, Uuid)> {
+    fn key(&self) -> Option<(CommunityId, Uuid)> {
         Some((self.post.community, self.env?.d))
     }
 
@@ -97,7 +97,7 @@ impl Write<'_> {
         matches!(self.stage, Stage::Store { .. }).then_some(self.env).flatten()
     }
 
-    fn outcome(self, replaced: &mut HashMap<(Uuid, Uuid), Vec<[String; 2]>>) -> Outcome {
+    fn outcome(self, replaced: &mut HashMap<(CommunityId, Uuid), Vec<[String; 2]>>) -> Outcome {
         let key = self.key();
         match self.stage {
             Stage::Refused(r) => Outcome::Refused(r),
@@ -119,8 +119,8 @@ fn admit<'a>(
     post: &Post<'a>,
     view: &View,
     env: Option<&Envelope>,
-    ids: &mut HashSet<(Uuid, &'a str)>,
-    keys: &mut HashSet<(Uuid, Uuid)>,
+    ids: &mut HashSet<(CommunityId, &'a str)>,
+    keys: &mut HashSet<(CommunityId, Uuid)>,
 ) -> Stage {
     let at = match batch::admit(post, view) {
         Err(r) => return Stage::Refused(r),
@@ -160,7 +160,10 @@ fn decide_update(env: &Envelope, row: Option<&Artifact>, accepted: bool, anchor:
     }
 }
 
-async fn write_batch(pool: &PgPool, batch: &[(Uuid, Actor, Event)]) -> Result<Vec<Outcome>, BatchError> {
+async fn write_batch(
+    pool: &PgPool,
+    batch: &[(CommunityId, Actor, Event)],
+) -> Result<Vec<Outcome>, BatchError> {
     let envelopes: Vec<Result<Envelope, Refusal>> =
         batch.iter().map(|(_, _, e)| nipar::parse(e).map_err(Refusal::Envelope)).collect();
     let posts: Vec<Post<'_>> = batch

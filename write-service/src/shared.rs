@@ -2,10 +2,9 @@
 //! nothing from the write paths, so they all depend on it and never on each other's internals.
 
 use buzz_bus::{Audience, LiveEvent, WriteOk};
-use buzz_core::{Event, EventId};
+use buzz_core::{ChannelId, CommunityId, Event, EventId};
 use buzz_store::access;
 use sqlx::PgConnection;
-use uuid::Uuid;
 
 use crate::error::WriteResult;
 use crate::store;
@@ -19,7 +18,7 @@ pub struct Accepted {
     /// Relay-signed events stored with it (39000/39002), also fanned out.
     pub also: Vec<LiveEvent>,
     /// The community's access changed (the channel concerned): gateways drop cached answers.
-    pub access_changed: Option<Uuid>,
+    pub access_changed: Option<ChannelId>,
     /// The stored event's acceptance order.
     pub seq: Option<i64>,
     /// `live.banned` is already filled in (the post path reads it with the channel).
@@ -63,7 +62,7 @@ pub fn duplicate() -> WriteOk {
 
 pub(crate) async fn store_and_announce(
     tx: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     event: Event,
     channel: &access::Channel,
     thread_root: Option<&EventId>,
@@ -86,7 +85,7 @@ pub(crate) async fn store_and_announce(
 
 /// A stored event of `channel` as it is fanned out (audience decided from the stored channel).
 #[must_use]
-pub fn live_event(community: Uuid, channel: &access::Channel, event: Event) -> LiveEvent {
+pub fn live_event(community: CommunityId, channel: &access::Channel, event: Event) -> LiveEvent {
     let audience = if channel.is_open() { Audience::Community } else { Audience::ChannelMembers };
     LiveEvent {
         community_id: community,

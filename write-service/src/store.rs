@@ -1,11 +1,9 @@
 //! SQL of the write-service that is not access: events, tags, channels, members.
 
-use buzz_core::{kinds, Event};
-use buzz_core::{EventId, Pubkey};
+use buzz_core::{kinds, ChannelId, CommunityId, Event, EventId, Pubkey};
 use buzz_store::fragments::served_event;
 use buzz_store::{access, Role};
 use sqlx::PgConnection;
-use uuid::Uuid;
 
 use crate::rules::admission::AdmissionView;
 use crate::rules::channel::Spec;
@@ -36,9 +34,9 @@ pub fn event_tag_rows(event: &Event) -> impl Iterator<Item = (&str, Vec<u8>)> {
 /// `None` when it was already there (a concurrent duplicate), in which case nothing was written.
 pub async fn insert_event(
     conn: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     event: &Event,
-    channel: Option<Uuid>,
+    channel: Option<ChannelId>,
     ttl_seconds: Option<i32>,
     thread_root: Option<&EventId>,
 ) -> Result<Option<i64>, sqlx::Error> {
@@ -77,7 +75,7 @@ pub async fn insert_event(
 /// live events carry (0 for an inactive community).
 pub async fn admission(
     conn: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     event_id: &EventId,
     member: &Pubkey,
 ) -> Result<(AdmissionView, i64), sqlx::Error> {
@@ -103,7 +101,7 @@ pub async fn admission(
 /// community.
 pub async fn create_channel(
     conn: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     c: &Spec<'_>,
     created_by: &Pubkey,
 ) -> Result<bool, sqlx::Error> {
@@ -127,8 +125,8 @@ pub async fn create_channel(
 /// Makes each of `pubkeys` an active channel member with `role` (lifting a removal or ban).
 pub async fn add_channel_members(
     conn: &mut PgConnection,
-    community: Uuid,
-    channel: Uuid,
+    community: CommunityId,
+    channel: ChannelId,
     pubkeys: &[&Pubkey],
     role: Role,
 ) -> Result<(), sqlx::Error> {
@@ -149,7 +147,7 @@ pub async fn add_channel_members(
 /// Inserts or changes a community member's role; returns the previous role.
 pub async fn put_member(
     conn: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     pubkey: &Pubkey,
     role: Role,
 ) -> Result<Option<Role>, sqlx::Error> {
@@ -175,7 +173,7 @@ pub async fn put_member(
 /// Removes a community member and their channel memberships; false when not a member.
 pub async fn remove_member(
     conn: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     pubkey: &Pubkey,
 ) -> Result<bool, sqlx::Error> {
     let n = sqlx::query("DELETE FROM community_members WHERE community_id = $1 AND pubkey = $2")
@@ -198,8 +196,8 @@ pub async fn remove_member(
 /// message that is not itself a reply?
 pub async fn is_anchor(
     conn: &mut PgConnection,
-    community: Uuid,
-    channel: Uuid,
+    community: CommunityId,
+    channel: ChannelId,
     id: &EventId,
 ) -> Result<bool, sqlx::Error> {
     sqlx::query_scalar(&format!(
@@ -218,8 +216,8 @@ pub async fn is_anchor(
 /// Locks a live channel row for a change to it.
 pub async fn lock_channel(
     conn: &mut PgConnection,
-    community: Uuid,
-    id: Uuid,
+    community: CommunityId,
+    id: ChannelId,
 ) -> Result<Option<access::Channel>, sqlx::Error> {
     sqlx::query_as(
         "SELECT id, name, visibility, channel_type, ttl_seconds, archived FROM channels \
@@ -234,7 +232,7 @@ pub async fn lock_channel(
 /// Stores a changed channel's name, visibility and archive flag.
 pub async fn update_channel(
     conn: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     c: &access::Channel,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
@@ -251,7 +249,11 @@ pub async fn update_channel(
 }
 
 /// Marks a channel deleted (its row stays, so the id is never reused).
-pub async fn delete_channel(conn: &mut PgConnection, community: Uuid, id: Uuid) -> Result<(), sqlx::Error> {
+pub async fn delete_channel(
+    conn: &mut PgConnection,
+    community: CommunityId,
+    id: ChannelId,
+) -> Result<(), sqlx::Error> {
     sqlx::query("UPDATE channels SET deleted_at = now() WHERE community_id = $1 AND id = $2")
         .bind(community)
         .bind(id)
@@ -263,8 +265,8 @@ pub async fn delete_channel(conn: &mut PgConnection, community: Uuid, id: Uuid) 
 /// Marks an active channel membership removed (`ban`: by a moderator); false when there was none.
 pub async fn remove_channel_member(
     conn: &mut PgConnection,
-    community: Uuid,
-    channel: Uuid,
+    community: CommunityId,
+    channel: ChannelId,
     pubkey: &Pubkey,
     ban: bool,
 ) -> Result<bool, sqlx::Error> {
@@ -285,8 +287,8 @@ pub async fn remove_channel_member(
 /// The active channel role of `pubkey`.
 pub async fn channel_role(
     conn: &mut PgConnection,
-    community: Uuid,
-    channel: Uuid,
+    community: CommunityId,
+    channel: ChannelId,
     pubkey: &Pubkey,
 ) -> Result<Option<Role>, sqlx::Error> {
     sqlx::query_scalar(
@@ -302,8 +304,8 @@ pub async fn channel_role(
 /// Active members of a channel with their roles, in a stable order.
 pub async fn channel_members(
     conn: &mut PgConnection,
-    community: Uuid,
-    channel: Uuid,
+    community: CommunityId,
+    channel: ChannelId,
 ) -> Result<Vec<(Pubkey, Role)>, sqlx::Error> {
     sqlx::query_as(
         "SELECT pubkey, role FROM channel_members WHERE community_id = $1 AND channel_id = $2 AND removed_at IS NULL \
@@ -318,9 +320,9 @@ pub async fn channel_members(
 /// A stored event's author and channel, if it is live (not deleted or redacted).
 pub async fn event_owner(
     conn: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     id: &EventId,
-) -> Result<Option<(Pubkey, Option<Uuid>, i64)>, sqlx::Error> {
+) -> Result<Option<(Pubkey, Option<ChannelId>, i64)>, sqlx::Error> {
     sqlx::query_as(
         "SELECT pubkey, channel_id, kind FROM events WHERE community_id = $1 AND id = $2 \
          AND deleted_at IS NULL AND redacted_at IS NULL",
@@ -333,7 +335,11 @@ pub async fn event_owner(
 
 /// Redacts a stored event. A redacted current artifact revision retires its artifact: it leaves
 /// the current-state index (`artifact_current_tags`) in the same statement.
-pub async fn redact_event(conn: &mut PgConnection, community: Uuid, id: &EventId) -> Result<(), sqlx::Error> {
+pub async fn redact_event(
+    conn: &mut PgConnection,
+    community: CommunityId,
+    id: &EventId,
+) -> Result<(), sqlx::Error> {
     sqlx::query(
         "WITH r AS (UPDATE events SET redacted_at = now() \
                     WHERE community_id = $1 AND id = $2 AND redacted_at IS NULL RETURNING id) \
@@ -350,7 +356,7 @@ pub async fn redact_event(conn: &mut PgConnection, community: Uuid, id: &EventId
 /// Marks the events `ids` deleted (NIP-09).
 pub async fn delete_events(
     conn: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     ids: &[EventId],
 ) -> Result<(), sqlx::Error> {
     sqlx::query("UPDATE events SET deleted_at = now() WHERE community_id = $1 AND id = ANY($2) AND deleted_at IS NULL")
@@ -364,8 +370,8 @@ pub async fn delete_events(
 /// Drops the stored relay event of `kind` for a channel (addressable: only the newest is kept).
 pub async fn drop_relay_event(
     conn: &mut PgConnection,
-    community: Uuid,
-    channel: Uuid,
+    community: CommunityId,
+    channel: ChannelId,
     kind: u32,
     relay: &Pubkey,
 ) -> Result<(), sqlx::Error> {
@@ -398,8 +404,8 @@ pub async fn sweep_expired(pool: &sqlx::PgPool, batch: i64) -> Result<u64, sqlx:
 /// Keys banned from a channel (removed by a moderator), who must not get its live events.
 pub async fn banned_members(
     conn: &mut PgConnection,
-    community: Uuid,
-    channel: Uuid,
+    community: CommunityId,
+    channel: ChannelId,
 ) -> Result<Vec<Pubkey>, sqlx::Error> {
     sqlx::query_scalar(
         "SELECT pubkey FROM channel_members WHERE community_id = $1 AND channel_id = $2 AND banned",

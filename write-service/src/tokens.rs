@@ -9,9 +9,8 @@
 use std::collections::HashSet;
 
 use buzz_bus::{Actor, IssuedToken, Scope, WriteData, WriteOk};
-use buzz_core::TokenHash;
+use buzz_core::{ChannelId, CommunityId, TokenHash};
 use sqlx::PgPool;
-use uuid::Uuid;
 
 use crate::error::{WriteError, WriteResult};
 use crate::rules::Refusal;
@@ -22,7 +21,11 @@ pub const MAX_EXPIRES_IN: u64 = 365 * 24 * 60 * 60;
 pub const MAX_CHANNEL_IDS: usize = 100;
 
 /// Checks a grant; returns the lifetime in seconds.
-fn validate(scopes: &[Scope], channel_ids: Option<&[Uuid]>, expires_in: Option<u64>) -> Result<u64, Refusal> {
+fn validate(
+    scopes: &[Scope],
+    channel_ids: Option<&[ChannelId]>,
+    expires_in: Option<u64>,
+) -> Result<u64, Refusal> {
     if scopes.is_empty() {
         return Err(Refusal::NoScopes);
     }
@@ -67,11 +70,11 @@ fn scope_name(s: Scope) -> &'static str {
 )]
 pub async fn issue(
     pool: &PgPool,
-    community: Uuid,
+    community: CommunityId,
     actor: &Actor,
     token_hash: &TokenHash,
     scopes: &[Scope],
-    channel_ids: Option<&[Uuid]>,
+    channel_ids: Option<&[ChannelId]>,
     expires_in: Option<u64>,
 ) -> WriteResult<WriteOk> {
     let expires_in = validate(scopes, channel_ids, expires_in)?;
@@ -99,7 +102,7 @@ pub async fn issue(
     .bind(token_hash)
     .bind(&actor.pubkey)
     .bind(&names)
-    .bind(channel_ids.map(<[Uuid]>::to_vec))
+    .bind(channel_ids.map(<[ChannelId]>::to_vec))
     .bind(secs)
     .fetch_one(&mut *tx)
     .await
@@ -113,7 +116,7 @@ pub async fn issue(
     tx.commit().await.map_err(WriteError::Commit)?;
     let data = WriteData::Token(IssuedToken {
         scopes: scopes.to_vec(),
-        channel_ids: channel_ids.map(<[Uuid]>::to_vec),
+        channel_ids: channel_ids.map(<[ChannelId]>::to_vec),
         expires_at,
     });
     Ok(WriteOk { duplicate: false, message: String::new(), data: Some(data) })
@@ -141,10 +144,10 @@ mod tests {
     #[test]
     fn channel_restrictions_are_non_empty_unique_and_non_nil() {
         let s = [Scope::MessagesRead];
-        let a = Uuid::from_u128(1);
+        let a = ChannelId::from_u128(1);
         assert!(validate(&s, Some(&[]), None).is_err());
         assert!(validate(&s, Some(&[a, a]), None).is_err());
-        assert!(validate(&s, Some(&[Uuid::nil()]), None).is_err());
+        assert!(validate(&s, Some(&[ChannelId::nil()]), None).is_err());
         assert!(validate(&s, Some(&[a]), None).is_ok());
     }
 }

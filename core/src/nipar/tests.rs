@@ -435,7 +435,7 @@ fn envelope_fields() {
         env,
         Envelope {
             d: Uuid::parse_str(D).unwrap(),
-            h: Uuid::parse_str(H).unwrap(),
+            h: crate::ChannelId::parse(H).unwrap(),
             type_name: "buzz.task".into(),
             title: Some("Fix the payment timeout".into()),
             op: Op::Update,

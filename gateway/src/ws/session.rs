@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use axum::extract::ws::{Message, WebSocket};
 use buzz_bus::{AccessChanged, Actor, BusError, CommunityLease, QueryKind};
-use buzz_core::{ClientMessage, ParseError, Pubkey, RelayMessage};
+use buzz_core::{ChannelId, ClientMessage, ParseError, Pubkey, RelayMessage};
 use futures::stream::SplitStream;
 use futures::StreamExt;
 use tokio::sync::{mpsc, Semaphore};
@@ -29,7 +29,7 @@ pub(super) struct Session {
     pub(super) challenge: String,
     pub(super) actor: Option<Actor>,
     pub(super) subs: Subs,
-    pub(super) read_cache: HashMap<Uuid, bool>,
+    pub(super) read_cache: HashMap<ChannelId, bool>,
     /// The community access version the cached answers and the authentication were last checked
     /// against; a live event carrying a newer one triggers a re-check before delivery.
     validated_version: i64,
@@ -372,7 +372,7 @@ impl Session {
 
     /// Private channels and DMs: ask the query-service once (retried on another replica when the
     /// first does not answer), cache until an access change. `None`: no answer (no delivery).
-    async fn can_read_channel(&mut self, channel: Option<Uuid>) -> Option<bool> {
+    async fn can_read_channel(&mut self, channel: Option<ChannelId>) -> Option<bool> {
         let (Some(channel_id), Some(actor)) = (channel, &self.actor) else { return Some(false) };
         if let Some(b) = self.read_cache.get(&channel_id) {
             return Some(*b);

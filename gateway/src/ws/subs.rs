@@ -92,7 +92,7 @@ pub fn live_access(actor: &Actor, event: &LiveEvent) -> Option<bool> {
 
 #[cfg(test)]
 mod tests {
-    use uuid::Uuid;
+    use buzz_core::{ChannelId, CommunityId};
 
     use super::*;
 
@@ -107,10 +107,10 @@ mod tests {
         assert!(subs.open("b", vec![], 1).is_none());
     }
 
-    fn live(audience: Audience, channel: Option<Uuid>, banned: Vec<buzz_core::Pubkey>) -> LiveEvent {
+    fn live(audience: Audience, channel: Option<ChannelId>, banned: Vec<buzz_core::Pubkey>) -> LiveEvent {
         let keys = buzz_core::Keys::generate();
         LiveEvent {
-            community_id: Uuid::nil(),
+            community_id: CommunityId::nil(),
             channel_id: channel,
             audience,
             event: keys.sign_new(9, vec![], ""),
@@ -122,7 +122,7 @@ mod tests {
 
     #[test]
     fn live_access_follows_scope_restriction_bans_and_audience() {
-        let c = Uuid::from_u128(1);
+        let c = ChannelId::from_u128(1);
         let key = buzz_core::Pubkey::parse(&"a".repeat(64)).unwrap();
         let actor = Actor::session(key.clone());
         assert_eq!(live_access(&actor, &live(Audience::Community, Some(c), vec![])), Some(true));
@@ -130,7 +130,7 @@ mod tests {
         assert_eq!(live_access(&actor, &live(Audience::Community, None, vec![])), Some(false));
         let banned = live(Audience::Community, Some(c), vec![key]);
         assert_eq!(live_access(&actor, &banned), Some(false));
-        let restricted = Actor { channel_ids: Some(vec![Uuid::from_u128(2)]), ..actor.clone() };
+        let restricted = Actor { channel_ids: Some(vec![ChannelId::from_u128(2)]), ..actor.clone() };
         assert_eq!(live_access(&restricted, &live(Audience::Community, Some(c), vec![])), Some(false));
         let write_only = Actor { scopes: vec![Scope::MessagesWrite], ..actor };
         assert_eq!(live_access(&write_only, &live(Audience::Community, Some(c), vec![])), Some(false));

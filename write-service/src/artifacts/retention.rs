@@ -16,8 +16,8 @@
 //! docs/benchmarks.md, "NIP-AR revisions".)
 
 use buzz_bus::snapshot::CAPTURE_HOLD_SECONDS;
+use buzz_core::CommunityId;
 use sqlx::PgPool;
-use uuid::Uuid;
 
 /// Deletes up to `batch` expired, non-current revision events (across communities); returns how
 /// many. Replicas may run it concurrently (`SKIP LOCKED`). A revision that is not current can
@@ -35,14 +35,19 @@ pub async fn sweep_retention(pool: &PgPool, batch: i64) -> Result<u64, sqlx::Err
 }
 
 /// The communities that have a retention, with it in days.
-async fn with_retention(pool: &PgPool) -> Result<Vec<(Uuid, i32)>, sqlx::Error> {
+async fn with_retention(pool: &PgPool) -> Result<Vec<(CommunityId, i32)>, sqlx::Error> {
     sqlx::query_as("SELECT id, retention_days FROM communities WHERE retention_days IS NOT NULL ORDER BY id")
         .fetch_all(pool)
         .await
 }
 
 /// [`sweep_retention`] for one community whose retention is `days`.
-async fn sweep_community(pool: &PgPool, community: Uuid, days: i32, batch: i64) -> Result<u64, sqlx::Error> {
+async fn sweep_community(
+    pool: &PgPool,
+    community: CommunityId,
+    days: i32,
+    batch: i64,
+) -> Result<u64, sqlx::Error> {
     // The kind is written into the text (not bound) so that the planner can use the partial index
     // `events_revisions_by_age` (WHERE kind = 45010) in every plan, generic ones included.
     let n = sqlx::query(&format!(

@@ -1,7 +1,7 @@
 //! SQL of the artifact write path. Every statement is keyed by community first.
 
 use buzz_core::nipar::Envelope;
-use buzz_core::{EventId, Pubkey};
+use buzz_core::{ChannelId, CommunityId, EventId, Pubkey};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -15,7 +15,7 @@ pub struct Artifact {
     /// Id of the current revision.
     pub current_revision: EventId,
     /// The channel the artifact lives in.
-    pub home_channel: Uuid,
+    pub home_channel: ChannelId,
     /// The root anchor, when the artifact has one.
     pub root: Option<EventId>,
     /// Whether the current revision is a delete.
@@ -43,7 +43,7 @@ impl Artifact {
 /// transaction and then loses.
 pub async fn claim(
     conn: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     env: &Envelope,
     revision: &EventId,
     mentioned: &[Pubkey],
@@ -68,7 +68,7 @@ pub async fn claim(
 /// Locks the artifact row for the rest of the transaction.
 pub async fn lock(
     conn: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     d: Uuid,
 ) -> Result<Option<Artifact>, sqlx::Error> {
     sqlx::query_as(
@@ -84,7 +84,7 @@ pub async fn lock(
 /// Was this revision id ever accepted in the community (whether or not its event is still kept)?
 pub async fn accepted(
     conn: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     revision: &EventId,
 ) -> Result<bool, sqlx::Error> {
     sqlx::query_scalar(
@@ -99,7 +99,7 @@ pub async fn accepted(
 /// Makes `revision` current (the row is locked by the caller).
 pub async fn advance(
     conn: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     env: &Envelope,
     revision: &EventId,
     mentioned: &[Pubkey],
@@ -124,7 +124,7 @@ pub async fn advance(
 /// Records an accepted revision, kept forever (retention removes events, never these rows).
 pub async fn record(
     conn: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     env: &Envelope,
     revision: &EventId,
     seq: i64,
@@ -154,7 +154,7 @@ pub async fn record(
 /// revision that was current, if any).
 pub async fn index_current_tags(
     conn: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     d: Uuid,
     tags: &[(&str, Vec<u8>)],
     replaced: Option<&EventId>,
@@ -198,9 +198,9 @@ pub async fn index_current_tags(
 /// have removed it); `None` when the id was never accepted as a revision.
 pub async fn revision_origin(
     conn: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     id: &EventId,
-) -> Result<Option<(Uuid, Option<Pubkey>)>, sqlx::Error> {
+) -> Result<Option<(ChannelId, Option<Pubkey>)>, sqlx::Error> {
     sqlx::query_as(
         "SELECT r.channel_id, e.pubkey FROM artifact_revisions r \
          LEFT JOIN events e ON e.community_id = r.community_id AND e.id = r.revision_id \

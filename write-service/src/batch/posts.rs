@@ -16,11 +16,10 @@
 use std::collections::{BTreeMap, HashSet};
 
 use buzz_bus::Actor;
-use buzz_core::{Event, EventId};
+use buzz_core::{ChannelId, CommunityId, Event, EventId};
 use buzz_store::access::Channel;
 use futures::future::BoxFuture;
 use sqlx::{PgConnection, PgPool};
-use uuid::Uuid;
 
 use super::sql::{insert_events, load, NewEvent, View};
 use super::{admit, answer, BatchError, Outcome, Pools, Post};
@@ -33,7 +32,7 @@ use crate::shared::Accepted;
 pub fn posts<'a>(
     pools: &'a Pools,
     relay: &'a buzz_core::Keys,
-    posts: Vec<(Uuid, Actor, Event)>,
+    posts: Vec<(CommunityId, Actor, Event)>,
 ) -> BoxFuture<'a, Vec<WriteResult<Accepted>>> {
     Box::pin(write_posts_on(&pools.batch, &pools.single, relay, posts))
 }
@@ -44,7 +43,7 @@ pub fn posts<'a>(
 pub async fn write_posts(
     pool: &PgPool,
     relay: &buzz_core::Keys,
-    posts: Vec<(Uuid, Actor, Event)>,
+    posts: Vec<(CommunityId, Actor, Event)>,
 ) -> Vec<WriteResult<Accepted>> {
     write_posts_on(pool, pool, relay, posts).await
 }
@@ -53,7 +52,7 @@ async fn write_posts_on(
     batch_pool: &PgPool,
     pool: &PgPool,
     relay: &buzz_core::Keys,
-    posts: Vec<(Uuid, Actor, Event)>,
+    posts: Vec<(CommunityId, Actor, Event)>,
 ) -> Vec<WriteResult<Accepted>> {
     let result = write_batch(batch_pool, &posts).await;
     answer(pool, relay, posts, result, "posts").await
@@ -93,7 +92,7 @@ impl Write<'_> {
 
 /// The kind-9 decision (`rules::post`) from the batch's view; a post submitted twice in one batch
 /// (`seen` holds the (community, id) of those stored before it) is stored once.
-fn decide<'a>(post: &Post<'a>, view: &View, seen: &mut HashSet<(Uuid, &'a str)>) -> Decision {
+fn decide<'a>(post: &Post<'a>, view: &View, seen: &mut HashSet<(CommunityId, &'a str)>) -> Decision {
     let at = match admit(post, view) {
         Err(r) => return Decision::Refused(r),
         Ok(None) => return Decision::Duplicate,
@@ -106,7 +105,10 @@ fn decide<'a>(post: &Post<'a>, view: &View, seen: &mut HashSet<(Uuid, &'a str)>)
     }
 }
 
-async fn write_batch(pool: &PgPool, batch: &[(Uuid, Actor, Event)]) -> Result<Vec<Outcome>, BatchError> {
+async fn write_batch(
+    pool: &PgPool,
+    batch: &[(CommunityId, Actor, Event)],
+) -> Result<Vec<Outcome>, BatchError> {
     let posts: Vec<Post<'_>> = batch
         .iter()
         .map(|(community, actor, event)| Post {
@@ -196,7 +198,7 @@ async fn record_mentions(tx: &mut PgConnection, writes: &[Write<'_>]) -> Result<
 /// Moves each author's read marker in each channel to their last stored post of the batch (posting
 /// marks the channel read). Keys sorted, one row each, so concurrent batches lock in one order.
 async fn advance_markers(tx: &mut PgConnection, writes: &[Write<'_>]) -> Result<(), sqlx::Error> {
-    let mut last: BTreeMap<(Uuid, Uuid, &str), (i64, &str)> = BTreeMap::new();
+    let mut last: BTreeMap<(CommunityId, ChannelId, &str), (i64, &str)> = BTreeMap::new();
     for w in writes {
         let Decision::Store { channel, seq: Some(seq), .. } = &w.decision else { continue };
         let p = &w.post;

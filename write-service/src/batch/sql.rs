@@ -1,12 +1,11 @@
 //! The statements both families of group commit share: the admission and channel view of every
 //! write, and storing their events.
 
-use buzz_core::{kinds, Event, EventId, Pubkey};
+use buzz_core::{kinds, ChannelId, CommunityId, Event, EventId, Pubkey};
 use buzz_store::access::Channel;
 use buzz_store::fragments::served_event;
 use buzz_store::{ChannelType, Role, Visibility};
 use sqlx::PgConnection;
-use uuid::Uuid;
 
 use super::{Post, Stored};
 
@@ -20,7 +19,7 @@ pub(crate) struct View {
     /// Accepted before and deleted by its author since (kind 5).
     pub(crate) deleted: bool,
     pub(crate) role: Option<Role>,
-    channel_id: Option<Uuid>,
+    channel_id: Option<ChannelId>,
     channel_name: Option<String>,
     visibility: Option<Visibility>,
     channel_type: Option<ChannelType>,
@@ -123,7 +122,7 @@ pub(crate) async fn load(tx: &mut PgConnection, posts: &[Post<'_>]) -> Result<Ve
 
 /// An event to store in a batch.
 pub(crate) struct NewEvent<'a> {
-    pub(crate) community: Uuid,
+    pub(crate) community: CommunityId,
     pub(crate) event: &'a Event,
     /// The channel it is stored in.
     pub(crate) channel: &'a Channel,
@@ -136,7 +135,7 @@ pub(crate) struct NewEvent<'a> {
 pub(crate) async fn insert_events(
     tx: &mut PgConnection,
     events: &[NewEvent<'_>],
-) -> Result<std::collections::HashMap<(Uuid, EventId), i64>, sqlx::Error> {
+) -> Result<std::collections::HashMap<(CommunityId, EventId), i64>, sqlx::Error> {
     let n = events.len();
     let (mut community, mut id, mut pubkey, mut kind, mut created_at) = (
         Vec::with_capacity(n),
@@ -167,7 +166,7 @@ pub(crate) async fn insert_events(
             tag_hash.push(hash);
         }
     }
-    let rows: Vec<(Uuid, EventId, i64)> = sqlx::query_as(
+    let rows: Vec<(CommunityId, EventId, i64)> = sqlx::query_as(
         "WITH e AS ( \
              INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw, expires_at, thread_root) \
              SELECT u.community_id, u.id, u.pubkey, u.kind, u.created_at, u.channel_id, u.raw, \

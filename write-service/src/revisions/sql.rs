@@ -4,6 +4,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use buzz_core::nipar::Op;
+use buzz_core::{ChannelId, CommunityId};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -13,7 +14,7 @@ use crate::artifacts::{self, Artifact};
 /// A locked artifact row, keyed by (community, d).
 #[derive(sqlx::FromRow)]
 struct LockedRow {
-    community_id: Uuid,
+    community_id: CommunityId,
     d: Uuid,
     #[sqlx(flatten)]
     artifact: Artifact,
@@ -23,8 +24,8 @@ struct LockedRow {
 pub(super) async fn lock(
     tx: &mut PgConnection,
     writes: &[Write<'_>],
-) -> Result<HashMap<(Uuid, Uuid), Artifact>, sqlx::Error> {
-    let keys: BTreeSet<(Uuid, Uuid)> = writes
+) -> Result<HashMap<(CommunityId, Uuid), Artifact>, sqlx::Error> {
+    let keys: BTreeSet<(CommunityId, Uuid)> = writes
         .iter()
         .filter(|w| w.storing().is_some_and(|env| env.op == Op::Update))
         .filter_map(Write::key)
@@ -32,7 +33,7 @@ pub(super) async fn lock(
     if keys.is_empty() {
         return Ok(HashMap::new());
     }
-    let (community, d): (Vec<Uuid>, Vec<Uuid>) = keys.into_iter().unzip();
+    let (community, d): (Vec<CommunityId>, Vec<Uuid>) = keys.into_iter().unzip();
     let rows: Vec<LockedRow> = sqlx::query_as(
         "SELECT a.community_id, a.d, a.type, a.current_revision, a.home_channel, a.root, a.deleted, a.mentioned \
          FROM artifacts a \
@@ -53,8 +54,8 @@ pub(super) async fn lock(
 pub(super) async fn claim<'p>(
     tx: &mut PgConnection,
     writes: &[Write<'p>],
-) -> Result<(HashSet<(Uuid, Uuid)>, HashSet<(Uuid, &'p str)>), sqlx::Error> {
-    let mut creates: Vec<(Uuid, Uuid, usize)> = Vec::new();
+) -> Result<(HashSet<(CommunityId, Uuid)>, HashSet<(CommunityId, &'p str)>), sqlx::Error> {
+    let mut creates: Vec<(CommunityId, Uuid, usize)> = Vec::new();
     let (mut upd_community, mut upd_id) = (Vec::new(), Vec::new());
     for (i, w) in writes.iter().enumerate() {
         let Some(env) = w.storing() else { continue };
@@ -89,7 +90,7 @@ pub(super) async fn claim<'p>(
         root.push(env.root.as_deref());
         mentioned.push(artifacts::p_keys(w.post.event).join(","));
     }
-    let rows: Vec<(Uuid, Uuid, Option<String>)> = sqlx::query_as(
+    let rows: Vec<(CommunityId, Uuid, Option<String>)> = sqlx::query_as(
         "WITH c AS ( \
              INSERT INTO artifacts (community_id, d, type, current_revision, home_channel, root, mentioned) \
              SELECT u.c, u.d, u.t, u.rev, u.h, u.root, \
@@ -139,8 +140,8 @@ pub(super) async fn claim<'p>(
 pub(super) async fn advance(
     tx: &mut PgConnection,
     writes: &[Write<'_>],
-    locked: &HashMap<(Uuid, Uuid), Artifact>,
-) -> Result<HashMap<(Uuid, Uuid), Vec<[String; 2]>>, sqlx::Error> {
+    locked: &HashMap<(CommunityId, Uuid), Artifact>,
+) -> Result<HashMap<(CommunityId, Uuid), Vec<[String; 2]>>, sqlx::Error> {
     let mut a = Columns::with_capacity(writes.len());
     let (mut t_community, mut t_d, mut t_name, mut t_hash) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for w in writes {
@@ -175,7 +176,7 @@ pub(super) async fn advance(
     // `gone` keeps a row unless the batch's tag rows `t` have it: `NOT IN` over `t` (never NULL)
     // is one hashed subplan. (`NOT EXISTS` was planned as a nested loop over the CTE, quadratic in
     // the batch: 15 ms of a 26 ms statement at 41 revisions, docs/benchmarks.md.)
-    let rows: Vec<(Uuid, Uuid, String, Vec<u8>)> = sqlx::query_as(
+    let rows: Vec<(CommunityId, Uuid, String, Vec<u8>)> = sqlx::query_as(
         "WITH u AS MATERIALIZED ( \
              SELECT * FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::bool[], $5::uuid[], $6::text[], \
                                   $7::text[], $8::text[], $9::int8[], $10::int4[], $11::text[], $16::text[]) \
@@ -240,11 +241,11 @@ pub(super) async fn advance(
 /// belonged to) as each updated artifact's `replaced_tags` ([`artifacts::replaced_tags`]), with
 /// its (immutable) type from its locked row: only updated artifacts had rows before.
 fn replaced_tags(
-    rows: Vec<(Uuid, Uuid, String, Vec<u8>)>,
-    locked: &HashMap<(Uuid, Uuid), Artifact>,
-) -> HashMap<(Uuid, Uuid), Vec<[String; 2]>> {
+    rows: Vec<(CommunityId, Uuid, String, Vec<u8>)>,
+    locked: &HashMap<(CommunityId, Uuid), Artifact>,
+) -> HashMap<(CommunityId, Uuid), Vec<[String; 2]>> {
     type Rows = Vec<(String, Vec<u8>)>;
-    let mut by_artifact: HashMap<(Uuid, Uuid), Rows> = HashMap::new();
+    let mut by_artifact: HashMap<(CommunityId, Uuid), Rows> = HashMap::new();
     for (c, d, name, hash) in rows {
         by_artifact.entry((c, d)).or_default().push((name, hash));
     }
@@ -260,11 +261,11 @@ fn replaced_tags(
 
 /// The per-revision columns of [`advance`].
 struct Columns<'a> {
-    community: Vec<Uuid>,
+    community: Vec<CommunityId>,
     d: Vec<Uuid>,
     revision: Vec<&'a str>,
     created: Vec<bool>,
-    home: Vec<Uuid>,
+    home: Vec<ChannelId>,
     root: Vec<Option<&'a str>>,
     prev: Vec<Option<&'a str>>,
     op: Vec<&'static str>,

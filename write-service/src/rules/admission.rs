@@ -3,10 +3,9 @@
 //! its artifact's home).
 
 use buzz_bus::{Actor, Scope};
-use buzz_core::{kinds, Event};
+use buzz_core::{kinds, ChannelId, Event};
 use buzz_store::access::{self, Channel, Credential, Standing, WriteDenial};
 use buzz_store::Role;
-use uuid::Uuid;
 
 use super::Refusal;
 
@@ -80,7 +79,11 @@ pub fn credential(actor: &Actor) -> Credential<'_> {
 
 /// The kind-9 write rule: the write names a channel (`named`, or why it names none) and the
 /// writer may post there (`access::can_write`). Returns that channel.
-pub fn writable(named: Result<Uuid, &Refusal>, at: ChannelView, actor: &Actor) -> Result<Channel, Refusal> {
+pub fn writable(
+    named: Result<ChannelId, &Refusal>,
+    at: ChannelView,
+    actor: &Actor,
+) -> Result<Channel, Refusal> {
     named.map_err(Clone::clone)?;
     access::can_write(at.channel.as_ref(), at.standing, credential(actor))?;
     at.channel.ok_or(Refusal::Denied(WriteDenial::NotFound))
@@ -127,7 +130,7 @@ mod tests {
     #[test]
     fn the_write_rule_answers_a_bad_h_first_then_the_access_modules_denial() {
         let actor = Actor::session(Keys::generate().pubkey());
-        let channel = Channel { archived: true, ..crate::rules::open_channel(Uuid::from_u128(1)) };
+        let channel = Channel { archived: true, ..crate::rules::open_channel(ChannelId::from_u128(1)) };
         let member = Standing { community_member: true, ..Standing::default() };
         let at = || ChannelView { channel: Some(channel.clone()), standing: member };
         assert_eq!(writable(Err(&Refusal::BadH), at(), &actor), Err(Refusal::BadH));

@@ -5,9 +5,8 @@
 //! ([`participants`]).
 
 use buzz_bus::{Actor, Scope};
-use buzz_core::{Event, Pubkey};
+use buzz_core::{ChannelId, Event, Pubkey};
 use buzz_store::{ChannelType, Visibility};
-use uuid::Uuid;
 
 use super::post::channel_tag;
 use super::Refusal;
@@ -19,7 +18,7 @@ pub const MAX_NAME_BYTES: usize = 256;
 #[derive(Debug, PartialEq, Eq)]
 pub struct Spec<'a> {
     /// The channel id (`h`).
-    pub id: Uuid,
+    pub id: ChannelId,
     /// The trimmed name; empty only for a DM.
     pub name: &'a str,
     /// Open or private; always private for a DM.

@@ -4,9 +4,8 @@
 //! so the refusal discloses nothing about a channel the sender cannot read.
 
 use buzz_bus::{Actor, Scope};
-use buzz_core::{Event, EventId, Pubkey};
+use buzz_core::{ChannelId, Event, EventId, Pubkey};
 use buzz_store::access::{self, Channel, Standing, WriteDenial};
-use uuid::Uuid;
 
 use super::admission::credential;
 use super::moderation::UNRESTRICTED;
@@ -37,12 +36,12 @@ pub struct TargetView<'a> {
     /// It is an accepted NIP-AR revision.
     pub revision: Option<RevisionView<'a>>,
     /// Its author and channel, while it is live (not deleted, not redacted).
-    pub owner: Option<(&'a Pubkey, Option<Uuid>)>,
+    pub owner: Option<(&'a Pubkey, Option<ChannelId>)>,
 }
 
 /// The named events, in order: none is a revision the sender wrote or can read, each is the
 /// sender's own, all in one channel. Returns that channel.
-pub fn channel_of(event: &Event, actor: &Actor, targets: &[TargetView<'_>]) -> Result<Uuid, Refusal> {
+pub fn channel_of(event: &Event, actor: &Actor, targets: &[TargetView<'_>]) -> Result<ChannelId, Refusal> {
     let mut channel_id = None;
     for target in targets {
         if target.revision.as_ref().is_some_and(|r| known(r, actor)) {
@@ -87,8 +86,8 @@ mod tests {
 
     use super::*;
 
-    const A: Uuid = Uuid::from_u128(1);
-    const B: Uuid = Uuid::from_u128(2);
+    const A: ChannelId = ChannelId::from_u128(1);
+    const B: ChannelId = ChannelId::from_u128(2);
 
     use crate::rules::open_channel as open;
 

@@ -24,7 +24,7 @@ pub use refusal::Refusal;
 
 /// An open, live, unarchived stream channel `id`, for the rules' tests.
 #[cfg(test)]
-pub(crate) fn open_channel(id: uuid::Uuid) -> buzz_store::access::Channel {
+pub(crate) fn open_channel(id: buzz_core::ChannelId) -> buzz_store::access::Channel {
     buzz_store::access::Channel {
         id,
         name: "c".into(),

@@ -4,10 +4,9 @@
 
 use buzz_bus::{Actor, Scope};
 use buzz_core::kinds::{DELETE_CHANNEL, EDIT_CHANNEL, PUT_USER, REDACT, REMOVE_USER};
-use buzz_core::{Event, EventId, Pubkey};
+use buzz_core::{ChannelId, Event, EventId, Pubkey};
 use buzz_store::access::{self, Channel, Credential, Standing, WriteDenial};
 use buzz_store::{ChannelType, Role, Visibility};
-use uuid::Uuid;
 
 use super::Refusal;
 
@@ -91,7 +90,7 @@ fn moderator(standing: Standing) -> Result<(), Refusal> {
 pub fn decide(
     event: &Event,
     actor: &Actor,
-    channel_id: Uuid,
+    channel_id: ChannelId,
     view: ModerationView<'_>,
 ) -> Result<(Channel, Change), Refusal> {
     let standing = view.standing;

@@ -2,17 +2,16 @@
 //! admission: the kind-9 write rule in `h`, then the thread root.
 
 use buzz_bus::Actor;
-use buzz_core::{Event, EventId};
+use buzz_core::{ChannelId, Event, EventId};
 use buzz_store::access::Channel;
-use uuid::Uuid;
 
 use super::admission::{writable, ChannelView};
 use super::Refusal;
 
 /// `h` as a lowercase, hyphenated, non-nil UUID.
-pub fn channel_tag(event: &Event) -> Result<Uuid, Refusal> {
+pub fn channel_tag(event: &Event) -> Result<ChannelId, Refusal> {
     let h = event.tag_value("h").ok_or(Refusal::MissingH)?;
-    buzz_core::ids::parse_id(h).ok_or(Refusal::BadH)
+    ChannelId::parse(h).map_err(|_| Refusal::BadH)
 }
 
 /// The anchor of a thread reply: the `e` tag marked `root` (`["e", <id>, <relay>, "root"]`).
@@ -31,7 +30,7 @@ pub fn thread_root(event: &Event) -> Result<Option<EventId>, Refusal> {
 #[derive(Debug, Clone)]
 pub struct Named {
     /// The channel it is written in (`h`), or why it names none.
-    pub channel: Result<Uuid, Refusal>,
+    pub channel: Result<ChannelId, Refusal>,
     /// The conversation anchor it replies to, or why it names a bad one.
     pub root: Result<Option<EventId>, Refusal>,
 }
@@ -73,7 +72,7 @@ mod tests {
     }
 
     fn open() -> Channel {
-        crate::rules::open_channel(Uuid::from_u128(7))
+        crate::rules::open_channel(ChannelId::from_u128(7))
     }
 
     #[test]
@@ -81,8 +80,8 @@ mod tests {
         let keys = Keys::generate();
         assert_eq!(channel_tag(&post(&keys, &[])), Err(Refusal::MissingH));
         assert_eq!(channel_tag(&post(&keys, &[&["h", "x"]])), Err(Refusal::BadH));
-        let h = Uuid::from_u128(7).to_string();
-        assert_eq!(channel_tag(&post(&keys, &[&["h", &h]])), Ok(Uuid::from_u128(7)));
+        let h = ChannelId::from_u128(7).to_string();
+        assert_eq!(channel_tag(&post(&keys, &[&["h", &h]])), Ok(ChannelId::from_u128(7)));
     }
 
     #[test]

@@ -4,8 +4,7 @@
 //! delete and restore, the type) and the root rule. Timestamps never decide anything.
 
 use buzz_core::nipar::{Envelope, Op};
-use buzz_core::EventId;
-use uuid::Uuid;
+use buzz_core::{ChannelId, EventId};
 
 use super::Refusal;
 
@@ -17,7 +16,7 @@ pub struct Current<'a> {
     /// Id of the current revision.
     pub revision: &'a EventId,
     /// The channel the artifact lives in.
-    pub home: Uuid,
+    pub home: ChannelId,
     /// The root anchor, when it has one.
     pub root: Option<&'a EventId>,
     /// The current revision is a delete.
@@ -65,7 +64,7 @@ pub fn identity<'a>(env: &Envelope, view: &ArtifactView<'a>) -> Result<Identity<
 /// answered: its home, when the revision names another `h` (a move's source, or an update naming
 /// the wrong `h`).
 #[must_use]
-pub fn source(env: &Envelope, current: &Current<'_>) -> Option<Uuid> {
+pub fn source(env: &Envelope, current: &Current<'_>) -> Option<ChannelId> {
     (current.home != env.h).then_some(current.home)
 }
 

@@ -1,11 +1,11 @@
 //! Every refusal of channel administration ([`super::decide`]), without a database.
 
 use buzz_bus::{Actor, Scope};
-use buzz_core::Keys;
+use buzz_core::{ChannelId, Keys};
 
 use super::*;
 
-const ID: Uuid = Uuid::from_u128(5);
+const ID: ChannelId = ChannelId::from_u128(5);
 
 fn channel(channel_type: ChannelType) -> Channel {
     Channel { channel_type, ..crate::rules::open_channel(ID) }
@@ -46,7 +46,7 @@ fn a_channel_the_sender_cannot_see_or_whose_credential_excludes_it_is_denied_fir
     let edit = change(&keys, EDIT_CHANNEL, &[&["name", "x"]]);
     let none = ModerationView { channel: None, standing: ADMIN, ..ModerationView::default() };
     assert_eq!(refusal(&edit, &actor, none), Some(Refusal::Denied(WriteDenial::NotFound)));
-    let elsewhere = Actor { channel_ids: Some(vec![Uuid::from_u128(6)]), ..actor.clone() };
+    let elsewhere = Actor { channel_ids: Some(vec![ChannelId::from_u128(6)]), ..actor.clone() };
     assert_eq!(
         refusal(&edit, &elsewhere, view(ChannelType::Stream, ADMIN)),
         Some(Refusal::Denied(WriteDenial::Scope))

@@ -1,13 +1,13 @@
 //! Every NIP-AR refusal of [`super`], without a database.
 
 use buzz_core::nipar::{Envelope, Op};
-use buzz_core::EventId;
+use buzz_core::{ChannelId, EventId};
 use uuid::Uuid;
 
 use super::*;
 
-const HOME: Uuid = Uuid::from_u128(1);
-const ELSEWHERE: Uuid = Uuid::from_u128(2);
+const HOME: ChannelId = ChannelId::from_u128(1);
+const ELSEWHERE: ChannelId = ChannelId::from_u128(2);
 
 fn id(c: &str) -> EventId {
     EventId::parse(&c.repeat(64)).unwrap()
@@ -21,7 +21,7 @@ fn current<'a>(ids: &'a (EventId, EventId), deleted: bool) -> Current<'a> {
     Current { type_name: "doc", revision: &ids.0, home: HOME, root: Some(&ids.1), deleted }
 }
 
-fn next(op: Op, h: Uuid) -> Envelope {
+fn next(op: Op, h: ChannelId) -> Envelope {
     let (prev, root) = ids();
     Envelope {
         d: Uuid::from_u128(9),
