@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod helpers;
 pub mod nip_fi;
 pub mod processes;
+pub mod props;
 pub mod replicas;
 pub mod seed;
 pub mod snapshot;
