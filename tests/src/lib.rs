@@ -11,6 +11,7 @@ pub mod nip_fi;
 pub mod processes;
 pub mod props;
 pub mod replicas;
+pub mod secrets;
 pub mod seed;
 pub mod snapshot;
 
