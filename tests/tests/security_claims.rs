@@ -1,5 +1,6 @@
 //! Claims of docs/security.md that no other test held: a NIP-42 AUTH event replayed on another
-//! socket is refused, and a bearer token is stored only as its hash.
+//! socket is refused, a tenant NIP-98 request replayed on any gateway is refused, and a bearer
+//! token is stored only as its hash.
 
 #![allow(clippy::unwrap_used)]
 
@@ -54,5 +55,33 @@ async fn a_bearer_token_is_stored_only_as_its_sha256() {
     .await
     .unwrap();
     assert_eq!((rows, leaked), (1, 0), "one row, found by the token's sha256, holding no part of it");
+    cluster.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replayed_tenant_nip98_request_is_refused_on_any_gateway() {
+    let cluster = Cluster::start().await;
+    let team = cluster.community("replay98.test").await;
+    let body = json!({ "pubkey": buzz_core::Keys::generate().public_hex(), "role": "member" });
+    let bytes = body.to_string().into_bytes();
+    let url = format!("https://{}/api/members", team.host);
+    let auth = buzz_core::nip98::authorization_header(&team.owner, "POST", &url, &bytes);
+    for (g, expected) in [(0, 201), (0, 401), (1, 401)] {
+        let res = reqwest::Client::new()
+            .post(format!("http://{}/api/members", cluster.gateways[g]))
+            .header("host", &team.host)
+            .header("authorization", &auth)
+            .header("content-type", "application/json")
+            .body(bytes.clone())
+            .send()
+            .await
+            .unwrap();
+        let status = res.status().as_u16();
+        let v: serde_json::Value = res.json().await.unwrap_or_default();
+        assert_eq!(status, expected, "gateway {g}: {v}");
+        if expected == 401 {
+            assert_eq!(v["code"], "replay_detected", "gateway {g}: {v}");
+        }
+    }
     cluster.stop().await;
 }
