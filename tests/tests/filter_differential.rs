@@ -43,6 +43,9 @@ const SPAN: i64 = 20;
 /// Tag names a generated event or filter uses; each has a pool of values ([`World::pool`]).
 const TAG_NAMES: [&str; 5] = ["h", "e", "p", "d", "t"];
 
+/// A generated tag: (index into `TAG_NAMES`, index into that name's pool).
+type Tag = (usize, usize);
+
 #[derive(Debug, Clone)]
 struct PostSpec {
     /// Author: 0 owner, 1 reader, 2 another member.
@@ -272,7 +275,7 @@ async fn populate(cluster: &Cluster, world: &World, keys: &[Keys; 3], case: &Cas
     for (a, spec) in case.artifacts.iter().enumerate() {
         let author = &keys[spec.author];
         let (d, mut home, mut prev) = (world.ds[a], world.channels[spec.home], None::<String>);
-        let mut ops: Vec<(&str, i64, &[(usize, usize)])> = Vec::new();
+        let mut ops: Vec<(&str, i64, &[Tag])> = Vec::new();
         for (i, (at, tags)) in spec.at.iter().zip(&spec.tags).enumerate() {
             ops.push((if i == 0 { "create" } else { "update" }, *at, tags));
         }

@@ -321,14 +321,19 @@ async fn side(cluster: &Cluster, keys: &[Keys; 3], prior: &Prior, relay: &Keys) 
     community.id
 }
 
+/// An `events` row: id, kind, channel, thread root, deleted, redacted.
+type EventRow = (String, i64, Option<Uuid>, Option<String>, bool, bool);
+/// An `artifacts` row: d, type, current revision, home, root, deleted, mentioned keys.
+type ArtifactRow = (Uuid, String, String, Uuid, Option<String>, bool, Vec<String>);
+
 /// The stored state of a community, without its id, acceptance order or timestamps.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct State {
-    events: Vec<(String, i64, Option<Uuid>, Option<String>, bool, bool)>,
+    events: Vec<EventRow>,
     relay_events: Vec<(i64, Option<Uuid>, String)>,
     tags: Vec<(String, String, Vec<u8>)>,
     relay_tags: i64,
-    artifacts: Vec<(Uuid, String, String, Uuid, Option<String>, bool, Vec<String>)>,
+    artifacts: Vec<ArtifactRow>,
     revisions: Vec<(String, Uuid, Option<String>, String, Uuid)>,
     current_tags: Vec<(Uuid, String, Vec<u8>, Uuid, String, String)>,
     mentions: Vec<(String, String, Uuid)>,
