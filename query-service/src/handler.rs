@@ -60,7 +60,7 @@ impl Querier {
             pubkey: req.reader.member_key(),
             channel_ids: req.reader.channel_ids.as_deref(),
         };
-        let filters: Vec<_> = req.filters.iter().filter(|f| sql::can_match(f)).collect();
+        let filters: Vec<_> = req.filters.iter().filter(|f| sql::can_match(f, req.kind)).collect();
         let budget_ms = if artifact.is_some() {
             self.statement_timeout_ms.min(self.limits.artifacts.execution_budget_ms)
         } else {

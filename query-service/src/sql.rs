@@ -1,5 +1,6 @@
 //! SQL built from NIP-01 filters. Values are always bound, never formatted into the text.
 
+use buzz_bus::QueryKind;
 use buzz_core::{kinds, ChannelId, CommunityId, Filter};
 use buzz_store::fragments::{readable_channel_of, served_event, ReaderBinds};
 use buzz_store::tag_rows;
@@ -15,14 +16,15 @@ pub struct Reader<'a> {
     pub channel_ids: Option<&'a [ChannelId]>,
 }
 
-/// Does the filter need the database at all? (An empty value list or `limit: 0` matches nothing.)
+/// Does the filter need the database at all for a query of `kind`? (An empty value list matches
+/// nothing; `limit: 0` asks for an empty page, but a COUNT counts every match whatever the limit.)
 #[must_use]
-pub fn can_match(filter: &Filter) -> bool {
+pub fn can_match(filter: &Filter, kind: QueryKind) -> bool {
     !(filter.ids.as_ref().is_some_and(Vec::is_empty)
         || filter.authors.as_ref().is_some_and(Vec::is_empty)
         || filter.kinds.as_ref().is_some_and(Vec::is_empty)
         || filter.tags.values().any(Vec::is_empty)
-        || filter.limit == Some(0))
+        || (kind == QueryKind::Page && filter.limit == Some(0)))
 }
 
 /// A statement that starts by binding the reader as `$1`, `$2`, `$3`, the binds
@@ -229,6 +231,15 @@ mod tests {
     fn sql_of(f: &Filter) -> String {
         let reader = Reader { community: CommunityId::nil(), pubkey: "", channel_ids: None };
         select_events(&reader, f, 10).sql().to_owned()
+    }
+
+    #[test]
+    fn a_count_ignores_limit_zero_as_it_ignores_every_limit() {
+        let zero = filter(serde_json::json!({"kinds": [9], "limit": 0}));
+        assert!(!can_match(&zero, QueryKind::Page), "a page of 0 events needs no statement");
+        assert!(can_match(&zero, QueryKind::Count), "COUNT counts every match, whatever the limit");
+        let empty = filter(serde_json::json!({"kinds": []}));
+        assert!(!can_match(&empty, QueryKind::Count) && !can_match(&empty, QueryKind::Page));
     }
 
     #[test]

@@ -9,7 +9,9 @@ pub mod cluster;
 pub mod helpers;
 pub mod nip_fi;
 pub mod processes;
+pub mod props;
 pub mod replicas;
+pub mod secrets;
 pub mod seed;
 pub mod snapshot;
 

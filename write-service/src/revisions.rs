@@ -127,15 +127,24 @@ fn admit<'a>(
         Ok(None) => return Stage::Duplicate,
         Ok(Some(at)) => at,
     };
+    // A copy of a revision already in this batch is answered after the commit, as the single
+    // path answers it then: a duplicate of what the batch stored comes before the write rule.
+    if ids.contains(&(post.community, post.event.id.as_str())) {
+        return Stage::Alone;
+    }
     // A malformed envelope names no channel: refused here.
     let channel = match admission::writable(post.named.channel.as_ref().copied(), at, post.actor) {
         Err(r) => return Stage::Refused(r),
         Ok(channel) => channel,
     };
     let Some(env) = env else { return Stage::Alone };
+    // Every revision counts as its event's and its artifact's first in the batch, a move, delete or
+    // restore too: what follows it on the same artifact or event is then written alone after it.
+    let first_event = ids.insert((post.community, post.event.id.as_str()));
+    let first_of_artifact = keys.insert((post.community, env.d));
     let alone = !matches!(env.op, Op::Create | Op::Update)
-        || !ids.insert((post.community, post.event.id.as_str()))
-        || !keys.insert((post.community, env.d))
+        || !first_event
+        || !first_of_artifact
         || (env.op == Op::Create && revision::root(env, None, view.anchor).is_err());
     if alone {
         Stage::Alone

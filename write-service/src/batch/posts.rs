@@ -91,17 +91,24 @@ impl Write<'_> {
 }
 
 /// The kind-9 decision (`rules::post`) from the batch's view; a post submitted twice in one batch
-/// (`seen` holds the (community, id) of those stored before it) is stored once.
+/// (`seen` holds the (community, id) of those stored before it) is stored once, and its copy is a
+/// duplicate as an already stored event is on the single path: after admission's earlier checks,
+/// before the write rule (a copy through a token that may not write there is still `duplicate:`).
 fn decide<'a>(post: &Post<'a>, view: &View, seen: &mut HashSet<(CommunityId, &'a str)>) -> Decision {
     let at = match admit(post, view) {
         Err(r) => return Decision::Refused(r),
         Ok(None) => return Decision::Duplicate,
         Ok(Some(at)) => at,
     };
+    if seen.contains(&(post.community, post.event.id.as_str())) {
+        return Decision::Duplicate;
+    }
     match crate::rules::post::decide(&post.named, at, view.anchor, post.actor) {
         Err(r) => Decision::Refused(r),
-        Ok(_) if !seen.insert((post.community, post.event.id.as_str())) => Decision::Duplicate,
-        Ok((channel, root)) => Decision::Store { channel, root, seq: None },
+        Ok((channel, root)) => {
+            seen.insert((post.community, post.event.id.as_str()));
+            Decision::Store { channel, root, seq: None }
+        }
     }
 }
 
