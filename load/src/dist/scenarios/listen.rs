@@ -116,8 +116,24 @@ pub async fn run(ctx: Arc<Ctx>, conn: Conn, l: usize, t: Timing) {
     let Conn { mut sink, mut stream, .. } = conn;
     let mut n = 0u32;
     let mut k = 0usize;
+    // `--stall-listeners`: every other listener stops reading for a while (a client that stops
+    // reading: what reaches it waits in the kernel's buffers and the gateway's queue).
+    let mut stall = ctx
+        .a
+        .stall_listeners_ms
+        .filter(|_| l % 2 == 0)
+        .map(|(at, dur)| (t.start + Duration::from_millis(at), Duration::from_millis(dur)));
+    let stall_at = stall.map_or(t.drain_end, |s| s.0);
     loop {
         let lost: String = tokio::select! {
+            () = sleep_until(stall_at), if stall.is_some() => {
+                let dur = stall.take().map_or(Duration::ZERO, |s| s.1);
+                if ctx.audit.on() {
+                    ctx.audit.log("stall", json!({"l": l, "ms": dur.as_millis()}));
+                }
+                tokio::time::sleep(dur).await;
+                continue;
+            }
             msg = stream.next() => match msg {
                 Some(Ok(Message::Text(text))) => {
                     let now = unix_us();
