@@ -344,6 +344,7 @@ for f in "${FAULTS[@]}"; do
   [[ $f == readers ]] && stall=(--stall-listeners "$WARMUP:$STALL_FOR")
   urls=()
   for g in gateway-1 gateway-2; do urls+=(--url "ws://127.0.0.1:${PUB[$g]}"); done
+  : >"$D/load.err"
   setsid "$BIN/buzz-load" coordinator --nats-url "nats://127.0.0.1:$LOAD_NATS_PORT" --spawn-workers 2 "${urls[@]}" \
     --host-header "f$n-$tag.faults.localhost" --endpoints-file "$ENDPOINTS" --reconnect --audit "$D/audit" \
     --operator-url "http://127.0.0.1:${PUB[policy-1]}" --operator-secret "$OP_SECRET" \

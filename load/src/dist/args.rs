@@ -177,14 +177,16 @@ impl CoordinatorArgs {
     pub fn stall_listeners_ms(&self) -> Result<Option<(u64, u64)>> {
         let Some(v) = &self.stall_listeners else { return Ok(None) };
         let ms = |x: &str| -> Result<u64> {
-            let s: f64 = x.trim().parse().with_context(|| format!("--stall-listeners {v:?}: {x:?} is not seconds"))?;
+            let s: f64 =
+                x.trim().parse().with_context(|| format!("--stall-listeners {v:?}: {x:?} is not seconds"))?;
             if !s.is_finite() || s < 0.0 {
                 bail!("--stall-listeners {v:?}: {x:?} is not seconds");
             }
             #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // finite, >= 0
             Ok((s * 1000.0) as u64)
         };
-        let (at, dur) = v.split_once(':').with_context(|| format!("--stall-listeners {v:?} is not AT:FOR"))?;
+        let (at, dur) =
+            v.split_once(':').with_context(|| format!("--stall-listeners {v:?} is not AT:FOR"))?;
         Ok(Some((ms(at)?, ms(dur)?)))
     }
 
@@ -257,6 +259,9 @@ mod tests {
         assert!(stall("8").is_err());
         assert!(stall("-1:2").is_err());
         assert!(stall("a:2").is_err());
-        assert_eq!(CoordinatorArgs::try_parse_from(["c"]).ok().map(|a| a.stall_listeners_ms().ok()), Some(Some(None)));
+        assert_eq!(
+            CoordinatorArgs::try_parse_from(["c"]).ok().map(|a| a.stall_listeners_ms().ok()),
+            Some(Some(None))
+        );
     }
 }

@@ -147,7 +147,17 @@ pub struct Stored {
 /// Every event id in the database (`psql`, one query), and how many ids are stored more than once.
 fn stored_events(url: &str) -> Result<(HashMap<String, Stored>, u64)> {
     let out = std::process::Command::new("psql")
-        .args([url, "-X", "-q", "-A", "-t", "-F", " ", "-c", "SELECT id, kind, created_at, channel_id FROM events"])
+        .args([
+            url,
+            "-X",
+            "-q",
+            "-A",
+            "-t",
+            "-F",
+            " ",
+            "-c",
+            "SELECT id, kind, created_at, channel_id FROM events",
+        ])
         .output()
         .context("running psql (is the PostgreSQL client installed?)")?;
     if !out.status.success() {
@@ -429,14 +439,14 @@ pub fn judge(records: &[Value], stored: &HashMap<String, Stored>, slack_ms: u64)
     let bad: u64 = v
         .snapshots
         .iter()
-        .filter(|(k, _)| {
-            !matches!(k.as_str(), "complete" | "http 409 snapshot_reset" | "http 503 snapshot_unavailable")
-        })
+        .filter(|(k, _)| k.as_str() != "complete" && !SNAPSHOT_ENDS.contains(&k.as_str()))
         .map(|(_, n)| n)
         .sum();
     let outcomes: Vec<String> = v.snapshots.iter().map(|(k, n)| format!("{k}: {n}")).collect();
     v.lines.push(Line {
-        check: "snapshot captures: complete, 409 snapshot_reset or 503 snapshot_unavailable".into(),
+        check:
+            "snapshot captures: complete, 409 snapshot_reset, 503 snapshot_unavailable (or admission's 503)"
+                .into(),
         found: format!(
             "{} ({bad} other)",
             if outcomes.is_empty() { "none".into() } else { outcomes.join(", ") }
@@ -447,9 +457,20 @@ pub fn judge(records: &[Value], stored: &HashMap<String, Stored>, slack_ms: u64)
     v
 }
 
+/// The answers a capture may end with besides completing: the spec's 409 `snapshot_reset` and 503
+/// `snapshot_unavailable`, and the 503s of admission ("Admission and membership checks can also
+/// return their normal errors", NIP-AR): `authorization_unavailable` (NIP-98 fails closed while
+/// Redis or the bus is unreachable; design.md "Stalls") and `unavailable` (storage unavailable).
 fn is_snapshot_reset(msg: &str) -> bool {
-    msg.starts_with("409 snapshot_reset") || msg.starts_with("503 snapshot_unavailable")
+    SNAPSHOT_ENDS.iter().any(|e| msg.starts_with(e.trim_start_matches("http ")))
 }
+
+const SNAPSHOT_ENDS: [&str; 4] = [
+    "http 409 snapshot_reset",
+    "http 503 snapshot_unavailable",
+    "http 503 authorization_unavailable",
+    "http 503 unavailable",
+];
 
 impl Verdict {
     /// The verdict table and details, for a terminal.
@@ -538,7 +559,9 @@ mod tests {
     use super::*;
 
     fn stored(ids: &[(&str, u32)]) -> HashMap<String, Stored> {
-        ids.iter().map(|(id, k)| ((*id).to_owned(), Stored { kind: *k, created_at: 100, channel: None })).collect()
+        ids.iter()
+            .map(|(id, k)| ((*id).to_owned(), Stored { kind: *k, created_at: 100, channel: None }))
+            .collect()
     }
 
     fn lines(text: &str) -> Vec<Value> {
@@ -564,6 +587,8 @@ mod tests {
             {"t":"recv","l":7,"id":"c","us":6650000}
             {"t":"snapshot","outcome":"complete","entries":3,"us":1}
             {"t":"snapshot","outcome":"http","status":409,"code":"snapshot_reset","action":"page","us":1}
+            {"t":"snapshot","outcome":"http","status":503,"code":"authorization_unavailable","action":"start","us":1}
+            {"t":"answer","op":"snapshot.capture","via":"http","prefix":"(none)","msg":"503 authorization_unavailable: {}","expected":false,"us":2}
             {"t":"lend","l":7,"us":90000000}
             "#,
         );

@@ -56,7 +56,19 @@ pub fn chains(url: &str, channel: &str) -> Result<Chains> {
         bail!("run.json channel {channel:?} is not a uuid");
     }
     let out = std::process::Command::new("psql")
-        .args([url, "-X", "-q", "-A", "-t", "-F", " ", "-v", &format!("channel={channel}"), "-v", "ON_ERROR_STOP=1"])
+        .args([
+            url,
+            "-X",
+            "-q",
+            "-A",
+            "-t",
+            "-F",
+            " ",
+            "-v",
+            &format!("channel={channel}"),
+            "-v",
+            "ON_ERROR_STOP=1",
+        ])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -74,7 +86,8 @@ pub fn chains(url: &str, channel: &str) -> Result<Chains> {
 }
 
 fn parse_chains(text: &str) -> Result<Chains> {
-    let n: Vec<u64> = text.split_whitespace().map(str::parse).collect::<Result<_, _>>().context("chain row")?;
+    let n: Vec<u64> =
+        text.split_whitespace().map(str::parse).collect::<Result<_, _>>().context("chain row")?;
     let [artifacts, revisions, forks, wrong_tips] = n[..] else { bail!("chain row {text:?}: not 4 numbers") };
     Ok(Chains { artifacts, revisions, forks, wrong_tips })
 }
@@ -84,7 +97,7 @@ fn parse_chains(text: &str) -> Result<Chains> {
 pub struct Integrity {
     /// Event ids stored more than once.
     pub stored_twice: u64,
-    /// Writes answered `error:` at least once.
+    /// Writes answered `error:` at least once and never refused otherwise.
     pub errored_writes: u64,
     /// Of those, not stored.
     pub errored_not_stored: u64,
@@ -108,12 +121,17 @@ pub struct Integrity {
 pub fn judge(records: &[Value], stored: &HashMap<String, Stored>, copies: u64, channel: &str) -> Integrity {
     let mut v = Integrity { stored_twice: copies, ..Integrity::default() };
     let mut errored: HashSet<&str> = HashSet::new();
+    // Writes whose resend was refused otherwise (a stale prev's `conflict:`): not to be stored.
+    let mut refused: HashSet<&str> = HashSet::new();
     let mut received: HashSet<&str> = HashSet::new();
     for r in records {
         let id = r["id"].as_str().unwrap_or("");
         match r["t"].as_str().unwrap_or("") {
             "answer" if r["prefix"] == "error" && !id.is_empty() && r["via"] == "ok" => {
                 errored.insert(id);
+            }
+            "answer" if !id.is_empty() && r["via"] == "ok" => {
+                refused.insert(id);
             }
             "recv" if !id.is_empty() => {
                 received.insert(id);
@@ -122,6 +140,7 @@ pub fn judge(records: &[Value], stored: &HashMap<String, Stored>, copies: u64, c
             _ => {}
         }
     }
+    errored.retain(|id| !refused.contains(id));
     v.errored_writes = errored.len() as u64;
     v.errored_not_stored = errored.iter().filter(|id| !stored.contains_key(**id)).count() as u64;
     v.received = received.len() as u64;
@@ -155,7 +174,11 @@ impl Integrity {
             },
             Line {
                 check: "requests without an answer past the client bound (bus timeout + 1 s)".into(),
-                found: format!("{}{}", self.timeouts, if self.timeouts_fail { "" } else { " (reported only)" }),
+                found: format!(
+                    "{}{}",
+                    self.timeouts,
+                    if self.timeouts_fail { "" } else { " (reported only)" }
+                ),
                 pass: self.timeouts == 0 || !self.timeouts_fail,
             },
         ];
@@ -182,7 +205,10 @@ mod tests {
     }
 
     fn recs(text: &str) -> Vec<Value> {
-        text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).expect("json")).collect()
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).expect("json"))
+            .collect()
     }
 
     #[test]
@@ -193,6 +219,8 @@ mod tests {
             {"t":"ack","op":"chat","id":"a","kind":9,"msg":"","attempt":2,"us":2}
             {"t":"recv","l":1,"id":"a","us":3}
             {"t":"transport","op":"chat","what":"lost","msg":"closed","us":4}
+            {"t":"answer","op":"artifact.stale","via":"ok","id":"s","prefix":"error","msg":"error: x","expected":false,"us":5}
+            {"t":"answer","op":"artifact.stale","via":"ok","id":"s","prefix":"conflict","msg":"conflict: stale","expected":true,"us":6}
             "#,
         );
         let stored = HashMap::from([("a".to_owned(), st("ch"))]);
