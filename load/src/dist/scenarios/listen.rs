@@ -121,7 +121,7 @@ pub async fn run(ctx: Arc<Ctx>, conn: Conn, l: usize, t: Timing) {
     let mut stall = ctx
         .a
         .stall_listeners_ms
-        .filter(|_| l % 2 == 0)
+        .filter(|_| l.is_multiple_of(2))
         .map(|(at, dur)| (t.start + Duration::from_millis(at), Duration::from_millis(dur)));
     let stall_at = stall.map_or(t.drain_end, |s| s.0);
     loop {
