@@ -252,11 +252,11 @@ inject() {
   local f=$1 what=${1#*:} s
   case $f in
     kill:*)
-      s=$(replicas "$what" | head -n 1)
+      s=$what-1
       kill -KILL "${PID[$s]}"; event "SIGKILL $s"; wait "${PID[$s]}" 2>/dev/null || true
       sleep "$KILL_DOWN"; svc_start "$s" ;;
     stop:*)
-      s=$(replicas "$what" | head -n 1)
+      s=$what-1
       kill -STOP "${PID[$s]}"; event "SIGSTOP $s"; sleep "$STOP_FOR"
       kill -CONT "${PID[$s]}"; event "SIGCONT $s" ;;
     all:*)
