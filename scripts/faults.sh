@@ -58,7 +58,7 @@ esac
 ONLY=("$@")
 
 # ---- binaries ----------------------------------------------------------------------------------
-PGBIN=${FAULTS_PGBIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
+PGBIN=${FAULTS_PGBIN:-$(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V | tail -n 1)}
 [[ -x $PGBIN/initdb && -x $PGBIN/pg_ctl ]] || die "faults: no PostgreSQL server binaries (initdb, pg_ctl) in '$PGBIN'; apt-get install postgresql or set FAULTS_PGBIN"
 for tool in redis-server nats-server psql curl jq; do
   have "$tool" || die "faults: $tool is required (apt-get install redis-server nats-server postgresql-client curl jq)"
@@ -326,7 +326,7 @@ T_ALL=$(now)
 
 # acks_per_s AUDIT FROM TO: acknowledged writes per second between two instants (epoch s).
 acks_per_s() {
-  cat "$1"/*.ndjson | grep '"t":"ack"' | sed -n 's/.*"us":\([0-9]*\).*/\1/p' |
+  { grep -h '"t":"ack"' "$1"/*.ndjson || true; } | sed -n 's/.*"us":\([0-9]*\).*/\1/p' |
     awk -v a="$2" -v b="$3" '{t = $1 / 1e6; if (t >= a && t < b) n++} END {printf "%.1f", (b > a) ? n / (b - a) : 0}'
 }
 
