@@ -117,8 +117,8 @@ pub async fn run(
     let mut access = nats.subscribe(subjects.access_changed_all()).await?;
     // Core NATS keeps nothing for a disconnected client: whatever was published while the
     // connection was down is lost for this gateway's sockets, so they are told (closed) as soon
-    // as the connection is seen down (checked every BUS_CHECK; a loss shorter than that can pass
-    // unseen).
+    // as the connection is seen down, and so is every socket that registers while it stays down
+    // (checked every BUS_CHECK; a loss shorter than that can pass unseen).
     let mut check = tokio::time::interval(BUS_CHECK);
     let mut connected = true;
     loop {
@@ -126,10 +126,12 @@ pub async fn run(
             () = shutdown.cancelled() => break,
             _ = check.tick() => {
                 let now = nats.connection_state() == async_nats::connection::State::Connected;
-                if connected && !now {
+                if !now {
                     let told = registry.interrupt_all();
-                    metrics::counter!("buzz_live_bus_losses_total").increment(1);
-                    tracing::warn!(sockets = told, "lost the bus: live events may be missed; every socket is closed to reconnect and replay");
+                    if connected {
+                        metrics::counter!("buzz_live_bus_losses_total").increment(1);
+                        tracing::warn!(sockets = told, "lost the bus: live events may be missed; sockets are closed to reconnect and replay until it is back");
+                    }
                 }
                 connected = now;
             }
