@@ -31,13 +31,17 @@ pub async fn subscribe(ctx: &Ctx, conn: &mut Conn, l: usize) -> Result<()> {
     subscribe_since(ctx, conn, l, 0, buzz_core::unix_now()).await
 }
 
-/// Subscription `n` of listener `l`: live from now, past its EOSE, then (for `n > 0`) the stored
-/// events from `since` to now, paged back with `until` (a relay answers the newest `limit` of a
-/// window, so one REQ cannot bring a long gap). Every event received is audited.
+/// Subscription `n` of listener `l`: live (no stored events) for events created from
+/// `--replay-margin` seconds ago, past its EOSE, then (for `n > 0`) the stored events from `since`
+/// to now, paged back with `until` (a relay answers the newest `limit` of a window, so one REQ
+/// cannot bring a long gap). The live filter reaches back because a write resent after a lost
+/// socket keeps its `created_at`: committed after the replay read its second, it must still
+/// match live. Every event received is audited.
 async fn subscribe_since(ctx: &Ctx, conn: &mut Conn, l: usize, n: u32, since: i64) -> Result<()> {
     let req_us = unix_us();
     let now = buzz_core::unix_now();
-    conn.send_text(nostr::req_msg(nostr::SUB_ID, &ctx.a.channel, now)).await?;
+    let margin = i64::try_from(ctx.a.replay_margin_s).unwrap_or(60);
+    conn.send_text(nostr::live_req_msg(nostr::SUB_ID, &ctx.a.channel, now - margin)).await?;
     wait_page(ctx, conn, l, nostr::SUB_ID).await?;
     // The gap: [since, now], newest page first.
     let mut until = now;
