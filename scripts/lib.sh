@@ -36,6 +36,12 @@ wait_until() {
   done
 }
 
+# ready PORT: /readyz of a service's admin listener on 127.0.0.1:PORT answers 2xx within 1 s.
+ready() { curl -fsS -m 1 -o /dev/null "http://127.0.0.1:$1/readyz" 2>/dev/null; }
+
+# hex_field JSON NAME: the lowercase-hex string field NAME of a one-line JSON object (`buzz keygen`).
+hex_field() { sed -n "s/.*\"$2\":\"\([0-9a-f]*\)\".*/\1/p" <<<"$1"; }
+
 # apt_install PKG...: install Debian packages (one apt-get update per process).
 apt_install() {
   have apt-get || die "needed: $* — apt-get is missing (not Debian?); install them yourself"

@@ -217,7 +217,6 @@ start() {
   REPLICA=$name
   event "start $name pid ${PID[$name]} ($([[ $bin == "$OLD" ]] && echo old || echo new))"
 }
-ready() { curl -fsS -o /dev/null "http://127.0.0.1:$1/readyz" 2>/dev/null; }
 wait_ready() {
   local name=$1
   if ! wait_until 60 ready "${ADM[$name]}"; then
@@ -264,13 +263,12 @@ psql -q "postgres://postgres@127.0.0.1:5432/postgres" -c "DROP DATABASE IF EXIST
 psql -q "postgres://postgres@127.0.0.1:5432/postgres" -c "CREATE DATABASE $DB" >/dev/null
 "$OLD/buzz" migrate --database-url "$DATABASE_URL" >"$RUN/logs/migrate-old.log" 2>&1 ||
   { cat "$RUN/logs/migrate-old.log" >&2; die "the old buzz migrate failed"; }
-field() { sed -n "s/.*\"$2\":\"\([0-9a-f]*\)\".*/\1/p" <<<"$1"; }
 relay_json=$("$NEW/buzz" keygen)
 op_json=$("$NEW/buzz" keygen)
-BUZZ_RELAY_SECRET_KEY=$(field "$relay_json" secret_key)
+BUZZ_RELAY_SECRET_KEY=$(hex_field "$relay_json" secret_key)
 export BUZZ_RELAY_SECRET_KEY
-OP_SECRET=$(field "$op_json" secret_key)
-OP_PUBKEY=$(field "$op_json" pubkey)
+OP_SECRET=$(hex_field "$op_json" secret_key)
+OP_PUBKEY=$(hex_field "$op_json" pubkey)
 POLICY_PORT=$((BASE + SERIAL)) # the first policy replica's port: the operator API's origin
 
 declare -A CURRENT # Deployment -> its replicas (names, space-separated)

@@ -11,6 +11,9 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+/// How often the live loop looks at its NATS connection.
+const BUS_CHECK: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// What the bus tells a socket.
 #[derive(Debug, Clone)]
 pub enum Push {
@@ -84,6 +87,18 @@ impl Registry {
         delivered
     }
 
+    /// Tells every socket that live events were lost (the gateway lost its bus): each closes, and
+    /// its client reconnects and replays, as a socket too slow to follow.
+    pub fn interrupt_all(&self) -> usize {
+        let Ok(map) = self.sockets.read() else { return 0 };
+        let mut told = 0;
+        for (_, lagged) in map.values().flat_map(HashMap::values) {
+            lagged.cancel();
+            told += 1;
+        }
+        told
+    }
+
     /// How many sockets are registered, over all communities.
     #[must_use]
     pub fn socket_count(&self) -> usize {
@@ -100,9 +115,26 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let mut live = nats.subscribe(subjects.live_all()).await?;
     let mut access = nats.subscribe(subjects.access_changed_all()).await?;
+    // Core NATS keeps nothing for a disconnected client: whatever was published while the
+    // connection was down is lost for this gateway's sockets, so they are told (closed) as soon
+    // as the connection is seen down, and so is every socket that registers while it stays down
+    // (checked every BUS_CHECK; a loss shorter than that can pass unseen).
+    let mut check = tokio::time::interval(BUS_CHECK);
+    let mut connected = true;
     loop {
         tokio::select! {
             () = shutdown.cancelled() => break,
+            _ = check.tick() => {
+                let now = nats.connection_state() == async_nats::connection::State::Connected;
+                if !now {
+                    let told = registry.interrupt_all();
+                    if connected {
+                        metrics::counter!("buzz_live_bus_losses_total").increment(1);
+                        tracing::warn!(sockets = told, "lost the bus: live events may be missed; sockets are closed to reconnect and replay until it is back");
+                    }
+                }
+                connected = now;
+            }
             m = live.next() => {
                 let Some(m) = m else { break };
                 match serde_json::from_slice::<LiveEvent>(&m.payload) {

@@ -2,7 +2,7 @@
 //! distributed (a coordinator and workers meeting over NATS, see [`dist`]).
 //!
 //! Layout: `config` (flags), `client` (one WebSocket connection), `nostr` (messages and events),
-//! `setup` (buzz-mode HTTP setup), `publisher` / `subscriber` (per-connection loops), `stats`
+//! `setup` (buzz-mode HTTP setup), `proxy` (the fault suite's TCP proxy), `publisher` / `subscriber` (per-connection loops), `stats`
 //! (histograms and counters), `report` (summary and JSON), `run` (orchestration of one
 //! single-process run), `dist` (the distributed tester).
 
@@ -12,6 +12,7 @@ pub mod dist;
 #[cfg(test)]
 mod mock;
 mod nostr;
+pub mod proxy;
 mod publisher;
 mod report;
 mod run;
@@ -35,6 +36,7 @@ pub fn main() -> ExitCode {
         Some("coordinator") => return dist::coordinator_main(std::env::args().skip(1)),
         Some("worker") => return dist::worker_main(std::env::args().skip(1)),
         Some("check") => return dist::check_main(std::env::args().skip(1)),
+        Some("proxy") => return proxy::proxy_main(std::env::args().skip(1)),
         _ => {}
     }
     let args = Args::parse();

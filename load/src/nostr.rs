@@ -75,6 +75,13 @@ pub fn req_msg(sub: &str, channel: &str, since: i64) -> String {
     json!(["REQ", sub, {"kinds": [CHAT_KIND], "#h": [channel], "since": since}]).to_string()
 }
 
+/// `["REQ", sub, {"kinds":[9],"#h":[channel],"since":since,"limit":0}]`: live events only, of
+/// `created_at` `since` or later (a write resent late keeps its older `created_at`).
+#[must_use]
+pub fn live_req_msg(sub: &str, channel: &str, since: i64) -> String {
+    json!(["REQ", sub, {"kinds": [CHAT_KIND], "#h": [channel], "since": since, "limit": 0}]).to_string()
+}
+
 /// `["REQ", sub, {"kinds":[9],"#h":[channel],"since":since,"until":until,"limit":limit}]`: one
 /// page of a replay (a relay answers the newest `limit` of the window; page back with `until`).
 #[must_use]
@@ -173,6 +180,8 @@ mod tests {
 
     #[test]
     fn req_shape() {
+        let live: Value = serde_json::from_str(&live_req_msg("s", "abc", 42)).expect("json");
+        assert_eq!((live[2]["since"].as_i64(), live[2]["limit"].as_i64()), (Some(42), Some(0)));
         let v: Value = serde_json::from_str(&req_msg("s", "abc", 42)).expect("json");
         assert_eq!(v, json!(["REQ", "s", {"kinds": [9], "#h": ["abc"], "since": 42}]));
     }

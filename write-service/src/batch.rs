@@ -191,6 +191,11 @@ pub(crate) async fn answer(
     for ((community, actor, event), outcome) in writes.into_iter().zip(outcomes) {
         answers.push(match outcome {
             Outcome::Refused(r) => Err(r.into()),
+            // A post resent moments after it was accepted may need announcing again
+            // (`events::write_event`): rare, so written alone.
+            Outcome::Duplicate if event.kind == buzz_core::kinds::MESSAGE => {
+                crate::events::write_event(pool, community, &actor, event, &relay).await
+            }
             Outcome::Duplicate => Ok(Accepted::duplicate()),
             Outcome::Stored { channel, stored } => Ok(stored.accepted(community, &channel, event)),
             Outcome::Alone => crate::events::write_event(pool, community, &actor, event, &relay).await,

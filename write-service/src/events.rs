@@ -11,7 +11,7 @@ use sqlx::{PgConnection, PgPool};
 use crate::error::{WriteError, WriteResult};
 use crate::rules::admission::{self, Admitted, ChannelView};
 use crate::rules::post::{self, Named};
-use crate::shared::{store_and_announce, Accepted, Relay};
+use crate::shared::{live_event, store_and_announce, Accepted, Relay};
 use crate::store;
 
 /// Writes one client event in one transaction: admission (community active, already accepted
@@ -34,7 +34,9 @@ pub async fn write_event(
     let mut tx = pool.begin().await?;
     let (view, access_version) = store::admission(&mut tx, community, &event.id, actor.member_key()).await?;
     let role = match admission::admit(&event, actor, &view)? {
-        Admitted::Duplicate => return Ok(Accepted::duplicate()),
+        Admitted::Duplicate => {
+            return announce_again(&mut tx, community, actor, event, view.role, access_version).await
+        }
         Admitted::Member(role) => role,
     };
     let mut accepted = match event.kind {
@@ -66,6 +68,44 @@ pub async fn write_event(
         }
     }
     tx.commit().await.map_err(WriteError::Commit)?;
+    Ok(accepted)
+}
+
+/// How long after its acceptance a resent kind-9 post is announced again.
+const ANNOUNCE_AGAIN_WITHIN_SECS: f64 = 60.0;
+
+/// A post already stored, sent again: `duplicate:`, and announced again (live) when it was
+/// accepted within the last minute. The replica that committed it may have died before publishing
+/// it (the writer got `error:` or lost its socket, and resent); the resend is then its
+/// subscribers' only chance to get it live. A subscriber may receive it twice (clients drop a
+/// repeated id), never silently not at all. An older resend (a client replaying its history) is
+/// only answered.
+async fn announce_again(
+    tx: &mut PgConnection,
+    community: Uuid,
+    actor: &Actor,
+    event: Event,
+    role: Option<Role>,
+    access_version: i64,
+) -> WriteResult<Accepted> {
+    let mut accepted = Accepted::duplicate();
+    if event.kind != kinds::MESSAGE
+        || !store::accepted_within(tx, community, &event.id, ANNOUNCE_AGAIN_WITHIN_SECS).await?
+    {
+        return Ok(accepted);
+    }
+    let Ok(channel) = Named::parse(&event).channel else { return Ok(accepted) };
+    let (Some(channel), _, banned) =
+        access::channel_for_post(tx, community, channel, actor.member_key(), role).await?
+    else {
+        return Ok(accepted);
+    };
+    let mut live = live_event(community, &channel, event);
+    live.access_version = access_version;
+    if live.audience == Audience::Community {
+        live.banned = banned;
+    }
+    accepted.live = Some(live);
     Ok(accepted)
 }
 

@@ -68,6 +68,25 @@ pub async fn insert_event(
     .await
 }
 
+/// Whether event `id` was accepted in the last `secs` seconds and is still served (neither
+/// deleted nor redacted).
+pub async fn accepted_within(
+    conn: &mut PgConnection,
+    community: Uuid,
+    id: &EventId,
+    secs: f64,
+) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM events WHERE community_id = $1 AND id = $2 \
+         AND deleted_at IS NULL AND redacted_at IS NULL AND accepted_at > now() - make_interval(secs => $3))",
+    )
+    .bind(community)
+    .bind(id)
+    .bind(secs)
+    .fetch_one(conn)
+    .await
+}
+
 /// What every event write needs to know first, in one round trip (`rules::admission::admit`):
 /// whether the community is active, whether this exact event was already accepted (stored, or a
 /// NIP-AR revision whose event retention has since removed) and whether its author has deleted

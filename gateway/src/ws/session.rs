@@ -132,7 +132,7 @@ impl Session {
                 }
                 () = self.out.overflowed() => return End::TooSlow,
                 () = lagged.cancelled() => {
-                    self.send(RelayMessage::Notice("error: too slow to follow live events; reconnect and replay".into()));
+                    self.send(RelayMessage::Notice("error: live events were lost (too slow to follow them, or the relay lost its bus); reconnect and replay".into()));
                     self.close(1008, "too slow");
                     return End::Closed;
                 }

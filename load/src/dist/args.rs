@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::{ArgAction, Parser};
 
 use super::plan::{Plan, Scenario, Weights};
@@ -119,6 +119,10 @@ pub struct CoordinatorArgs {
     /// back (events are acknowledged after their `created_at`, writes may be resent late).
     #[arg(long, value_name = "SECS", default_value_t = 60)]
     pub replay_margin: u64,
+    /// `AT:FOR` (seconds): every other listener stops reading its socket AT seconds into the
+    /// window, for FOR seconds, then reads on (the fault suite's clients that stop reading).
+    #[arg(long, value_name = "AT:FOR")]
+    pub stall_listeners: Option<String>,
 }
 
 /// One worker of a distributed run: connects to NATS, says hello under the run id, runs the share
@@ -169,6 +173,23 @@ impl WorkerArgs {
 }
 
 impl CoordinatorArgs {
+    /// `--stall-listeners AT:FOR` in ms.
+    pub fn stall_listeners_ms(&self) -> Result<Option<(u64, u64)>> {
+        let Some(v) = &self.stall_listeners else { return Ok(None) };
+        let ms = |x: &str| -> Result<u64> {
+            let s: f64 =
+                x.trim().parse().with_context(|| format!("--stall-listeners {v:?}: {x:?} is not seconds"))?;
+            if !s.is_finite() || s < 0.0 {
+                bail!("--stall-listeners {v:?}: {x:?} is not seconds");
+            }
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // finite, >= 0
+            Ok((s * 1000.0) as u64)
+        };
+        let (at, dur) =
+            v.split_once(':').with_context(|| format!("--stall-listeners {v:?} is not AT:FOR"))?;
+        Ok(Some((ms(at)?, ms(dur)?)))
+    }
+
     /// Checks every flag; the error text is what the user sees (exit code 2).
     pub fn validate(&self) -> Result<Plan> {
         if self.workers + self.spawn_workers == 0 {
@@ -220,5 +241,27 @@ impl CoordinatorArgs {
         secs("worker-timeout", self.worker_timeout)?;
         let weights = Weights::parse(&self.weights)?;
         Plan::build(self, targets, &weights)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stall(v: &str) -> Result<Option<(u64, u64)>> {
+        CoordinatorArgs::try_parse_from(["c", "--stall-listeners", v])?.stall_listeners_ms()
+    }
+
+    #[test]
+    fn stall_listeners_is_at_and_for_in_seconds() {
+        assert_eq!(stall("8:20").ok(), Some(Some((8000, 20000))));
+        assert_eq!(stall("0.5:1.25").ok(), Some(Some((500, 1250))));
+        assert!(stall("8").is_err());
+        assert!(stall("-1:2").is_err());
+        assert!(stall("a:2").is_err());
+        assert_eq!(
+            CoordinatorArgs::try_parse_from(["c"]).ok().map(|a| a.stall_listeners_ms().ok()),
+            Some(Some(None))
+        );
     }
 }

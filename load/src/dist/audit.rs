@@ -13,6 +13,7 @@
 //! | `recv` | `l`, `id` | listener `l` received event `id` (stored or live) |
 //! | `lclose` | `l`, `n`, `why` | listener `l` lost subscription `n` (socket closed, CLOSED) |
 //! | `lend` | `l` | listener `l` stopped listening (end of the run) |
+//! | `stall` | `l`, `ms` | listener `l` stops reading its socket for `ms` (`--stall-listeners`) |
 //! | `snapshot` | `outcome`, `status`?, `code`?, `action`?, `entries`? | one capture's end: `complete`, an HTTP error (`status`, `code`, at `action`), or `transport` |
 //!
 //! `run.json` (written by the coordinator) holds the run's start, window and channel.

@@ -11,6 +11,9 @@
 //!    "gap without a close").
 //! 4. **Snapshots**: every capture completed or ended with the spec's 409 `snapshot_reset` or
 //!    503 `snapshot_unavailable`.
+//! 5. **Integrity** ([`super::integrity`]): ids stored once, `error:` writes stored after their
+//!    resend, NIP-AR chains linear with the current revision at the tip, no leaks, no request
+//!    unanswered past the client's bound.
 //!
 //! Prints the verdict table; `--json` and `--markdown` write it; exit 1 on failure.
 
@@ -47,6 +50,10 @@ pub struct CheckArgs {
     /// acknowledged this close to a listener's end are not required.
     #[arg(long, value_name = "MS", default_value_t = 2000)]
     pub delivery_slack_ms: u64,
+    /// A client timeout (no answer within the load's `--connect-timeout`) fails the run; the
+    /// fault suite sets that timeout to the bus timeout + 1 s.
+    #[arg(long)]
+    pub fail_on_timeouts: bool,
 }
 
 /// `buzz-load check ...`: 0 when the run passes, 1 when it fails or cannot be checked, 2 on bad flags.
@@ -70,14 +77,23 @@ pub fn check_main(args: impl IntoIterator<Item = String>) -> ExitCode {
 
 fn run(args: &CheckArgs) -> Result<Verdict> {
     let records = read_audit(&args.audit)?;
-    let stored = stored_events(&args.database_url)?;
+    let (stored, copies) = stored_events(&args.database_url)?;
     let mut v = judge(&records, &stored, args.delivery_slack_ms);
+    if let Ok(run) = std::fs::read_to_string(args.audit.join("run.json")) {
+        v.run = serde_json::from_str(&run).ok();
+    }
+    let channel = v.run.as_ref().and_then(|r| r["channel"].as_str()).unwrap_or("").to_owned();
+    let mut integrity = super::integrity::judge(&records, &stored, copies, &channel);
+    integrity.timeouts_fail = args.fail_on_timeouts;
+    if !channel.is_empty() {
+        integrity.chains = Some(super::integrity::chains(&args.database_url, &channel)?);
+    }
+    v.lines.extend(integrity.lines());
+    v.pass = v.lines.iter().all(|l| l.pass);
+    v.integrity = Some(integrity);
     for n in &args.notes {
         let (k, val) = n.split_once('=').with_context(|| format!("--note {n:?} is not key=value"))?;
         v.notes.insert(k.to_owned(), val.to_owned());
-    }
-    if let Ok(run) = std::fs::read_to_string(args.audit.join("run.json")) {
-        v.run = serde_json::from_str(&run).ok();
     }
     print!("{}", v.text());
     if let Some(p) = &args.json {
@@ -117,35 +133,49 @@ fn read_audit(dir: &Path) -> Result<Vec<Value>> {
     Ok(out)
 }
 
-/// A stored event: kind and `created_at`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A stored event: kind, `created_at` and channel.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stored {
     /// Its kind.
     pub kind: u32,
     /// Its `created_at`.
     pub created_at: i64,
+    /// Its channel (uuid), if it has one.
+    pub channel: Option<String>,
 }
 
-/// Every event id in the database (`psql`, one query).
-fn stored_events(url: &str) -> Result<HashMap<String, Stored>> {
+/// Every event id in the database (`psql`, one query), and how many ids are stored more than once.
+fn stored_events(url: &str) -> Result<(HashMap<String, Stored>, u64)> {
     let out = std::process::Command::new("psql")
-        .args([url, "-X", "-q", "-A", "-t", "-F", " ", "-c", "SELECT id, kind, created_at FROM events"])
+        .args([
+            url,
+            "-X",
+            "-q",
+            "-A",
+            "-t",
+            "-F",
+            " ",
+            "-c",
+            "SELECT id, kind, created_at, channel_id FROM events",
+        ])
         .output()
         .context("running psql (is the PostgreSQL client installed?)")?;
     if !out.status.success() {
         bail!("psql failed: {}", String::from_utf8_lossy(&out.stderr).trim());
     }
     let mut map = HashMap::new();
+    let mut copies = 0;
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let mut it = line.split(' ');
         if let (Some(id), Some(kind), Some(c)) = (it.next(), it.next(), it.next()) {
-            map.insert(
-                id.to_owned(),
-                Stored { kind: kind.parse().unwrap_or(0), created_at: c.parse().unwrap_or(0) },
-            );
+            let channel = it.next().filter(|c| !c.is_empty()).map(str::to_owned);
+            let st = Stored { kind: kind.parse().unwrap_or(0), created_at: c.parse().unwrap_or(0), channel };
+            if map.insert(id.to_owned(), st).is_some() {
+                copies += 1;
+            }
         }
     }
-    Ok(map)
+    Ok((map, copies))
 }
 
 /// One criterion's line of the verdict.
@@ -214,6 +244,8 @@ pub struct Verdict {
     pub run: Option<Value>,
     /// `--note`s.
     pub notes: BTreeMap<String, String>,
+    /// The fault suite's criteria (exactly once, chains, leaks, timeouts).
+    pub integrity: Option<super::integrity::Integrity>,
 }
 
 #[derive(Default)]
@@ -407,14 +439,14 @@ pub fn judge(records: &[Value], stored: &HashMap<String, Stored>, slack_ms: u64)
     let bad: u64 = v
         .snapshots
         .iter()
-        .filter(|(k, _)| {
-            !matches!(k.as_str(), "complete" | "http 409 snapshot_reset" | "http 503 snapshot_unavailable")
-        })
+        .filter(|(k, _)| k.as_str() != "complete" && !SNAPSHOT_ENDS.contains(&k.as_str()))
         .map(|(_, n)| n)
         .sum();
     let outcomes: Vec<String> = v.snapshots.iter().map(|(k, n)| format!("{k}: {n}")).collect();
     v.lines.push(Line {
-        check: "snapshot captures: complete, 409 snapshot_reset or 503 snapshot_unavailable".into(),
+        check:
+            "snapshot captures: complete, 409 snapshot_reset, 503 snapshot_unavailable (or admission's 503)"
+                .into(),
         found: format!(
             "{} ({bad} other)",
             if outcomes.is_empty() { "none".into() } else { outcomes.join(", ") }
@@ -425,16 +457,27 @@ pub fn judge(records: &[Value], stored: &HashMap<String, Stored>, slack_ms: u64)
     v
 }
 
+/// The answers a capture may end with besides completing: the spec's 409 `snapshot_reset` and 503
+/// `snapshot_unavailable`, and the 503s of admission ("Admission and membership checks can also
+/// return their normal errors", NIP-AR): `authorization_unavailable` (NIP-98 fails closed while
+/// Redis or the bus is unreachable; design.md "Stalls") and `unavailable` (storage unavailable).
 fn is_snapshot_reset(msg: &str) -> bool {
-    msg.starts_with("409 snapshot_reset") || msg.starts_with("503 snapshot_unavailable")
+    SNAPSHOT_ENDS.iter().any(|e| msg.starts_with(e.trim_start_matches("http ")))
 }
+
+const SNAPSHOT_ENDS: [&str; 4] = [
+    "http 409 snapshot_reset",
+    "http 503 snapshot_unavailable",
+    "http 503 authorization_unavailable",
+    "http 503 unavailable",
+];
 
 impl Verdict {
     /// The verdict table and details, for a terminal.
     #[must_use]
     pub fn text(&self) -> String {
         let mut o = String::new();
-        let _ = writeln!(o, "upgrade check: {}", if self.pass { "PASS" } else { "FAIL" });
+        let _ = writeln!(o, "check: {}", if self.pass { "PASS" } else { "FAIL" });
         for l in &self.lines {
             let _ = writeln!(o, "  [{}] {}: {}", if l.pass { "ok" } else { "FAIL" }, l.check, l.found);
         }
@@ -516,7 +559,9 @@ mod tests {
     use super::*;
 
     fn stored(ids: &[(&str, u32)]) -> HashMap<String, Stored> {
-        ids.iter().map(|(id, k)| ((*id).to_owned(), Stored { kind: *k, created_at: 100 })).collect()
+        ids.iter()
+            .map(|(id, k)| ((*id).to_owned(), Stored { kind: *k, created_at: 100, channel: None }))
+            .collect()
     }
 
     fn lines(text: &str) -> Vec<Value> {
@@ -542,6 +587,8 @@ mod tests {
             {"t":"recv","l":7,"id":"c","us":6650000}
             {"t":"snapshot","outcome":"complete","entries":3,"us":1}
             {"t":"snapshot","outcome":"http","status":409,"code":"snapshot_reset","action":"page","us":1}
+            {"t":"snapshot","outcome":"http","status":503,"code":"authorization_unavailable","action":"start","us":1}
+            {"t":"answer","op":"snapshot.capture","via":"http","prefix":"(none)","msg":"503 authorization_unavailable: {}","expected":false,"us":2}
             {"t":"lend","l":7,"us":90000000}
             "#,
         );

@@ -184,6 +184,7 @@ pub async fn run_coordinator(args: &CoordinatorArgs, plan: Plan) -> Result<DistR
                     reconnect: args.reconnect,
                     endpoints_file: args.endpoints_file.as_ref().map(|p| p.display().to_string()),
                     replay_margin_s: args.replay_margin,
+                    stall_listeners_ms: args.stall_listeners_ms()?,
                 };
                 let assign = ToWorker::Assign(Box::new(a));
                 send(&worker, &assign).await?;

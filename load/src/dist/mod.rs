@@ -12,6 +12,7 @@ mod args;
 mod audit;
 mod check;
 mod coordinator;
+mod integrity;
 mod metrics;
 mod plan;
 mod proto;

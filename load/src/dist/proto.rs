@@ -173,6 +173,10 @@ pub struct Assignment {
     /// Seconds a listener's new `since` goes back (`--replay-margin`).
     #[serde(default)]
     pub replay_margin_s: u64,
+    /// Every other listener (even index) stops reading `(at_ms, for_ms)` into the window
+    /// (`--stall-listeners`).
+    #[serde(default)]
+    pub stall_listeners_ms: Option<(u64, u64)>,
 }
 
 /// Connects to NATS at `url`; `NATS_CREDS_FILE` and `NATS_CA_FILE` (as the services read them)

@@ -188,9 +188,14 @@ pub async fn publish_final(
     loop {
         attempt += 1;
         match publish_audited(ctx, op, conn, ev).await {
-            Ok((false, msg)) if ctx.a.reconnect && msg.starts_with("error:") && attempt < MAX_ATTEMPTS => {
+            Ok((false, msg))
+                if ctx.a.reconnect
+                    && msg.starts_with("error:")
+                    && attempt < MAX_ATTEMPTS
+                    && Instant::now() < give_up =>
+            {
                 ctx.audit.answer(op, "ok", Some(&ev.id), &msg, false);
-                tokio::time::sleep(Duration::from_millis(200 * u64::from(attempt))).await;
+                tokio::time::sleep(resend_pause(attempt)).await;
             }
             Ok((ok, msg)) => return Ok((ok, msg, attempt)),
             Err(e) if ctx.a.reconnect && Instant::now() < give_up && attempt < 2 * MAX_ATTEMPTS => {
@@ -212,8 +217,17 @@ pub async fn publish_final(
     }
 }
 
-/// Attempts of one write under `--reconnect` (answers `error:` are resent up to this).
-pub const MAX_ATTEMPTS: u32 = 6;
+/// Attempts of one write under `--reconnect` (answers `error:` are resent up to this): with
+/// [`resend_pause`], about 38 s of resends, so a write outlives every replica of the
+/// write-service being down for a while (the fault suite's `all:write`).
+pub const MAX_ATTEMPTS: u32 = 40;
+
+/// The pause before resending a write answered `error:` for the `attempt`-th time: 200 ms more
+/// each time, at most 1 s.
+#[must_use]
+pub fn resend_pause(attempt: u32) -> Duration {
+    Duration::from_millis((200 * u64::from(attempt)).min(1000))
+}
 
 /// Sends `ev` and waits for its OK: `(accepted, message)`.
 pub async fn publish(conn: &mut Conn, ev: &Event, timeout: Duration) -> Result<(bool, String)> {

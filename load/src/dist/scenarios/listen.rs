@@ -31,13 +31,17 @@ pub async fn subscribe(ctx: &Ctx, conn: &mut Conn, l: usize) -> Result<()> {
     subscribe_since(ctx, conn, l, 0, buzz_core::unix_now()).await
 }
 
-/// Subscription `n` of listener `l`: live from now, past its EOSE, then (for `n > 0`) the stored
-/// events from `since` to now, paged back with `until` (a relay answers the newest `limit` of a
-/// window, so one REQ cannot bring a long gap). Every event received is audited.
+/// Subscription `n` of listener `l`: live (no stored events) for events created from
+/// `--replay-margin` seconds ago, past its EOSE, then (for `n > 0`) the stored events from `since`
+/// to now, paged back with `until` (a relay answers the newest `limit` of a window, so one REQ
+/// cannot bring a long gap). The live filter reaches back because a write resent after a lost
+/// socket keeps its `created_at`: committed after the replay read its second, it must still
+/// match live. Every event received is audited.
 async fn subscribe_since(ctx: &Ctx, conn: &mut Conn, l: usize, n: u32, since: i64) -> Result<()> {
     let req_us = unix_us();
     let now = buzz_core::unix_now();
-    conn.send_text(nostr::req_msg(nostr::SUB_ID, &ctx.a.channel, now)).await?;
+    let margin = i64::try_from(ctx.a.replay_margin_s).unwrap_or(60);
+    conn.send_text(nostr::live_req_msg(nostr::SUB_ID, &ctx.a.channel, now - margin)).await?;
     wait_page(ctx, conn, l, nostr::SUB_ID).await?;
     // The gap: [since, now], newest page first.
     let mut until = now;
@@ -116,8 +120,24 @@ pub async fn run(ctx: Arc<Ctx>, conn: Conn, l: usize, t: Timing) {
     let Conn { mut sink, mut stream, .. } = conn;
     let mut n = 0u32;
     let mut k = 0usize;
+    // `--stall-listeners`: every other listener stops reading for a while (a client that stops
+    // reading: what reaches it waits in the kernel's buffers and the gateway's queue).
+    let mut stall = ctx
+        .a
+        .stall_listeners_ms
+        .filter(|_| l.is_multiple_of(2))
+        .map(|(at, dur)| (t.start + Duration::from_millis(at), Duration::from_millis(dur)));
+    let stall_at = stall.map_or(t.drain_end, |s| s.0);
     loop {
         let lost: String = tokio::select! {
+            () = sleep_until(stall_at), if stall.is_some() => {
+                let dur = stall.take().map_or(Duration::ZERO, |s| s.1);
+                if ctx.audit.on() {
+                    ctx.audit.log("stall", json!({"l": l, "ms": dur.as_millis()}));
+                }
+                tokio::time::sleep(dur).await;
+                continue;
+            }
             msg = stream.next() => match msg {
                 Some(Ok(Message::Text(text))) => {
                     let now = unix_us();

@@ -12,7 +12,7 @@ use crate::client::{next_frame, Conn};
 use buzz_core::Event;
 use serde_json::json;
 
-use crate::dist::session::{sleep_until, unix_us, Ctx, Timing, MAX_ATTEMPTS};
+use crate::dist::session::{resend_pause, sleep_until, unix_us, Ctx, Timing, MAX_ATTEMPTS};
 use crate::nostr::{self, RelayMsg};
 
 /// One writer connection.
@@ -98,8 +98,9 @@ impl Writer {
                                     } else if ctx.a.reconnect && message.starts_with("error:") && p.attempt < MAX_ATTEMPTS {
                                         ctx.audit.answer(self.op, "ok", Some(&id), &message, false);
                                         resend.push(id.clone());
+                                        let pause = resend_pause(p.attempt);
                                         pending.insert(id, p);
-                                        tokio::time::sleep(Duration::from_millis(200)).await;
+                                        tokio::time::sleep(pause).await;
                                     } else {
                                         ctx.rec.error(self.op, &message);
                                         ctx.audit.answer(self.op, "ok", Some(&id), &message, false);

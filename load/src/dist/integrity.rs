@@ -1,0 +1,260 @@
+//! The fault suite's criteria beside [`super::check`]'s (`scripts/faults.sh`):
+//!
+//! - **Exactly once**: no event id stored twice, and every write answered `error:` and resent
+//!   is stored (a write the client gave up on after `error:` answers is not).
+//! - **Chains**: per NIP-AR artifact of the run's channel, every accepted revision's `prev` is
+//!   the revision accepted before it (a linear history) and the artifact's current revision is
+//!   its tip, checked in SQL over `artifact_revisions` and `artifacts`.
+//! - **Leaks**: every event a listener received is a stored event of the run's channel (the
+//!   only channel its filter names and its key may read); any other is a leak.
+//! - **Unanswered past the bound**: a client that waited longer than its timeout (the suite sets
+//!   it to the bus timeout + 1 s) for an answer audits a `transport` `timeout`; each is counted.
+
+use std::collections::{HashMap, HashSet};
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::check::{Line, Stored};
+
+/// What [`chains`] found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Chains {
+    /// Artifacts with a revision in the channel.
+    pub artifacts: u64,
+    /// Their accepted revisions.
+    pub revisions: u64,
+    /// Revisions whose `prev` is not the revision accepted before them.
+    pub forks: u64,
+    /// Artifacts whose current revision is not the last accepted one.
+    pub wrong_tips: u64,
+}
+
+/// The chain check's SQL: one row, `artifacts revisions forks wrong_tips`, for the artifacts
+/// with a revision in channel `$1` (bound by psql's `-v channel=...`).
+pub const CHAINS_SQL: &str = r"
+WITH touched AS (
+    SELECT DISTINCT community_id, d FROM artifact_revisions WHERE channel_id = :'channel'::uuid
+), r AS (
+    SELECT ar.community_id, ar.d, ar.revision_id, ar.prev,
+           lag(ar.revision_id) OVER w AS before,
+           row_number() OVER (PARTITION BY ar.community_id, ar.d ORDER BY ar.accepted_seq DESC) AS from_end
+    FROM artifact_revisions ar JOIN touched USING (community_id, d)
+    WINDOW w AS (PARTITION BY ar.community_id, ar.d ORDER BY ar.accepted_seq)
+)
+SELECT (SELECT count(*) FROM touched),
+       (SELECT count(*) FROM r),
+       (SELECT count(*) FROM r WHERE prev IS DISTINCT FROM before),
+       (SELECT count(*) FROM r JOIN artifacts a USING (community_id, d)
+         WHERE r.from_end = 1 AND a.current_revision <> r.revision_id)
+";
+
+/// Runs [`CHAINS_SQL`] for `channel` with `psql`.
+pub fn chains(url: &str, channel: &str) -> Result<Chains> {
+    if uuid::Uuid::parse_str(channel).is_err() {
+        bail!("run.json channel {channel:?} is not a uuid");
+    }
+    let out = std::process::Command::new("psql")
+        .args([
+            url,
+            "-X",
+            "-q",
+            "-A",
+            "-t",
+            "-F",
+            " ",
+            "-v",
+            &format!("channel={channel}"),
+            "-v",
+            "ON_ERROR_STOP=1",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .context("running psql (is the PostgreSQL client installed?)")
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            child.stdin.take().context("psql stdin")?.write_all(CHAINS_SQL.as_bytes())?;
+            Ok(child.wait_with_output()?)
+        })?;
+    if !out.status.success() {
+        bail!("psql (chain check) failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    parse_chains(&String::from_utf8_lossy(&out.stdout))
+}
+
+fn parse_chains(text: &str) -> Result<Chains> {
+    let n: Vec<u64> =
+        text.split_whitespace().map(str::parse).collect::<Result<_, _>>().context("chain row")?;
+    let [artifacts, revisions, forks, wrong_tips] = n[..] else { bail!("chain row {text:?}: not 4 numbers") };
+    Ok(Chains { artifacts, revisions, forks, wrong_tips })
+}
+
+/// The fault suite's findings from the audit and the stored events.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Integrity {
+    /// Event ids stored more than once.
+    pub stored_twice: u64,
+    /// Writes answered `error:` at least once and never refused otherwise.
+    pub errored_writes: u64,
+    /// Of those, not stored.
+    pub errored_not_stored: u64,
+    /// Events listeners received.
+    pub received: u64,
+    /// Of those, not stored events of the run's channel.
+    pub leaks: u64,
+    /// Some leaked ids.
+    pub leak_examples: Vec<String>,
+    /// Client timeouts (no answer within the client's bound).
+    pub timeouts: u64,
+    /// Whether a timeout fails the run (`--fail-on-timeouts`); else it is reported.
+    pub timeouts_fail: bool,
+    /// The chain check, when run.
+    pub chains: Option<Chains>,
+}
+
+/// Judges exactly-once, leaks and timeouts from `records` (audit lines), `stored` (id → event)
+/// and `copies` (ids stored more than once) for the run's `channel`.
+#[must_use]
+pub fn judge(records: &[Value], stored: &HashMap<String, Stored>, copies: u64, channel: &str) -> Integrity {
+    let mut v = Integrity { stored_twice: copies, ..Integrity::default() };
+    let mut errored: HashSet<&str> = HashSet::new();
+    // Writes whose resend was refused otherwise (a stale prev's `conflict:`): not to be stored.
+    let mut refused: HashSet<&str> = HashSet::new();
+    let mut received: HashSet<&str> = HashSet::new();
+    for r in records {
+        let id = r["id"].as_str().unwrap_or("");
+        match r["t"].as_str().unwrap_or("") {
+            "answer" if r["prefix"] == "error" && !id.is_empty() && r["via"] == "ok" => {
+                errored.insert(id);
+            }
+            "answer" if !id.is_empty() && r["via"] == "ok" => {
+                refused.insert(id);
+            }
+            "recv" if !id.is_empty() => {
+                received.insert(id);
+            }
+            "transport" if r["what"] == "timeout" => v.timeouts += 1,
+            _ => {}
+        }
+    }
+    errored.retain(|id| !refused.contains(id));
+    v.errored_writes = errored.len() as u64;
+    v.errored_not_stored = errored.iter().filter(|id| !stored.contains_key(**id)).count() as u64;
+    v.received = received.len() as u64;
+    let mut leaks: Vec<&str> = received
+        .into_iter()
+        .filter(|id| stored.get(*id).is_none_or(|s| s.channel.as_deref() != Some(channel)))
+        .collect();
+    leaks.sort_unstable();
+    v.leaks = leaks.len() as u64;
+    v.leak_examples = leaks.iter().take(10).map(|s| (*s).to_owned()).collect();
+    v
+}
+
+impl Integrity {
+    /// The verdict lines of these criteria.
+    #[must_use]
+    pub fn lines(&self) -> Vec<Line> {
+        let mut out = vec![
+            Line {
+                check: "stored exactly once (ids stored twice; error: writes resent but not stored)".into(),
+                found: format!(
+                    "{} stored twice; {} of {} error: write(s) not stored",
+                    self.stored_twice, self.errored_not_stored, self.errored_writes
+                ),
+                pass: self.stored_twice == 0 && self.errored_not_stored == 0,
+            },
+            Line {
+                check: "leaks (received events that are not stored events of the subscribed channel)".into(),
+                found: format!("{} of {} received", self.leaks, self.received),
+                pass: self.leaks == 0,
+            },
+            Line {
+                check: "requests without an answer past the client bound (bus timeout + 1 s)".into(),
+                found: format!(
+                    "{}{}",
+                    self.timeouts,
+                    if self.timeouts_fail { "" } else { " (reported only)" }
+                ),
+                pass: self.timeouts == 0 || !self.timeouts_fail,
+            },
+        ];
+        if let Some(c) = self.chains {
+            out.push(Line {
+                check: "NIP-AR chains (prev is the revision accepted before; current is the tip)".into(),
+                found: format!(
+                    "{} fork(s), {} wrong tip(s) over {} artifact(s), {} revision(s)",
+                    c.forks, c.wrong_tips, c.artifacts, c.revisions
+                ),
+                pass: c.forks == 0 && c.wrong_tips == 0,
+            });
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn st(channel: &str) -> Stored {
+        Stored { kind: 9, created_at: 1, channel: Some(channel.to_owned()) }
+    }
+
+    fn recs(text: &str) -> Vec<Value> {
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).expect("json"))
+            .collect()
+    }
+
+    #[test]
+    fn a_clean_run_has_no_leak_timeout_or_lost_resend() {
+        let r = recs(
+            r#"
+            {"t":"answer","op":"chat","via":"ok","id":"a","prefix":"error","msg":"error: x","expected":false,"us":1}
+            {"t":"ack","op":"chat","id":"a","kind":9,"msg":"","attempt":2,"us":2}
+            {"t":"recv","l":1,"id":"a","us":3}
+            {"t":"transport","op":"chat","what":"lost","msg":"closed","us":4}
+            {"t":"answer","op":"artifact.stale","via":"ok","id":"s","prefix":"error","msg":"error: x","expected":false,"us":5}
+            {"t":"answer","op":"artifact.stale","via":"ok","id":"s","prefix":"conflict","msg":"conflict: stale","expected":true,"us":6}
+            "#,
+        );
+        let stored = HashMap::from([("a".to_owned(), st("ch"))]);
+        let v = judge(&r, &stored, 0, "ch");
+        assert!(v.lines().iter().all(|l| l.pass), "{v:?}");
+        assert_eq!((v.errored_writes, v.received, v.timeouts), (1, 1, 0));
+    }
+
+    #[test]
+    fn leaks_timeouts_copies_and_unstored_resends_fail() {
+        let r = recs(
+            r#"
+            {"t":"answer","op":"chat","via":"ok","id":"gone","prefix":"error","msg":"error: x","expected":false,"us":1}
+            {"t":"recv","l":1,"id":"other","us":3}
+            {"t":"recv","l":1,"id":"nowhere","us":3}
+            {"t":"transport","op":"chat","what":"timeout","msg":"no OK","us":4}
+            "#,
+        );
+        let stored = HashMap::from([("other".to_owned(), st("another channel"))]);
+        let mut v = judge(&r, &stored, 2, "ch");
+        assert!(v.lines()[2].pass, "a timeout is reported only without --fail-on-timeouts");
+        v.timeouts_fail = true;
+        v.chains = Some(Chains { artifacts: 3, revisions: 9, forks: 1, wrong_tips: 0 });
+        assert_eq!((v.errored_not_stored, v.leaks, v.timeouts, v.stored_twice), (1, 2, 1, 2));
+        assert_eq!(v.lines().iter().map(|l| l.pass).collect::<Vec<_>>(), vec![false, false, false, false]);
+    }
+
+    #[test]
+    fn the_chain_row_parses_and_a_bad_one_is_an_error() {
+        assert_eq!(
+            parse_chains("12 40 0 1\n").ok(),
+            Some(Chains { artifacts: 12, revisions: 40, forks: 0, wrong_tips: 1 })
+        );
+        assert!(parse_chains("12 40\n").is_err());
+        assert!(chains("postgres://x", "not-a-uuid").is_err());
+    }
+}
