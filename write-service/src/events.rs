@@ -82,7 +82,7 @@ const ANNOUNCE_AGAIN_WITHIN_SECS: f64 = 60.0;
 /// only answered.
 async fn announce_again(
     tx: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     actor: &Actor,
     event: Event,
     role: Option<Role>,

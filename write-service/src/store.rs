@@ -72,7 +72,7 @@ pub async fn insert_event(
 /// deleted nor redacted).
 pub async fn accepted_within(
     conn: &mut PgConnection,
-    community: Uuid,
+    community: CommunityId,
     id: &EventId,
     secs: f64,
 ) -> Result<bool, sqlx::Error> {
