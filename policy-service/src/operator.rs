@@ -141,8 +141,10 @@ fn retention_days(value: &serde_json::Value) -> Result<Option<i32>, ApiError> {
         })
 }
 
-/// The one query parameter of the community routes: `community_id`, a non-nil UUID.
-fn community_param(uri: &OriginalUri) -> Result<Uuid, ApiError> {
+/// The one query parameter of the community routes: `community_id`, a non-nil UUID. Public for
+/// the fuzz target `operator` (fuzz/).
+#[doc(hidden)]
+pub fn community_param(uri: &OriginalUri) -> Result<Uuid, ApiError> {
     let mut id = None;
     for pair in uri.0.query().unwrap_or_default().split('&').filter(|p| !p.is_empty()) {
         let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
@@ -164,12 +166,12 @@ fn community_param(uri: &OriginalUri) -> Result<Uuid, ApiError> {
     id.ok_or_else(|| ApiError::invalid_request("the query parameter community_id is required"))
 }
 
-async fn create_community(
-    State(state): State<Arc<OperatorState>>,
-    Operator { pubkey: operator, body }: Operator,
-) -> Result<Response, ApiError> {
+/// The body of `POST /operator/communities`: community id, canonical host, owner and retention.
+/// Public for the fuzz target `operator` (fuzz/).
+#[doc(hidden)]
+pub fn parse_create(body: &[u8]) -> Result<(Uuid, String, Pubkey, Option<Option<i32>>), ApiError> {
     let fields = ["community_id", "host", "owner_pubkey", "retention_days"];
-    let req = JsonObject::parse(&body, &fields).map_err(ApiError::invalid_body)?;
+    let req = JsonObject::parse(body, &fields).map_err(ApiError::invalid_body)?;
     let community_id = buzz_core::ids::parse_id(req.string("community_id").map_err(ApiError::invalid_body)?)
         .ok_or_else(|| {
             ApiError::invalid_request("community_id must be a non-nil lowercase hyphenated UUID")
@@ -179,6 +181,14 @@ async fn create_community(
     let owner = Pubkey::parse(req.string("owner_pubkey").map_err(ApiError::invalid_body)?)
         .map_err(|_| ApiError::invalid_request("owner_pubkey must be 64 lowercase hex"))?;
     let retention = req.get("retention_days").map(retention_days).transpose()?;
+    Ok((community_id, host, owner, retention))
+}
+
+async fn create_community(
+    State(state): State<Arc<OperatorState>>,
+    Operator { pubkey: operator, body }: Operator,
+) -> Result<Response, ApiError> {
+    let (community_id, host, owner, retention) = parse_create(&body)?;
     let new = NewCommunity { id: community_id, host: &host, owner: &owner, retention_days: retention };
     match store::create(&state.pool, &new).await {
         Ok((c, created)) => {
@@ -221,19 +231,7 @@ async fn update_community(
     Operator { pubkey: operator, body }: Operator,
 ) -> Result<Response, ApiError> {
     let id = community_param(&uri)?;
-    let req = JsonObject::parse(&body, &["retention_days", "name", "description", "icon"])
-        .map_err(ApiError::invalid_body)?;
-    let changes = store::Changes {
-        retention_days: req.get("retention_days").map(retention_days).transpose()?,
-        name: profile_field(&req, "name", 64, false)?,
-        description: profile_field(&req, "description", 1024, false)?,
-        icon: profile_field(&req, "icon", 2048, true)?,
-    };
-    if changes.retention_days.is_none() && !changes.names_profile() {
-        return Err(ApiError::invalid_body(
-            "name at least one of retention_days, name, description, icon".into(),
-        ));
-    }
+    let changes = parse_update(&body)?;
     match store::update(&state.pool, id, &changes).await {
         Ok(Some(c)) => {
             tracing::info!(%operator, community_id = %id, ?changes, "community settings changed");
@@ -247,6 +245,26 @@ async fn update_community(
         )),
         Err(store::UpdateError::Sql(e)) => Err(unavailable(e)),
     }
+}
+
+/// The body of `PATCH /operator/communities`: at least one of `retention_days`, `name`,
+/// `description`, `icon`. Public for the fuzz target `operator` (fuzz/).
+#[doc(hidden)]
+pub fn parse_update(body: &[u8]) -> Result<store::Changes, ApiError> {
+    let req = JsonObject::parse(body, &["retention_days", "name", "description", "icon"])
+        .map_err(ApiError::invalid_body)?;
+    let changes = store::Changes {
+        retention_days: req.get("retention_days").map(retention_days).transpose()?,
+        name: profile_field(&req, "name", 64, false)?,
+        description: profile_field(&req, "description", 1024, false)?,
+        icon: profile_field(&req, "icon", 2048, true)?,
+    };
+    if changes.retention_days.is_none() && !changes.names_profile() {
+        return Err(ApiError::invalid_body(
+            "name at least one of retention_days, name, description, icon".into(),
+        ));
+    }
+    Ok(changes)
 }
 
 /// A profile field of a PATCH: absent (`None`), `null` (`Some(None)`: cleared) or a string of 1
