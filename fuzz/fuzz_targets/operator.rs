@@ -32,10 +32,10 @@ fuzz_target!(|data: &[u8]| {
     let Some((&mode, body)) = data.split_first() else { return };
     match mode % 8 {
         0 => match operator::parse_create(body) {
-            Ok((id, host, _, retention)) => {
-                assert!(!id.is_nil());
-                canonical(&host);
-                assert!(retention.flatten().is_none_or(|d| (1..=36_500).contains(&d)));
+            Ok(req) => {
+                assert!(!req.community_id.is_nil());
+                canonical(&req.host);
+                assert!(req.retention_days.flatten().is_none_or(|d| (1..=36_500).contains(&d)));
             }
             Err(e) => refusal(&e),
         },

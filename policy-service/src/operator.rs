@@ -166,10 +166,23 @@ pub fn community_param(uri: &OriginalUri) -> Result<Uuid, ApiError> {
     id.ok_or_else(|| ApiError::invalid_request("the query parameter community_id is required"))
 }
 
-/// The body of `POST /operator/communities`: community id, canonical host, owner and retention.
-/// Public for the fuzz target `operator` (fuzz/).
+/// The body of `POST /operator/communities`, validated.
 #[doc(hidden)]
-pub fn parse_create(body: &[u8]) -> Result<(Uuid, String, Pubkey, Option<Option<i32>>), ApiError> {
+#[derive(Debug)]
+pub struct CreateBody {
+    /// The community to provision (non-nil).
+    pub community_id: Uuid,
+    /// Its host, as [`buzz_core::host::community_host`] canonicalises it.
+    pub host: String,
+    /// Its owner.
+    pub owner: Pubkey,
+    /// Absent, `Some(None)` (keep revision history forever) or days.
+    pub retention_days: Option<Option<i32>>,
+}
+
+/// Reads the body of `POST /operator/communities`. Public for the fuzz target `operator` (fuzz/).
+#[doc(hidden)]
+pub fn parse_create(body: &[u8]) -> Result<CreateBody, ApiError> {
     let fields = ["community_id", "host", "owner_pubkey", "retention_days"];
     let req = JsonObject::parse(body, &fields).map_err(ApiError::invalid_body)?;
     let community_id = buzz_core::ids::parse_id(req.string("community_id").map_err(ApiError::invalid_body)?)
@@ -181,15 +194,20 @@ pub fn parse_create(body: &[u8]) -> Result<(Uuid, String, Pubkey, Option<Option<
     let owner = Pubkey::parse(req.string("owner_pubkey").map_err(ApiError::invalid_body)?)
         .map_err(|_| ApiError::invalid_request("owner_pubkey must be 64 lowercase hex"))?;
     let retention = req.get("retention_days").map(retention_days).transpose()?;
-    Ok((community_id, host, owner, retention))
+    Ok(CreateBody { community_id, host, owner, retention_days: retention })
 }
 
 async fn create_community(
     State(state): State<Arc<OperatorState>>,
     Operator { pubkey: operator, body }: Operator,
 ) -> Result<Response, ApiError> {
-    let (community_id, host, owner, retention) = parse_create(&body)?;
-    let new = NewCommunity { id: community_id, host: &host, owner: &owner, retention_days: retention };
+    let req = parse_create(&body)?;
+    let new = NewCommunity {
+        id: req.community_id,
+        host: &req.host,
+        owner: &req.owner,
+        retention_days: req.retention_days,
+    };
     match store::create(&state.pool, &new).await {
         Ok((c, created)) => {
             tracing::info!(%operator, community_id = %c.community_id, host = %c.host, created, "community provisioned");
