@@ -4,7 +4,8 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// Normalises a Host header value; `None` for empty or malformed hosts (whitespace, `/`, `@`, bad port).
 ///
-/// Surrounding whitespace is trimmed, the name is lowercased, one trailing dot of the name is dropped,
+/// Surrounding whitespace is trimmed, the name is lowercased, one trailing dot of the name is dropped
+/// (a name ending in two is refused),
 /// `:80` and `:443` are dropped and other ports kept. IPv6 literals must be bracketed (`[::1]:7777`)
 /// and come back in their canonical text form. Names may hold ASCII letters, digits, `-`, `.` and `_`.
 #[must_use]
@@ -21,7 +22,9 @@ pub fn normalize_host(raw: &str) -> Option<String> {
     } else {
         let name = name.strip_suffix('.').unwrap_or(name);
         let ok = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_');
-        if name.is_empty() || !name.bytes().all(ok) {
+        // A name still ending in a dot (`a..`) is refused: kept, it would normalise again to
+        // another host, and a normal form must be its own normal form.
+        if name.is_empty() || name.ends_with('.') || !name.bytes().all(ok) {
             return None;
         }
         name.to_owned()
@@ -171,6 +174,20 @@ mod tests {
         ];
         for (raw, want) in cases {
             assert_eq!(normalize_host(raw).as_deref(), want, "{raw:?}");
+        }
+    }
+
+    /// Found by the `host` and `nip42` fuzz targets: a name ending in two dots lost one and came
+    /// back still ending in a dot, so normalising again gave another host (`"..:01826"` gave
+    /// `".:1826"`, which normalises to nothing, and an AUTH naming it never matched).
+    #[test]
+    fn a_name_still_ending_in_a_dot_after_dropping_one_is_refused_so_normal_forms_are_fixed_points() {
+        for raw in ["  rl....a........ybea..", "..:01826", "a..", "relay.example.com..:443"] {
+            assert_eq!(normalize_host(raw), None, "{raw:?}");
+        }
+        for raw in ["relay.example.com.", "a.b.:8080", "[::1]:443", "Relay.Example.COM"] {
+            let normal = normalize_host(raw).unwrap_or_default();
+            assert_eq!(normalize_host(&normal).as_ref(), Some(&normal), "{raw:?}");
         }
     }
 

@@ -235,7 +235,9 @@ async fn delete_binding(
     }
 }
 
-fn binding_body(body: &[u8]) -> Result<(buzz_core::CommunityId, String), ApiError> {
+/// `{community_id, issuer}` of a binding request. Public for the fuzz target `operator` (fuzz/).
+#[doc(hidden)]
+pub fn binding_body(body: &[u8]) -> Result<(buzz_core::CommunityId, String), ApiError> {
     let req = buzz_core::http_json::JsonObject::parse(body, &["community_id", "issuer"])
         .map_err(ApiError::invalid_body)?;
     let community_id = req

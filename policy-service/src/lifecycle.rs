@@ -66,8 +66,10 @@ fn conflict(code: &'static str, message: &str) -> ApiError {
     ApiError::new(StatusCode::CONFLICT, code, message)
 }
 
-/// `{host?, owner_pubkey?}`, at least one; validated like provisioning.
-fn parse_change(body: &[u8]) -> Result<(Option<String>, Option<Pubkey>), ApiError> {
+/// `{host?, owner_pubkey?}`, at least one; validated like provisioning. Public for the fuzz
+/// target `operator` (fuzz/).
+#[doc(hidden)]
+pub fn parse_change(body: &[u8]) -> Result<(Option<String>, Option<Pubkey>), ApiError> {
     let req = JsonObject::parse(body, &["host", "owner_pubkey"]).map_err(ApiError::invalid_body)?;
     let text = |name: &str| -> Result<Option<String>, ApiError> {
         match req.get(name) {

@@ -140,8 +140,10 @@ fn retention_days(value: &serde_json::Value) -> Result<Option<i32>, ApiError> {
         })
 }
 
-/// The one query parameter of the community routes: `community_id`, a non-nil UUID.
-fn community_param(uri: &OriginalUri) -> Result<CommunityId, ApiError> {
+/// The one query parameter of the community routes: `community_id`, a non-nil UUID. Public for
+/// the fuzz target `operator` (fuzz/).
+#[doc(hidden)]
+pub fn community_param(uri: &OriginalUri) -> Result<CommunityId, ApiError> {
     let mut id = None;
     for pair in uri.0.query().unwrap_or_default().split('&').filter(|p| !p.is_empty()) {
         let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
@@ -163,12 +165,25 @@ fn community_param(uri: &OriginalUri) -> Result<CommunityId, ApiError> {
     id.ok_or_else(|| ApiError::invalid_request("the query parameter community_id is required"))
 }
 
-async fn create_community(
-    State(state): State<Arc<OperatorState>>,
-    Operator { pubkey: operator, body }: Operator,
-) -> Result<Response, ApiError> {
+/// The body of `POST /operator/communities`, validated.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct CreateBody {
+    /// The community to provision (non-nil).
+    pub community_id: CommunityId,
+    /// Its host, as [`buzz_core::host::community_host`] canonicalises it.
+    pub host: String,
+    /// Its owner.
+    pub owner: Pubkey,
+    /// Absent, `Some(None)` (keep revision history forever) or days.
+    pub retention_days: Option<Option<i32>>,
+}
+
+/// Reads the body of `POST /operator/communities`. Public for the fuzz target `operator` (fuzz/).
+#[doc(hidden)]
+pub fn parse_create(body: &[u8]) -> Result<CreateBody, ApiError> {
     let fields = ["community_id", "host", "owner_pubkey", "retention_days"];
-    let req = JsonObject::parse(&body, &fields).map_err(ApiError::invalid_body)?;
+    let req = JsonObject::parse(body, &fields).map_err(ApiError::invalid_body)?;
     let community_id = CommunityId::parse(req.string("community_id").map_err(ApiError::invalid_body)?)
         .map_err(|_| ApiError::invalid_request("community_id must be a non-nil lowercase hyphenated UUID"))?;
     let host = buzz_core::host::community_host(req.string("host").map_err(ApiError::invalid_body)?)
@@ -176,7 +191,20 @@ async fn create_community(
     let owner = Pubkey::parse(req.string("owner_pubkey").map_err(ApiError::invalid_body)?)
         .map_err(|_| ApiError::invalid_request("owner_pubkey must be 64 lowercase hex"))?;
     let retention = req.get("retention_days").map(retention_days).transpose()?;
-    let new = NewCommunity { id: community_id, host: &host, owner: &owner, retention_days: retention };
+    Ok(CreateBody { community_id, host, owner, retention_days: retention })
+}
+
+async fn create_community(
+    State(state): State<Arc<OperatorState>>,
+    Operator { pubkey: operator, body }: Operator,
+) -> Result<Response, ApiError> {
+    let req = parse_create(&body)?;
+    let new = NewCommunity {
+        id: req.community_id,
+        host: &req.host,
+        owner: &req.owner,
+        retention_days: req.retention_days,
+    };
     match store::create(&state.pool, &new).await {
         Ok((c, created)) => {
             tracing::info!(%operator, community_id = %c.community_id, host = %c.host, created, "community provisioned");
@@ -218,19 +246,7 @@ async fn update_community(
     Operator { pubkey: operator, body }: Operator,
 ) -> Result<Response, ApiError> {
     let id = community_param(&uri)?;
-    let req = JsonObject::parse(&body, &["retention_days", "name", "description", "icon"])
-        .map_err(ApiError::invalid_body)?;
-    let changes = store::Changes {
-        retention_days: req.get("retention_days").map(retention_days).transpose()?,
-        name: profile_field(&req, "name", 64, false)?,
-        description: profile_field(&req, "description", 1024, false)?,
-        icon: profile_field(&req, "icon", 2048, true)?,
-    };
-    if changes.retention_days.is_none() && !changes.names_profile() {
-        return Err(ApiError::invalid_body(
-            "name at least one of retention_days, name, description, icon".into(),
-        ));
-    }
+    let changes = parse_update(&body)?;
     match store::update(&state.pool, id, &changes).await {
         Ok(Some(c)) => {
             tracing::info!(%operator, community_id = %id, ?changes, "community settings changed");
@@ -244,6 +260,26 @@ async fn update_community(
         )),
         Err(store::UpdateError::Sql(e)) => Err(unavailable(e)),
     }
+}
+
+/// The body of `PATCH /operator/communities`: at least one of `retention_days`, `name`,
+/// `description`, `icon`. Public for the fuzz target `operator` (fuzz/).
+#[doc(hidden)]
+pub fn parse_update(body: &[u8]) -> Result<store::Changes, ApiError> {
+    let req = JsonObject::parse(body, &["retention_days", "name", "description", "icon"])
+        .map_err(ApiError::invalid_body)?;
+    let changes = store::Changes {
+        retention_days: req.get("retention_days").map(retention_days).transpose()?,
+        name: profile_field(&req, "name", 64, false)?,
+        description: profile_field(&req, "description", 1024, false)?,
+        icon: profile_field(&req, "icon", 2048, true)?,
+    };
+    if changes.retention_days.is_none() && !changes.names_profile() {
+        return Err(ApiError::invalid_body(
+            "name at least one of retention_days, name, description, icon".into(),
+        ));
+    }
+    Ok(changes)
 }
 
 /// A profile field of a PATCH: absent (`None`), `null` (`Some(None)`: cleared) or a string of 1
