@@ -49,8 +49,8 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 
 export CARGO_TARGET_DIR=${FUZZ_TARGET_DIR:-$ROOT/fuzz/target}
-# No sanitizer: the relay forbids unsafe code, and without ASan builds and runs are about twice
-# as fast; debug assertions and overflow checks stay on (cargo-fuzz's default).
+# No sanitizer: the relay forbids unsafe code, and builds and runs are faster without ASan; debug
+# assertions and overflow checks stay on (cargo-fuzz's default).
 build=(-s none)
 cd fuzz
 
