@@ -5,7 +5,8 @@
 #   3. lints and renders the chart, builds every target of the workspace, starts the chart's pods
 #      as local processes (scripts/chart-run.sh),
 #   4. runs the upgrade test when a migration or a bus payload changed since the last release,
-#   5. runs every test: cargo nextest when installed, else cargo test.
+#   5. a 20 s cargo-fuzz smoke per fuzz target when the nightly toolchain is present,
+#   6. runs every test: cargo nextest when installed, else cargo test.
 # Load tests are not part of it; they have their own command.
 #
 # Usage: scripts/test.sh [ARGS...]   ARGS go to the test runner, e.g.
@@ -55,6 +56,10 @@ bash scripts/chart-run.sh || exit $?
 # or the bus payloads changed since that release (scripts/upgrade-test.sh --if-changed; ~4 minutes
 # with the debug binaries just built, plus one build of the release's binaries, kept for reuse).
 UPGRADE_PROFILE=debug bash scripts/upgrade-test.sh --if-changed || exit $?
+
+# cargo-fuzz smoke: 20 s per target when the nightly toolchain is present (docs/fuzzing.md); the
+# fuzz build is kept in FUZZ_TARGET_DIR between runs (a cold one takes long on 2 cores).
+FUZZ_TARGET_DIR=${FUZZ_TARGET_DIR:-/var/tmp/buzz-target-fuzz} bash scripts/fuzz.sh --smoke || exit $?
 
 if cargo nextest --version >/dev/null 2>&1; then
   runner=(cargo nextest run --workspace --no-fail-fast)
