@@ -321,7 +321,7 @@ fn snapshot(s: &Seeds) {
     s.put_mode("snapshot", 2, cursor.encode());
     let d = uuid::Uuid::parse_str(D).unwrap_or_default();
     let h = uuid::Uuid::parse_str(H).unwrap_or_default();
-    let entry = Entry { d, revision: [0xab; 32], channel: h };
+    let entry = Entry { d, revision: [0xab; 32], channel: buzz_core::ChannelId(h) };
     let page = buzz_snapshot::manifest::pages(&[entry, entry]).concat();
     s.put_mode("snapshot", 3, page);
     s.put_mode("snapshot", 4, entry.body_record());
