@@ -55,34 +55,9 @@ pub fn chains(url: &str, channel: &str) -> Result<Chains> {
     if uuid::Uuid::parse_str(channel).is_err() {
         bail!("run.json channel {channel:?} is not a uuid");
     }
-    let out = std::process::Command::new("psql")
-        .args([
-            url,
-            "-X",
-            "-q",
-            "-A",
-            "-t",
-            "-F",
-            " ",
-            "-v",
-            &format!("channel={channel}"),
-            "-v",
-            "ON_ERROR_STOP=1",
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .context("running psql (is the PostgreSQL client installed?)")
-        .and_then(|mut child| {
-            use std::io::Write as _;
-            child.stdin.take().context("psql stdin")?.write_all(CHAINS_SQL.as_bytes())?;
-            Ok(child.wait_with_output()?)
-        })?;
-    if !out.status.success() {
-        bail!("psql (chain check) failed: {}", String::from_utf8_lossy(&out.stderr).trim());
-    }
-    parse_chains(&String::from_utf8_lossy(&out.stdout))
+    let out =
+        super::check::psql(url, &[format!("channel={channel}")], CHAINS_SQL).context("the chain check")?;
+    parse_chains(&out)
 }
 
 fn parse_chains(text: &str) -> Result<Chains> {
