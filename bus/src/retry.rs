@@ -186,13 +186,15 @@ async fn request_hedged<T: Serialize, R: DeserializeOwned>(
     let mut tried: Vec<String> = Vec::new();
     let mut target: Option<String> = None;
     let mut acked = false;
-    for attempt in 1..=MAX_ATTEMPTS {
+    let mut attempt = 1;
+    loop {
         let to = target.as_deref().map_or_else(|| subject.clone(), |i| direct_subject(&subject, i));
         client
             .publish_with_reply_and_headers(to, inbox.clone(), headers.clone(), payload.clone())
             .await
             .map_err(|_| unavailable())?;
         let hedge_at = if attempt == MAX_ATTEMPTS { deadline } else { (Instant::now() + wait).min(deadline) };
+        let mut gone = false;
         loop {
             // Once a replica has taken the request, only its (or an earlier attempt's) answer is
             // awaited: a slow request is not sent again.
@@ -205,6 +207,7 @@ async fn request_hedged<T: Serialize, R: DeserializeOwned>(
                 }
                 Wait::NoResponders => {
                     forget(&subject, target.as_deref().unwrap_or_default());
+                    gone = true;
                     break;
                 }
                 Wait::Hedge if acked => return Err(timed_out()),
@@ -216,9 +219,19 @@ async fn request_hedged<T: Serialize, R: DeserializeOwned>(
         }
         tried.extend(target.take());
         target = most_recent(&subject, &tried);
+        // A replica asked directly that is gone (killed, restarted under a new name) answered
+        // nothing: the next candidate, or the queue group, is asked at once, and that costs no
+        // attempt (each gone one is forgotten, so this ends).
+        if gone {
+            continue;
+        }
+        if attempt == MAX_ATTEMPTS {
+            break;
+        }
+        attempt += 1;
         wait *= 2;
         metrics::counter!("buzz_bus_retries_total").increment(1);
-        tracing::debug!(%subject, attempt = attempt + 1, direct = target.is_some(), "bus request retried");
+        tracing::debug!(%subject, attempt, direct = target.is_some(), "bus request retried");
     }
     Err(timed_out())
 }

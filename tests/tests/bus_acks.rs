@@ -116,3 +116,66 @@ async fn single_reply_requests_are_acknowledged_only_when_slow() {
     shutdown.cancel();
     served.await.unwrap().unwrap();
 }
+
+/// A raw replica named `instance` on `sub`: answers `{"Ok": {"by": instance}}` with its name in
+/// the instance header, `answers` times (then unsubscribes) or for ever (`None`).
+fn answer_as(
+    client: async_nats::Client,
+    mut sub: async_nats::Subscriber,
+    instance: &'static str,
+    answers: Option<usize>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut left = answers.unwrap_or(usize::MAX);
+        while left > 0 {
+            let Some(m) = sub.next().await else { break };
+            let Some(reply) = m.reply else { continue };
+            let mut headers = async_nats::HeaderMap::new();
+            headers.insert(retry::INSTANCE_HEADER, instance);
+            let body = json!({ "Ok": { "by": instance } }).to_string();
+            client.publish_with_headers(reply, headers, body.into()).await.unwrap();
+            left -= 1;
+        }
+        sub.unsubscribe().await.unwrap();
+        client.flush().await.unwrap();
+    })
+}
+
+/// A hedged request whose first attempt lands on a stalled replica while most replicas it
+/// remembers are gone (a replica killed and restarted keeps its old name in the requester's
+/// memory for a minute): a direct attempt that finds nobody costs no attempt, and the request
+/// reaches the live replica instead of failing at once with "did not answer in time" (issue 28:
+/// the fault suite saw `error:` 0.25 s after one of two write replicas was killed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hedge_skips_replicas_that_are_gone_and_reaches_a_live_one() {
+    let client = nats().await;
+    let bus = buzz_bus::Bus::new(client.clone());
+    let subject = subject("gone");
+    let group = "gone";
+    let empty = json!({});
+    let ask = || retry::request_retrying::<_, Value>(&bus, subject.clone(), &empty, RETRY);
+
+    // The live replica answers one request through the queue group (so it is remembered) and
+    // then serves only its direct subject; two more answer one each after it and are gone.
+    let direct = client.subscribe(retry::direct_subject(&subject, "live")).await.unwrap();
+    let _live = answer_as(client.clone(), direct, "live", None);
+    for name in ["live", "gone-1", "gone-2"] {
+        let sub = client.queue_subscribe(subject.clone(), group.to_owned()).await.unwrap();
+        let member = answer_as(client.clone(), sub, name, Some(1));
+        client.flush().await.unwrap();
+        assert_eq!(ask().await.unwrap(), json!({ "by": name }));
+        member.await.unwrap();
+    }
+    // The queue group's only member now takes requests and never answers.
+    let _stalled = client.queue_subscribe(subject.clone(), group.to_owned()).await.unwrap();
+    client.flush().await.unwrap();
+
+    let t0 = std::time::Instant::now();
+    let answer = ask().await;
+    assert_eq!(
+        answer.as_ref().ok(),
+        Some(&json!({ "by": "live" })),
+        "after {:?}: {answer:?} (the live replica was reachable)",
+        t0.elapsed()
+    );
+}
