@@ -49,6 +49,9 @@ struct Pending {
     ev: Event,
     /// Sends so far.
     attempt: u32,
+    /// When to send it again: after an `error:` answer (a pause) or a lost socket (at once).
+    /// While set, the write has its answer and is not waiting for one.
+    resend_at: Option<Instant>,
 }
 
 impl Writer {
@@ -64,7 +67,6 @@ impl Writer {
         let mut next_at = t.start;
         let mut seq = 0u64;
         let mut k = 0usize;
-        let mut resend: Vec<String> = Vec::new();
         sleep_until(t.start).await;
         loop {
             let now = Instant::now();
@@ -73,17 +75,17 @@ impl Writer {
                 break;
             }
             let mut lost: Option<String> = None;
-            // `error:` answers and writes of a lost socket go out again first.
-            while let Some(id) = resend.pop() {
-                if let Some(p) = pending.get_mut(&id) {
-                    p.at = Instant::now();
-                    p.attempt += 1;
-                    if let Err(e) = sink.send(nostr::event_msg(&p.ev).into()).await {
-                        lost = Some(format!("websocket send: {e}"));
-                        break;
-                    }
+            // `error:` answers whose pause is over and writes of a lost socket go out again first.
+            for p in pending.values_mut().filter(|p| p.resend_at.is_some_and(|at| at <= now)) {
+                p.at = Instant::now();
+                p.attempt += 1;
+                p.resend_at = None;
+                if let Err(e) = sink.send(nostr::event_msg(&p.ev).into()).await {
+                    lost = Some(format!("websocket send: {e}"));
+                    break;
                 }
             }
+            let next_resend = pending.values().filter_map(|p| p.resend_at).min();
             let can_send = sending && pending.len() < in_flight && lost.is_none();
             if lost.is_none() {
                 tokio::select! {
@@ -96,11 +98,11 @@ impl Writer {
                                         ctx.rec.ok(self.op, f.at.saturating_duration_since(p.first));
                                         ctx.audit.ack(self.op, &id, p.ev.kind, &message, p.attempt);
                                     } else if ctx.a.reconnect && message.starts_with("error:") && p.attempt < MAX_ATTEMPTS {
+                                        // Resent after a pause; meanwhile the socket is read on
+                                        // (other writes' answers are not held up by it).
                                         ctx.audit.answer(self.op, "ok", Some(&id), &message, false);
-                                        resend.push(id.clone());
-                                        let pause = resend_pause(p.attempt);
-                                        pending.insert(id, p);
-                                        tokio::time::sleep(pause).await;
+                                        let resend_at = Instant::now() + resend_pause(p.attempt);
+                                        pending.insert(id, Pending { resend_at: Some(resend_at), ..p });
                                     } else {
                                         ctx.rec.error(self.op, &message);
                                         ctx.audit.answer(self.op, "ok", Some(&id), &message, false);
@@ -123,7 +125,7 @@ impl Writer {
                         seq += 1;
                         let msg = nostr::event_msg(&ev);
                         let id = ev.id.to_string();
-                        pending.insert(id.clone(), Pending { at: now, first: now, ev, attempt: 1 });
+                        pending.insert(id.clone(), Pending { at: now, first: now, ev, attempt: 1, resend_at: None });
                         if let Err(e) = sink.send(msg.into()).await {
                             if !ctx.a.reconnect {
                                 pending.remove(&id);
@@ -136,6 +138,7 @@ impl Writer {
                             next_at += g;
                         }
                     }
+                    () = sleep_until(next_resend.unwrap_or(now)), if next_resend.is_some() => {}
                     () = sleep_until(t.send_end), if sending => {}
                     () = sleep_until(t.drain_end) => break,
                     // --reconnect: look at unanswered writes now and then (below).
@@ -143,9 +146,10 @@ impl Writer {
                 }
             }
             // A write without an answer for the connect timeout: the socket is as good as lost.
+            // (One waiting to be resent has its answer.)
             if lost.is_none() && ctx.a.reconnect {
                 let limit = ctx.timeout();
-                if pending.values().any(|p| p.at.elapsed() > limit) {
+                if pending.values().any(|p| p.resend_at.is_none() && p.at.elapsed() > limit) {
                     ctx.audit.transport(self.op, "timeout", "no OK within the connect timeout; reconnecting");
                     lost = Some("no OK within the connect timeout".to_owned());
                 }
@@ -160,7 +164,10 @@ impl Writer {
             match ctx.reconnect(self.op, self.g, &mut k, t.drain_end).await {
                 Ok(c) => {
                     (sink, stream) = (c.sink, c.stream);
-                    resend = pending.keys().cloned().collect();
+                    let now = Instant::now();
+                    for p in pending.values_mut() {
+                        p.resend_at = Some(p.resend_at.map_or(now, |at| at.min(now)));
+                    }
                 }
                 Err(e) => {
                     ctx.rec.error(self.op, &format!("{e:#}"));
