@@ -86,11 +86,11 @@ for b in "${BINS[@]}"; do
     die "faults: no $PROFILE binary $b in $CARGO_TARGET_DIR (build first)"
 done
 mkdir -p /var/tmp/buzz-faults
-exec 8>>/var/tmp/buzz-faults/lock
-flock -w 5 8 || die "faults: another scripts/faults.sh is running (lock /var/tmp/buzz-faults/lock)"
+BASE=${FAULTS_PORT:-19800}
+exec 8>>"/var/tmp/buzz-faults/lock-$BASE"
+flock -w 5 8 || die "faults: another scripts/faults.sh is running (lock /var/tmp/buzz-faults/lock-$BASE)"
 
 # ---- ports (all loopback) ----------------------------------------------------------------------
-BASE=${FAULTS_PORT:-19800}
 PG_PORT=$BASE REDIS_PORT=$((BASE + 1)) NATS_PORT=$((BASE + 2)) LOAD_NATS_PORT=$((BASE + 3))
 declare -A PROXY_PORT=([write-1:nats]=$((BASE + 10)) [write-1:pg]=$((BASE + 12)) [gateway-1:nats]=$((BASE + 14)) [query-1:pg]=$((BASE + 16)))
 SERVICES=(policy-1 policy-2 write-1 write-2 query-1 query-2 snapshot-1 snapshot-2 gateway-1 gateway-2)
@@ -158,7 +158,7 @@ proxy_start() { # LINK (service:dep)
     --control "127.0.0.1:$((PROXY_PORT[$1] + 1))" >>"$RUN/logs/proxy-${1/:/-}.log" 2>&1 &
   PID[proxy:$1]=$!
 }
-# proxy LINK COMMAND: pass | delay MS | cut (answers "ok <mode>").
+# proxy LINK COMMAND: pass | delay MS | hold | cut (answers "ok <mode>").
 proxy() {
   local reply
   exec 7<>"/dev/tcp/127.0.0.1/$((PROXY_PORT[$1] + 1))" || die "faults: proxy $1 control unreachable"
@@ -248,7 +248,7 @@ wait_until 10 test -s "$ENDPOINTS" || die "faults: no ready gateway in the endpo
 
 # ---- faults ------------------------------------------------------------------------------------
 # inject FAULT: does it, returns when it has ended (the moment recovery is timed from).
-KILL_DOWN=2 ALL_DOWN=10 STOP_FOR=10 DEP_DOWN=5 SLOW_FOR=10 CUT_FOR=10 STALL_FOR=20
+KILL_DOWN=2 ALL_DOWN=10 STOP_FOR=10 DEP_DOWN=5 SLOW_FOR=10 HOLD_FOR=10 CUT_FOR=5 STALL_FOR=20
 inject() {
   local f=$1 what=${1#*:} s
   case $f in
@@ -282,6 +282,7 @@ inject() {
       local link="$what:${f%%:*}"
       link=${link/link-/}
       proxy "$link" "delay 200"; sleep "$SLOW_FOR"
+      proxy "$link" hold; sleep "$HOLD_FOR"
       proxy "$link" cut; sleep "$CUT_FOR"
       proxy "$link" pass ;;
     *) die "faults: unknown fault '$f'" ;;
@@ -295,7 +296,7 @@ fault_seconds() {
     all:*) echo $((ALL_DOWN + 1)) ;;
     nats | redis) echo $((DEP_DOWN + 1)) ;;
     pg) echo $((DEP_DOWN + 5)) ;;
-    link-*) echo $((SLOW_FOR + CUT_FOR)) ;;
+    link-*) echo $((SLOW_FOR + HOLD_FOR + CUT_FOR)) ;;
     readers) echo "$STALL_FOR" ;;
   esac
 }

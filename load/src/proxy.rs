@@ -8,6 +8,7 @@
 //! | --- | --- |
 //! | `pass` | forward as is |
 //! | `delay MS` | every chunk, in each direction, is forwarded MS ms after it was read (order kept) |
+//! | `hold` | nothing is forwarded either way: bytes read wait in the proxy and new connections wait unconnected (a black hole: a partition its peers see as silence, never as a reset; TCP would retransmit, so what waited is delivered, in order, when the mode changes back) |
 //! | `cut` | every open connection is closed and new ones are closed at once (a partition a peer sees as resets) |
 //! | `mode` | answers the mode in effect |
 
@@ -32,7 +33,7 @@ pub struct ProxyArgs {
     /// Where their connections go (loopback).
     #[arg(long, value_name = "ADDR")]
     pub upstream: SocketAddr,
-    /// The control port (loopback): `pass`, `delay MS`, `cut`, `mode`.
+    /// The control port (loopback): `pass`, `delay MS`, `hold`, `cut`, `mode`.
     #[arg(long, value_name = "ADDR")]
     pub control: SocketAddr,
 }
@@ -44,6 +45,8 @@ pub enum Mode {
     Pass,
     /// Forward each chunk this long after it was read.
     Delay(Duration),
+    /// Forward nothing until the mode changes (a black hole).
+    Hold,
     /// Close every connection, accept none.
     Cut,
 }
@@ -53,6 +56,7 @@ impl std::fmt::Display for Mode {
         match self {
             Self::Pass => f.write_str("pass"),
             Self::Delay(d) => write!(f, "delay {}", d.as_millis()),
+            Self::Hold => f.write_str("hold"),
             Self::Cut => f.write_str("cut"),
         }
     }
@@ -64,11 +68,12 @@ pub fn parse_command(line: &str) -> Result<Option<Mode>> {
     let mode = match (words.next(), words.next(), words.next()) {
         (Some("pass"), None, None) => Mode::Pass,
         (Some("cut"), None, None) => Mode::Cut,
+        (Some("hold"), None, None) => Mode::Hold,
         (Some("mode"), None, None) => return Ok(None),
         (Some("delay"), Some(ms), None) => {
             Mode::Delay(Duration::from_millis(ms.parse().with_context(|| format!("delay {ms:?}: not ms"))?))
         }
-        _ => bail!("unknown command {line:?} (pass, delay MS, cut, mode)"),
+        _ => bail!("unknown command {line:?} (pass, delay MS, hold, cut, mode)"),
     };
     Ok(Some(mode))
 }
@@ -125,6 +130,11 @@ pub async fn run(listener: TcpListener, control: TcpListener, upstream: SocketAd
             continue;
         }
         tokio::spawn(async move {
+            // A held link connects nothing: the client waits, as behind a black hole.
+            let mut held = rx.clone();
+            if held.wait_for(|m| *m != Mode::Hold).await.map_or(true, |m| *m == Mode::Cut) {
+                return;
+            }
             let Ok(server) = TcpStream::connect(upstream).await else { return };
             let _ = client.set_nodelay(true);
             let _ = server.set_nodelay(true);
@@ -185,6 +195,7 @@ async fn pump(
     rx: watch::Receiver<Mode>,
 ) {
     let (tx, mut queue) = mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
+    let mut held = rx.clone();
     let reader = async move {
         let mut buf = vec![0u8; 64 * 1024];
         loop {
@@ -193,7 +204,7 @@ async fn pump(
                 Ok(n) => {
                     let delay = match *rx.borrow() {
                         Mode::Delay(d) => d,
-                        Mode::Pass | Mode::Cut => Duration::ZERO,
+                        Mode::Pass | Mode::Hold | Mode::Cut => Duration::ZERO,
                     };
                     if tx.send((Instant::now() + delay, buf[..n].to_vec())).is_err() {
                         return;
@@ -205,6 +216,10 @@ async fn pump(
     let writer = async move {
         while let Some((due, chunk)) = queue.recv().await {
             tokio::time::sleep_until(due).await;
+            // Held: nothing is written until the mode changes (a cut ends the connection).
+            if held.wait_for(|m| *m != Mode::Hold).await.is_err() {
+                return;
+            }
             if w.write_all(&chunk).await.is_err() {
                 return;
             }
@@ -263,13 +278,14 @@ mod tests {
         assert_eq!(parse_command("pass").ok(), Some(Some(Mode::Pass)));
         assert_eq!(parse_command(" cut ").ok(), Some(Some(Mode::Cut)));
         assert_eq!(parse_command("delay 200").ok(), Some(Some(Mode::Delay(Duration::from_millis(200)))));
+        assert_eq!(parse_command("hold").ok(), Some(Some(Mode::Hold)));
         assert_eq!(parse_command("mode").ok(), Some(None));
         assert!(parse_command("delay x").is_err());
         assert!(parse_command("drop everything").is_err());
     }
 
     #[tokio::test]
-    async fn traffic_passes_is_delayed_each_way_and_a_cut_closes_and_refuses() -> Result<()> {
+    async fn traffic_passes_is_delayed_each_way_held_and_a_cut_closes_and_refuses() -> Result<()> {
         let (listen, control) = proxy(echo_server().await?).await?;
         let mut s = TcpStream::connect(listen).await?;
         assert!(round_trip(&mut s).await? < Duration::from_millis(150));
@@ -277,6 +293,20 @@ mod tests {
         assert_eq!(command(control, "delay 150").await?, "ok delay 150");
         let rtt = round_trip(&mut s).await?;
         assert!(rtt >= Duration::from_millis(300), "round trip {rtt:?} under 2 × 150 ms");
+
+        assert_eq!(command(control, "hold").await?, "ok hold");
+        s.write_all(b"ping").await?;
+        let mut got = [0u8; 4];
+        let held = tokio::time::timeout(Duration::from_millis(400), s.read_exact(&mut got)).await;
+        assert!(held.is_err(), "nothing comes back while held");
+        let mut late = TcpStream::connect(listen).await?;
+        late.write_all(b"ping").await?;
+        assert!(tokio::time::timeout(Duration::from_millis(300), late.read_exact(&mut got)).await.is_err());
+        assert_eq!(command(control, "pass").await?, "ok pass");
+        tokio::time::timeout(Duration::from_secs(5), s.read_exact(&mut got)).await??;
+        assert_eq!(&got, b"ping", "what was held is delivered when the link heals");
+        tokio::time::timeout(Duration::from_secs(5), late.read_exact(&mut got)).await??;
+        assert_eq!(&got, b"ping", "a connection made while held is connected when the link heals");
 
         assert_eq!(command(control, "cut").await?, "ok cut");
         let mut buf = [0u8; 4];
