@@ -5,7 +5,7 @@
 //! | `t` | fields | what |
 //! | --- | --- | --- |
 //! | `ack` | `op`, `id`, `kind`, `msg`, `attempt` | an EVENT answered `OK true` (its final answer) |
-//! | `answer` | `op`, `via` (`ok`, `closed`, `notice`, `http`, `auth`), `prefix`, `msg`, `expected`, `id`? | every refusal the relay answered: OK false, CLOSED, NOTICE, HTTP error, refused AUTH; `expected` when the workload asked for it (`conflict:` on a stale prev) |
+//! | `answer` | `op`, `via` (`ok`, `closed`, `notice`, `http`, `auth`), `prefix`, `msg`, `expected`, `id`?, `ms`? | every refusal the relay answered: OK false, CLOSED, NOTICE, HTTP error, refused AUTH; `expected` when the workload asked for it (`conflict:` on a stale prev); `ms`: a refused write's latency from its (last) send |
 //! | `unanswered` | `op`, `id`, `kind` | a write given up without a final answer |
 //! | `transport` | `op`, `what`, `msg` | a socket the relay closed, a failed connect, a timeout: no answer, the client reconnects |
 //! | `reconnect` | `op`, `url`, `ms` | a client connected again (to `url`) after losing its socket |
@@ -72,6 +72,17 @@ impl Audit {
             self.log(
                 "answer",
                 json!({"op": op, "via": via, "id": id, "prefix": prefix(msg), "msg": clip(msg), "expected": expected}),
+            );
+        }
+    }
+
+    /// A refused write (`OK false`) of event `id`, answered `ms` after it was sent.
+    pub fn write_refused(&self, op: &str, id: &str, msg: &str, ms: u128) {
+        if self.on() {
+            let ms = u64::try_from(ms).unwrap_or(u64::MAX);
+            self.log(
+                "answer",
+                json!({"op": op, "via": "ok", "id": id, "prefix": prefix(msg), "msg": clip(msg), "expected": false, "ms": ms}),
             );
         }
     }

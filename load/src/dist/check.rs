@@ -54,6 +54,10 @@ pub struct CheckArgs {
     /// fault suite sets that timeout to the bus timeout + 1 s.
     #[arg(long)]
     pub fail_on_timeouts: bool,
+    /// The relay's bus timeout: a write answered "did not answer in time" sooner than this after
+    /// it was sent was given up before its deadline (not hedged to a live replica); fails.
+    #[arg(long, value_name = "MS", default_value_t = 5000)]
+    pub bus_timeout_ms: u64,
 }
 
 /// `buzz-load check ...`: 0 when the run passes, 1 when it fails or cannot be checked, 2 on bad flags.
@@ -85,6 +89,7 @@ fn run(args: &CheckArgs) -> Result<Verdict> {
     let channel = v.run.as_ref().and_then(|r| r["channel"].as_str()).unwrap_or("").to_owned();
     let mut integrity = super::integrity::judge(&records, &stored, copies, &channel);
     integrity.timeouts_fail = args.fail_on_timeouts;
+    integrity.count_early_timeouts(&records, args.bus_timeout_ms);
     if !channel.is_empty() {
         integrity.chains = Some(super::integrity::chains(&args.database_url, &channel)?);
     }

@@ -86,6 +86,11 @@ pub struct Integrity {
     pub timeouts: u64,
     /// Whether a timeout fails the run (`--fail-on-timeouts`); else it is reported.
     pub timeouts_fail: bool,
+    /// Writes answered "did not answer in time" (with their latency in the audit).
+    pub timeout_answers: u64,
+    /// Of those, answered sooner than the bus timeout after their send: the gateway gave up
+    /// before its deadline instead of asking a live replica.
+    pub early_timeouts: u64,
     /// The chain check, when run.
     pub chains: Option<Chains>,
 }
@@ -129,7 +134,26 @@ pub fn judge(records: &[Value], stored: &HashMap<String, Stored>, copies: u64, c
     v
 }
 
+/// An answer this much sooner than the bus timeout is early (clocks and scheduling aside).
+const EARLY_SLACK_MS: u64 = 250;
+
 impl Integrity {
+    /// Counts the writes answered "did not answer in time" and those answered before the bus
+    /// timeout (`bus_timeout_ms`) had passed since their send (the audit's `ms`).
+    pub fn count_early_timeouts(&mut self, records: &[Value], bus_timeout_ms: u64) {
+        for r in records {
+            let timed_out = r["t"] == "answer"
+                && r["via"] == "ok"
+                && r["msg"].as_str().is_some_and(|m| m.contains("did not answer in time"));
+            if let (true, Some(ms)) = (timed_out, r["ms"].as_u64()) {
+                self.timeout_answers += 1;
+                if ms + EARLY_SLACK_MS < bus_timeout_ms {
+                    self.early_timeouts += 1;
+                }
+            }
+        }
+    }
+
     /// The verdict lines of these criteria.
     #[must_use]
     pub fn lines(&self) -> Vec<Line> {
@@ -155,6 +179,13 @@ impl Integrity {
                     if self.timeouts_fail { "" } else { " (reported only)" }
                 ),
                 pass: self.timeouts == 0 || !self.timeouts_fail,
+            },
+            Line {
+                check:
+                    "hedging (writes answered \"did not answer in time\" before the bus timeout had passed)"
+                        .into(),
+                found: format!("{} of {} such answer(s)", self.early_timeouts, self.timeout_answers),
+                pass: self.early_timeouts == 0,
             },
         ];
         if let Some(c) = self.chains {
@@ -220,7 +251,31 @@ mod tests {
         v.timeouts_fail = true;
         v.chains = Some(Chains { artifacts: 3, revisions: 9, forks: 1, wrong_tips: 0 });
         assert_eq!((v.errored_not_stored, v.leaks, v.timeouts, v.stored_twice), (1, 2, 1, 2));
-        assert_eq!(v.lines().iter().map(|l| l.pass).collect::<Vec<_>>(), vec![false, false, false, false]);
+        assert_eq!(
+            v.lines().iter().map(|l| l.pass).collect::<Vec<_>>(),
+            vec![false, false, false, true, false]
+        );
+    }
+
+    #[test]
+    fn a_timeout_answer_before_the_bus_timeout_fails_and_one_at_it_passes() {
+        let r = recs(
+            r#"
+            {"t":"answer","op":"chat","via":"ok","id":"a","prefix":"error","msg":"error: the service did not answer in time","ms":5003,"expected":false,"us":1}
+            {"t":"answer","op":"chat","via":"ok","id":"b","prefix":"error","msg":"error: storage unavailable","ms":20,"expected":false,"us":2}
+            {"t":"answer","op":"chat","via":"ok","id":"c","prefix":"error","msg":"error: the service did not answer in time","expected":false,"us":3}
+            "#,
+        );
+        let mut v = judge(&r, &HashMap::new(), 0, "ch");
+        v.count_early_timeouts(&r, 5000);
+        assert_eq!((v.timeout_answers, v.early_timeouts), (1, 0));
+        assert!(v.lines()[3].pass);
+        let early = recs(
+            r#"{"t":"answer","op":"chat","via":"ok","id":"d","prefix":"error","msg":"error: the service did not answer in time","ms":252,"expected":false,"us":4}"#,
+        );
+        v.count_early_timeouts(&early, 5000);
+        assert_eq!((v.timeout_answers, v.early_timeouts), (2, 1));
+        assert!(!v.lines()[3].pass, "{:?}", v.lines()[3]);
     }
 
     #[test]

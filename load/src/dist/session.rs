@@ -187,6 +187,7 @@ pub async fn publish_final(
     let mut attempt = 0;
     loop {
         attempt += 1;
+        let sent = Instant::now();
         match publish_audited(ctx, op, conn, ev).await {
             Ok((false, msg))
                 if ctx.a.reconnect
@@ -194,7 +195,7 @@ pub async fn publish_final(
                     && attempt < MAX_ATTEMPTS
                     && Instant::now() < give_up =>
             {
-                ctx.audit.answer(op, "ok", Some(&ev.id), &msg, false);
+                ctx.audit.write_refused(op, &ev.id, &msg, sent.elapsed().as_millis());
                 tokio::time::sleep(resend_pause(attempt)).await;
             }
             Ok((ok, msg)) => return Ok((ok, msg, attempt)),

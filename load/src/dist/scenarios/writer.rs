@@ -100,12 +100,12 @@ impl Writer {
                                     } else if ctx.a.reconnect && message.starts_with("error:") && p.attempt < MAX_ATTEMPTS {
                                         // Resent after a pause; meanwhile the socket is read on
                                         // (other writes' answers are not held up by it).
-                                        ctx.audit.answer(self.op, "ok", Some(&id), &message, false);
+                                        ctx.audit.write_refused(self.op, &id, &message, f.at.saturating_duration_since(p.at).as_millis());
                                         let resend_at = Instant::now() + resend_pause(p.attempt);
                                         pending.insert(id, Pending { resend_at: Some(resend_at), ..p });
                                     } else {
                                         ctx.rec.error(self.op, &message);
-                                        ctx.audit.answer(self.op, "ok", Some(&id), &message, false);
+                                        ctx.audit.write_refused(self.op, &id, &message, f.at.saturating_duration_since(p.at).as_millis());
                                     }
                                     if !self.think.is_zero() {
                                         next_at = next_at.max(Instant::now() + self.think);
