@@ -107,7 +107,7 @@ pub async fn run(ctx: Arc<Ctx>, mut conn: Conn, g: usize, t: Timing, think: Dura
     let mut last = Vec::new();
     while Instant::now() < t.send_end {
         let t0 = Instant::now();
-        let op = if n % 2 == 0 { "query.current" } else { "query.history" };
+        let op = if n.is_multiple_of(2) { "query.current" } else { "query.history" };
         let r = one(&ctx, &mut conn, g, n, &mut last).await;
         n += 1;
         match r {
