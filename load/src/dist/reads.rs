@@ -12,7 +12,8 @@
 //!   order (`artifact_revisions.accepted_seq`), no earlier than the last revision acknowledged
 //!   before the capture started, at which every artifact of the reader's channels that was current
 //!   (not deleted, not moved out of them) is in the manifest with exactly its current revision and
-//!   channel, and nothing else is. `accepted_seq` is the revision's `events.seq`, taken from an
+//!   channel, and nothing else is; and no later than the first revision signed after the capture
+//!   ended (its `created_at`). `accepted_seq` is the revision's `events.seq`, taken from an
 //!   identity when the event row is inserted, inside the accepting transaction; per artifact the
 //!   row lock makes it the commit order, across artifacts two concurrent transactions may commit
 //!   in the other order, so a capture between their commits could fail this check without a
@@ -88,11 +89,14 @@ pub struct Rev {
     pub channel: String,
     /// `accepted_seq`.
     pub seq: i64,
+    /// Its event's `created_at` (0 when the event is gone).
+    pub created_at: i64,
 }
 
 /// Every revision of the run's community, in acceptance order (`-v channel=`: the open channel).
 pub const REVISIONS_SQL: &str = r"
-SELECT r.d, r.revision_id, r.op, r.channel_id, r.accepted_seq FROM artifact_revisions r
+SELECT r.d, r.revision_id, r.op, r.channel_id, r.accepted_seq, coalesce(e.created_at, 0)
+FROM artifact_revisions r LEFT JOIN events e ON e.community_id = r.community_id AND e.id = r.revision_id
 WHERE r.community_id = (SELECT community_id FROM channels WHERE id = :'channel'::uuid)
 ORDER BY r.accepted_seq
 ";
@@ -112,9 +116,12 @@ fn parse_revisions(text: &str) -> Result<Vec<Rev>> {
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
             let f: Vec<&str> = l.split(' ').collect();
-            let [d, id, op, channel, seq] = f[..] else { bail!("revision row {l:?}: not 5 fields") };
+            let [d, id, op, channel, seq, created_at] = f[..] else {
+                bail!("revision row {l:?}: not 6 fields")
+            };
             let seq = seq.parse().with_context(|| format!("revision row {l:?}: seq"))?;
-            Ok(Rev { d: d.into(), id: id.into(), op: op.into(), channel: channel.into(), seq })
+            let created_at = created_at.parse().with_context(|| format!("revision row {l:?}: created_at"))?;
+            Ok(Rev { d: d.into(), id: id.into(), op: op.into(), channel: channel.into(), seq, created_at })
         })
         .collect()
 }
@@ -269,6 +276,10 @@ fn manifest(v: &mut Reads, r: &Value, revs: &[Rev], acked: &HashMap<&str, u64>, 
     }
     v.manifests_checked += 1;
     v.manifest_entries += entries.len() as u64;
+    // The latest cut allowed: before any revision signed after the capture ended (`created_at`
+    // is the writer's clock in seconds; one second of slack for the rounding).
+    let end_s = i64::try_from(r["end_us"].as_u64().unwrap_or(u64::MAX) / 1_000_000).unwrap_or(i64::MAX);
+    let ceiling = revs.iter().filter(|x| x.created_at > end_s.saturating_add(1)).map(|x| x.seq).min();
     // The earliest cut allowed: every revision acknowledged before the capture started.
     let floor = revs
         .iter()
@@ -295,7 +306,8 @@ fn manifest(v: &mut Reads, r: &Value, revs: &[Rev], acked: &HashMap<&str, u64>, 
             (false, true) => off -= 1,
             _ => {}
         }
-        if floor.is_none_or(|f| x.seq >= f) && best.is_none_or(|(b, _)| off < b) {
+        let allowed = floor.is_none_or(|f| x.seq >= f) && ceiling.is_none_or(|c| x.seq < c);
+        if allowed && best.is_none_or(|(b, _)| off < b) {
             best = Some((off, x.seq));
         }
     }

@@ -8,7 +8,7 @@ fn recs(text: &str) -> Vec<Value> {
 }
 
 fn rev(d: &str, id: &str, op: &str, channel: &str, seq: i64) -> Rev {
-    Rev { d: d.into(), id: id.into(), op: op.into(), channel: channel.into(), seq }
+    Rev { d: d.into(), id: id.into(), op: op.into(), channel: channel.into(), seq, created_at: 0 }
 }
 
 fn scope() -> Scope {
@@ -29,10 +29,10 @@ fn revs() -> Vec<Rev> {
 
 #[test]
 fn revision_rows_parse_and_a_bad_one_is_an_error() {
-    let r = parse_revisions("A a1 create open 10\nB b1 update priv 11\n").expect("rows");
-    assert_eq!(r[1], rev("B", "b1", "update", "priv", 11));
-    assert!(parse_revisions("A a1 create open\n").is_err());
-    assert!(parse_revisions("A a1 create open x\n").is_err());
+    let r = parse_revisions("A a1 create open 10 0\nB b1 update priv 11 1700000000\n").expect("rows");
+    assert_eq!(r[1], Rev { created_at: 1_700_000_000, ..rev("B", "b1", "update", "priv", 11) });
+    assert!(parse_revisions("A a1 create open 10\n").is_err());
+    assert!(parse_revisions("A a1 create open x 0\n").is_err());
     assert!(revisions("postgres://x", "not-a-uuid").is_err());
 }
 
@@ -121,6 +121,22 @@ fn a_deleted_or_moved_artifact_must_be_absent() {
         {"t":"snapshot","outcome":"complete","pk":"x","start_us":1,"manifest":[]}
         {"t":"snapshot","outcome":"complete","pk":"m","start_us":1,"manifest":[["B","b2","priv"],["C","c2","priv"]]}
         {"t":"snapshot","outcome":"complete","pk":"x","start_us":1,"manifest":[["A","a4","open"]]}
+        "#,
+    );
+    let v = judge(&r, &revs, &scope());
+    assert_eq!((v.manifests_checked, v.manifests_off), (3, 1), "{v:?}");
+}
+
+#[test]
+fn a_manifest_cannot_hold_a_revision_signed_after_the_capture_ended() {
+    let mut revs = revs();
+    // a3 was signed at second 100; captures ended at second 50 and 200.
+    revs[4].created_at = 100;
+    let r = recs(
+        r#"
+        {"t":"snapshot","outcome":"complete","pk":"x","start_us":1,"end_us":50000000,"manifest":[["A","a3","open"],["C","c1","open"]]}
+        {"t":"snapshot","outcome":"complete","pk":"x","start_us":1,"end_us":50000000,"manifest":[["A","a2","open"]]}
+        {"t":"snapshot","outcome":"complete","pk":"x","start_us":1,"end_us":200000000,"manifest":[["A","a3","open"],["C","c1","open"]]}
         "#,
     );
     let v = judge(&r, &revs, &scope());
