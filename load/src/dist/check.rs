@@ -7,8 +7,8 @@
 //!    (resend-safe, the client resends) is counted and reported (target 0); any other prefix, and
 //!    any write left without a final answer, fails.
 //! 3. **Listeners**: every chat event acknowledged while a listener existed reached it, live or
-//!    in a replay after a reconnect (a private-channel event: member listeners only); a miss fails (a miss while its socket stayed open is a
-//!    "gap without a close").
+//!    in a replay after a reconnect (a private-channel event: member listeners only); a miss
+//!    fails (a miss while its socket stayed open is a "gap without a close").
 //! 4. **Snapshots**: every capture completed or ended with the spec's 409 `snapshot_reset` or
 //!    503 `snapshot_unavailable`.
 //! 5. **Integrity** ([`super::integrity`]): ids stored once, `error:` writes stored after their
@@ -539,6 +539,9 @@ impl Verdict {
         }
         for id in self.lost.iter().take(10) {
             let _ = writeln!(o, "  lost: {id}");
+        }
+        for e in self.reads.iter().flat_map(|r| &r.examples) {
+            let _ = writeln!(o, "  read: {e}");
         }
         for (k, val) in &self.notes {
             let _ = writeln!(o, "  {k}: {val}");

@@ -311,13 +311,13 @@ fn manifest(v: &mut Reads, r: &Value, revs: &[Rev], acked: &HashMap<&str, u64>, 
             best = Some((off, x.seq));
         }
     }
-    if let Some((b, seq)) = best.filter(|(b, _)| *b > 0) {
+    // No allowed point at all (the bounds cross) is no point either.
+    if best.is_none_or(|(b, _)| b > 0) {
         v.manifests_off += 1;
-        note(v, format!(
-            "manifest of {} started at {start_us} µs ({} entries): at best {b} artifact(s) differ (cut at seq {seq})",
-            pk.unwrap_or("?"),
-            entries.len()
-        ));
+        let (who, n) = (pk.unwrap_or("?"), entries.len());
+        let at =
+            best.map_or("no allowed point".to_owned(), |(b, seq)| format!("{b} differ at best (seq {seq})"));
+        note(v, format!("manifest of {who} started at {start_us} µs ({n} entries): {at}"));
     }
 }
 
@@ -325,23 +325,38 @@ impl Reads {
     /// The verdict lines.
     #[must_use]
     pub fn lines(&self) -> Vec<Line> {
+        let history = format!(
+            "{} not stored in that channel, {} leaked, {} not the stored chain, {} missing; \
+             {} quer(ies) checked ({} about an unreadable artifact), {} revision(s)",
+            self.history_bad,
+            self.history_leaks,
+            self.history_forks,
+            self.history_missing,
+            self.history_checked,
+            self.history_unreadable,
+            self.history_revisions
+        );
+        let manifests = format!(
+            "{} with no such point, {} entr(ies) leaked; {} manifest(s) checked, {} entries ({} private)",
+            self.manifests_off,
+            self.manifest_leaks,
+            self.manifests_checked,
+            self.manifest_entries,
+            self.manifest_private_entries
+        );
         vec![
             Line {
-                check: "NIP-AR history (stored revisions of the artifact, readable, the stored chain in order, none acknowledged before missing)".into(),
-                found: format!(
-                    "{} not stored in that channel, {} leaked, {} not the stored chain, {} missing; {} quer(ies) checked ({} about an unreadable artifact), {} revision(s)",
-                    self.history_bad, self.history_leaks, self.history_forks, self.history_missing,
-                    self.history_checked, self.history_unreadable, self.history_revisions
-                ),
+                check: "NIP-AR history (stored revisions of the artifact, readable, the stored chain in \
+                        order, none acknowledged before missing)"
+                    .into(),
+                found: history,
                 pass: self.history_bad + self.history_leaks + self.history_forks + self.history_missing == 0,
             },
             Line {
-                check: "snapshot manifests (equal to the state at one point of the acceptance order; readable channels only)".into(),
-                found: format!(
-                    "{} with no such point, {} entr(ies) leaked; {} manifest(s) checked, {} entries ({} private)",
-                    self.manifests_off, self.manifest_leaks, self.manifests_checked, self.manifest_entries,
-                    self.manifest_private_entries
-                ),
+                check: "snapshot manifests (equal to the state at one point of the acceptance order; \
+                        readable channels only)"
+                    .into(),
+                found: manifests,
                 pass: self.manifests_off == 0 && self.manifest_leaks == 0,
             },
         ]

@@ -1,6 +1,7 @@
 //! Listeners: subscribed to the load channel before the window (and, in the workday, to the
-//! private channel by `#h` and to every readable channel without `#h`, members or not); each delivery of a writer's event
-//! is timed from the send instant in its content (wall clock, so across processes and pods).
+//! private channel by `#h` and to every readable channel without `#h`, members or not; only
+//! members replay the private channel); each delivery of a writer's event is timed from the send
+//! instant in its content (wall clock, so across processes and pods).
 //! With `--reconnect`, a listener whose socket is closed (a gateway draining) connects again to
 //! another gateway (retrying with backoff until the run ends), subscribes live from now, and
 //! replays the stored events from `--replay-margin` seconds before it lost the old subscription,
