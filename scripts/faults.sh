@@ -29,8 +29,9 @@
 #    then every service's /readyz polled until all answer (time to recover, bound 20 s), and the
 #    load goes on FAULTS_AFTER s more. `buzz-load check --fail-on-timeouts` judges it (lost
 #    acknowledged writes, ids stored twice, error: writes not stored after their resend, NIP-AR
-#    chain forks and wrong tips, leaks, silent live gaps, answers by prefix, snapshot outcomes,
-#    requests unanswered past the bound).
+#    chain forks and wrong tips, leaks (private channel included), silent live gaps, answers by
+#    prefix, snapshot outcomes, NIP-AR history answers, snapshot manifests against the
+#    acceptance order, requests unanswered past the bound).
 #
 # Output: $FAULTS_RUNS/<time>/ (default /var/tmp/buzz-faults/runs): table.md (the results),
 # <n>-<fault>/ (audit/, check.txt, check.json, load.err, events.log), logs/ (every process).
@@ -392,8 +393,10 @@ for f in "${FAULTS[@]}"; do
   if [[ -s $D/check.json ]]; then
     row=$(jq -r --arg ttr "$TTR" '
       def sum: [.[]] | add // 0;
-      [ (.acked | sum), .lost_count, ((.integrity.chains.forks // 0) + (.integrity.chains.wrong_tips // 0)),
-        (.integrity.leaks // 0), .gaps_without_close,
+      [ (.acked | sum), .lost_count,
+        ((.integrity.chains.forks // 0) + (.integrity.chains.wrong_tips // 0) + (.reads.history_forks // 0)),
+        "\((.integrity.leaks // 0) + (.reads.history_leaks // 0) + (.reads.manifest_leaks // 0)) (reads checked: \(.integrity.private_to_members // 0) private deliveries, \(.reads.history_checked // 0) histories, \(.reads.manifests_checked // 0) manifests, \(.reads.manifests_off // 0) off)",
+        .gaps_without_close,
         ([ (if .error_answers > 0 then "error: \(.error_answers)" else empty end),
            (.expected_refusals | to_entries[] | "\(.key): \(.value)"),
            (.other_refusals | to_entries[] | "\(.key): \(.value | sum) (unexpected)"),

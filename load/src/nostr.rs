@@ -57,6 +57,25 @@ pub fn create_channel_event(keys: &Keys, channel: &str) -> Event {
     keys.sign_new(CREATE_CHANNEL_KIND, tags, "")
 }
 
+/// The kind-9007 event that creates a members-only (private) stream channel.
+#[must_use]
+pub fn create_private_channel_event(keys: &Keys, channel: &str) -> Event {
+    let tags = vec![
+        vec!["h".into(), channel.into()],
+        vec!["name".into(), "load-private".into()],
+        vec!["visibility".into(), "private".into()],
+        vec!["channel_type".into(), "stream".into()],
+    ];
+    keys.sign_new(CREATE_CHANNEL_KIND, tags, "")
+}
+
+/// The kind-9000 event that puts `pubkey` into `channel` as a member.
+#[must_use]
+pub fn put_user_event(keys: &Keys, channel: &str, pubkey: &str) -> Event {
+    let tags = vec![vec!["h".into(), channel.into()], vec!["p".into(), pubkey.into(), "member".into()]];
+    keys.sign_new(buzz_core::kinds::PUT_USER, tags, "")
+}
+
 /// `["EVENT", <event>]`.
 #[must_use]
 pub fn event_msg(ev: &Event) -> String {
@@ -80,6 +99,13 @@ pub fn req_msg(sub: &str, channel: &str, since: i64) -> String {
 #[must_use]
 pub fn live_req_msg(sub: &str, channel: &str, since: i64) -> String {
     json!(["REQ", sub, {"kinds": [CHAT_KIND], "#h": [channel], "since": since, "limit": 0}]).to_string()
+}
+
+/// `["REQ", sub, {"kinds":[9],"since":since,"limit":0}]`: live chat of every channel the reader
+/// may read (no `#h`).
+#[must_use]
+pub fn broad_live_req_msg(sub: &str, since: i64) -> String {
+    json!(["REQ", sub, {"kinds": [CHAT_KIND], "since": since, "limit": 0}]).to_string()
 }
 
 /// `["REQ", sub, {"kinds":[9],"#h":[channel],"since":since,"until":until,"limit":limit}]`: one

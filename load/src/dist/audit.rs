@@ -14,9 +14,12 @@
 //! | `lclose` | `l`, `n`, `why` | listener `l` lost subscription `n` (socket closed, CLOSED) |
 //! | `lend` | `l` | listener `l` stopped listening (end of the run) |
 //! | `stall` | `l`, `ms` | listener `l` stops reading its socket for `ms` (`--stall-listeners`) |
-//! | `snapshot` | `outcome`, `status`?, `code`?, `action`?, `entries`? | one capture's end: `complete`, an HTTP error (`status`, `code`, at `action`), or `transport` |
+//! | `lkey` | `l`, `pk`, `member` | listener `l`'s key, and whether it is a member of the private channel (before its first REQ) |
+//! | `history` | `pk`, `d`, `req_us`, `revs` | a NIP-AR history answer to reader `pk` about artifact `d`, asked at `req_us`: `[id, h, d]` per event, in order |
+//! | `snapshot` | `outcome`, `status`?, `code`?, `action`?, `entries`?, `pk`?, `start_us`?, `end_us`?, `manifest`? | one capture's end: `complete` (with the reader, when it started and ended, and the manifest's `[artifactId, revisionId, channelId]` entries), an HTTP error (`status`, `code`, at `action`), or `transport` |
 //!
-//! `run.json` (written by the coordinator) holds the run's start, window and channel.
+//! `run.json` (written by the coordinator) holds the run's start, window and channels (the
+//! private channel with its members' keys).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};

@@ -7,13 +7,15 @@
 //!    (resend-safe, the client resends) is counted and reported (target 0); any other prefix, and
 //!    any write left without a final answer, fails.
 //! 3. **Listeners**: every chat event acknowledged while a listener existed reached it, live or
-//!    in a replay after a reconnect; a miss fails (a miss while its socket stayed open is a
-//!    "gap without a close").
+//!    in a replay after a reconnect (a private-channel event: member listeners only); a miss
+//!    fails (a miss while its socket stayed open is a "gap without a close").
 //! 4. **Snapshots**: every capture completed or ended with the spec's 409 `snapshot_reset` or
 //!    503 `snapshot_unavailable`.
 //! 5. **Integrity** ([`super::integrity`]): ids stored once, `error:` writes stored after their
 //!    resend, NIP-AR chains linear with the current revision at the tip, no leaks, no request
 //!    unanswered past the client's bound.
+//! 6. **Reads** ([`super::reads`]): history answers and snapshot manifests against the accepted
+//!    revisions and who may read them.
 //!
 //! Prints the verdict table; `--json` and `--markdown` write it; exit 1 on failure.
 
@@ -26,6 +28,8 @@ use anyhow::{bail, Context, Result};
 use clap::{ArgAction, Parser};
 use serde::Serialize;
 use serde_json::{json, Value};
+
+use super::reads::Scope;
 
 /// Judges an audited run (see the module docs).
 #[derive(Debug, Clone, Parser)]
@@ -82,18 +86,29 @@ pub fn check_main(args: impl IntoIterator<Item = String>) -> ExitCode {
 fn run(args: &CheckArgs) -> Result<Verdict> {
     let records = read_audit(&args.audit)?;
     let (stored, copies) = stored_events(&args.database_url)?;
-    let mut v = judge(&records, &stored, args.delivery_slack_ms);
-    if let Ok(run) = std::fs::read_to_string(args.audit.join("run.json")) {
-        v.run = serde_json::from_str(&run).ok();
-    }
-    let channel = v.run.as_ref().and_then(|r| r["channel"].as_str()).unwrap_or("").to_owned();
-    let mut integrity = super::integrity::judge(&records, &stored, copies, &channel);
+    let run: Option<Value> =
+        std::fs::read_to_string(args.audit.join("run.json")).ok().and_then(|r| serde_json::from_str(&r).ok());
+    let scope = Scope::from_run(run.as_ref());
+    let mut v = judge(&records, &stored, args.delivery_slack_ms, &scope);
+    v.run = run;
+    let channel = scope.open.clone();
+    let mut integrity = super::integrity::judge(&records, &stored, copies, &scope);
     integrity.timeouts_fail = args.fail_on_timeouts;
     integrity.count_early_timeouts(&records, args.bus_timeout_ms);
     if !channel.is_empty() {
-        integrity.chains = Some(super::integrity::chains(&args.database_url, &channel)?);
+        let mut c = super::integrity::chains(&args.database_url, &channel)?;
+        if let Some(p) = &scope.private {
+            c = c.plus(super::integrity::chains(&args.database_url, p)?);
+        }
+        integrity.chains = Some(c);
     }
     v.lines.extend(integrity.lines());
+    if !channel.is_empty() {
+        let reads =
+            super::reads::judge(&records, &super::reads::revisions(&args.database_url, &channel)?, &scope);
+        v.lines.extend(reads.lines());
+        v.reads = Some(reads);
+    }
     v.pass = v.lines.iter().all(|l| l.pass);
     v.integrity = Some(integrity);
     for n in &args.notes {
@@ -260,6 +275,8 @@ pub struct Verdict {
     pub notes: BTreeMap<String, String>,
     /// The fault suite's criteria (exactly once, chains, leaks, timeouts).
     pub integrity: Option<super::integrity::Integrity>,
+    /// History answers and snapshot manifests ([`super::reads`]).
+    pub reads: Option<super::reads::Reads>,
 }
 
 #[derive(Default)]
@@ -284,7 +301,7 @@ fn u(v: &Value, k: &str) -> u64 {
 /// Judges `records` (audit lines) against `stored` (the database's events).
 #[must_use]
 #[allow(clippy::too_many_lines)] // one pass over the records, then one block per criterion
-pub fn judge(records: &[Value], stored: &HashMap<String, Stored>, slack_ms: u64) -> Verdict {
+pub fn judge(records: &[Value], stored: &HashMap<String, Stored>, slack_ms: u64, scope: &Scope) -> Verdict {
     let mut v = Verdict::default();
     // id → (kind, op, ack us)
     let mut acks: HashMap<String, (u32, String, u64)> = HashMap::new();
@@ -390,14 +407,16 @@ pub fn judge(records: &[Value], stored: &HashMap<String, Stored>, slack_ms: u64)
         pass: true,
     });
 
-    // 3. Listeners: chat events acked while each listener existed.
-    let chat: Vec<(&String, u64)> = acks
+    // 3. Listeners: chat events acked while each listener existed, of the channels it may read.
+    let chat: Vec<(&String, u64, Option<&str>)> = acks
         .iter()
         .filter(|(_, (kind, op, _))| *kind == 9 && op == "chat")
-        .map(|(id, (_, _, us))| (id, *us))
+        .map(|(id, (_, _, us))| (id, *us, stored.get(id).and_then(|s| s.channel.as_deref())))
         .collect();
     let slack = slack_ms * 1000;
+    let keys = super::reads::listener_keys(records);
     for (lid, l) in &mut listeners {
+        let pk = keys.get(lid).map(String::as_str);
         l.subs.sort_unstable();
         let Some(&(_, _, first_req, _)) = l.subs.first() else { continue };
         v.listeners += 1;
@@ -406,8 +425,11 @@ pub fn judge(records: &[Value], stored: &HashMap<String, Stored>, slack_ms: u64)
             v.listeners_failed += 1;
         }
         let end = l.end_us.unwrap_or(u64::MAX).saturating_sub(slack);
-        for &(id, ack_us) in &chat {
-            if ack_us < first_req || ack_us > end {
+        for &(id, ack_us, ch) in &chat {
+            if ack_us < first_req
+                || ack_us > end
+                || ch.is_some_and(|c| scope.is_private(c) && !scope.may_read(pk, c))
+            {
                 continue;
             }
             v.listener_expected += 1;
@@ -523,6 +545,9 @@ impl Verdict {
         for id in self.lost.iter().take(10) {
             let _ = writeln!(o, "  lost: {id}");
         }
+        for e in self.reads.iter().flat_map(|r| &r.examples) {
+            let _ = writeln!(o, "  read: {e}");
+        }
         for (k, val) in &self.notes {
             let _ = writeln!(o, "  {k}: {val}");
         }
@@ -606,7 +631,7 @@ mod tests {
             {"t":"lend","l":7,"us":90000000}
             "#,
         );
-        let v = judge(&r, &stored(&[("a", 9), ("b", 45010), ("c", 9)]), 2000);
+        let v = judge(&r, &stored(&[("a", 9), ("b", 45010), ("c", 9)]), 2000, &Scope::default());
         assert!(v.pass, "{}", v.text());
         assert_eq!(v.expected_refusals["conflict"], 1);
         assert_eq!(v.error_answers, 1);
@@ -627,7 +652,7 @@ mod tests {
             {"t":"lend","l":1,"us":90000000}
             "#,
         );
-        let v = judge(&r, &stored(&[("a", 9)]), 2000);
+        let v = judge(&r, &stored(&[("a", 9)]), 2000, &Scope::default());
         assert!(!v.pass);
         assert_eq!(v.lost, vec!["gone".to_owned()]);
         let failed: Vec<bool> = v.lines.iter().map(|l| l.pass).collect();

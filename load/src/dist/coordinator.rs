@@ -11,9 +11,9 @@ use futures::StreamExt;
 use serde_json::json;
 
 use super::args::CoordinatorArgs;
-use super::plan::{assign, Plan};
+use super::plan::{assign, Plan, Scenario};
 use super::proto::{self, Assignment, ToCoordinator, ToWorker};
-use super::session::member_key;
+use super::session::{member_key, private_member};
 use super::summary::{headline, DistReport, WorkerReport};
 use super::timeline::Merged;
 use crate::client::Conn;
@@ -43,8 +43,15 @@ fn parse_secret(name: &str, hex: &str) -> Result<Keys> {
     Keys::from_secret_hex(hex.trim()).ok_or_else(|| anyhow!("{name} is not a valid 64-hex secret key"))
 }
 
-/// Provisions (optionally), adds the member keys, creates the open load channel; returns it.
-async fn setup(args: &CoordinatorArgs, plan: &Plan, seed: &str, pool: usize) -> Result<String> {
+/// The channels of a run: the open one, and the workday's private one with its member keys.
+struct Channels {
+    open: String,
+    private: Option<(String, Vec<String>)>,
+}
+
+/// Provisions (optionally), adds the member keys, creates the open load channel and, for the
+/// workday, the private channel with the member keys of [`private_member`]; returns them.
+async fn setup(args: &CoordinatorArgs, plan: &Plan, seed: &str, pool: usize) -> Result<Channels> {
     let http = reqwest::Client::builder().timeout(plan.connect_timeout).build().context("HTTP client")?;
     let first = plan.targets.first().context("no target")?;
     let owner = match &args.owner_secret {
@@ -88,8 +95,25 @@ async fn setup(args: &CoordinatorArgs, plan: &Plan, seed: &str, pool: usize) -> 
     conn.publish_and_confirm(&nostr::create_channel_event(&owner, &channel), plan.connect_timeout)
         .await
         .context("creating the load channel")?;
+    let private = if plan.scenario == Scenario::Workday {
+        let id = nostr::buzz_channel_id();
+        let t = plan.connect_timeout;
+        conn.publish_and_confirm(&nostr::create_private_channel_event(&owner, &id), t)
+            .await
+            .context("creating the private channel")?;
+        let members: Vec<String> =
+            (0..pool).filter(|i| private_member(*i)).map(|i| member_key(seed, i).public_hex()).collect();
+        for pk in &members {
+            conn.publish_and_confirm(&nostr::put_user_event(&owner, &id, pk), t)
+                .await
+                .context("adding a private-channel member")?;
+        }
+        Some((id, members))
+    } else {
+        None
+    };
     conn.close(Duration::from_secs(1)).await;
-    Ok(channel)
+    Ok(Channels { open: channel, private })
 }
 
 fn spawn_workers(args: &CoordinatorArgs, run_id: &str) -> Result<Children> {
@@ -135,7 +159,7 @@ pub async fn run_coordinator(args: &CoordinatorArgs, plan: Plan) -> Result<DistR
     let mut inbox = nats.subscribe(proto::coord_subject(&run_id)).await?;
     let seed = uuid::Uuid::new_v4().simple().to_string();
     let pool = plan.connections().min(args.max_members).max(1);
-    let channel = setup(args, &plan, &seed, pool).await?;
+    let Channels { open: channel, private } = setup(args, &plan, &seed, pool).await?;
     let _children = spawn_workers(args, &run_id)?;
     if !args.quiet {
         eprintln!("buzz-load coordinator: run {run_id}, waiting for {n} worker(s)");
@@ -175,6 +199,7 @@ pub async fn run_coordinator(args: &CoordinatorArgs, plan: Plan) -> Result<DistR
                     key_seed: seed.clone(),
                     key_pool: pool,
                     channel: channel.clone(),
+                    private_channel: private.as_ref().map(|p| p.0.clone()),
                     shares: assign(&plan, n, names.len()),
                     knobs: plan.knobs,
                     duration_ms: u64::try_from(plan.duration.as_millis()).unwrap_or(u64::MAX),
@@ -250,6 +275,8 @@ pub async fn run_coordinator(args: &CoordinatorArgs, plan: Plan) -> Result<DistR
             "duration_ms": u64::try_from(plan.duration.as_millis()).unwrap_or(u64::MAX),
             "drain_ms": u64::try_from(plan.drain.as_millis()).unwrap_or(u64::MAX),
             "channel": channel,
+            "private_channel": private.as_ref().map(|p| &p.0),
+            "private_members": private.as_ref().map(|p| &p.1),
             "workers": names,
             "reconnect": args.reconnect,
         });

@@ -2,11 +2,12 @@
 //!
 //! - **Exactly once**: no event id stored twice, and every write answered `error:` and resent
 //!   is stored (a write the client gave up on after `error:` answers is not).
-//! - **Chains**: per NIP-AR artifact of the run's channel, every accepted revision's `prev` is
+//! - **Chains**: per NIP-AR artifact of the run's channels, every accepted revision's `prev` is
 //!   the revision accepted before it (a linear history) and the artifact's current revision is
 //!   its tip, checked in SQL over `artifact_revisions` and `artifacts`.
-//! - **Leaks**: every event a listener received is a stored event of the run's channel (the
-//!   only channel its filter names and its key may read); any other is a leak.
+//! - **Leaks**: every event a listener received is a stored event of a channel of the run its key
+//!   may read: the open channel, and the private channel for its members only (the listener's key
+//!   from its `lkey` line, membership from `run.json`); any other is a leak.
 //! - **Unanswered past the bound**: a client that waited longer than its timeout (the suite sets
 //!   it to the bus timeout + 1 s) for an answer audits a `transport` `timeout`; each is counted.
 
@@ -17,6 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::check::{Line, Stored};
+use super::reads::Scope;
 
 /// What [`chains`] found.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -29,6 +31,19 @@ pub struct Chains {
     pub forks: u64,
     /// Artifacts whose current revision is not the last accepted one.
     pub wrong_tips: u64,
+}
+
+impl Chains {
+    /// The findings of two channels together.
+    #[must_use]
+    pub fn plus(self, o: Self) -> Self {
+        Self {
+            artifacts: self.artifacts + o.artifacts,
+            revisions: self.revisions + o.revisions,
+            forks: self.forks + o.forks,
+            wrong_tips: self.wrong_tips + o.wrong_tips,
+        }
+    }
 }
 
 /// The chain check's SQL: one row, `artifacts revisions forks wrong_tips`, for the artifacts
@@ -78,8 +93,13 @@ pub struct Integrity {
     pub errored_not_stored: u64,
     /// Events listeners received.
     pub received: u64,
-    /// Of those, not stored events of the run's channel.
+    /// Of those, not stored events of a channel of the run their listener may read (the private
+    /// channel only for its members).
     pub leaks: u64,
+    /// Deliveries (listener, event) of private-channel events to its members.
+    pub private_to_members: u64,
+    /// Deliveries of private-channel events to non-members (each is a leak).
+    pub private_to_others: u64,
     /// Some leaked ids.
     pub leak_examples: Vec<String>,
     /// Client timeouts (no answer within the client's bound).
@@ -96,14 +116,14 @@ pub struct Integrity {
 }
 
 /// Judges exactly-once, leaks and timeouts from `records` (audit lines), `stored` (id → event)
-/// and `copies` (ids stored more than once) for the run's `channel`.
+/// and `copies` (ids stored more than once) for the run's channels and their readers (`scope`).
 #[must_use]
-pub fn judge(records: &[Value], stored: &HashMap<String, Stored>, copies: u64, channel: &str) -> Integrity {
+pub fn judge(records: &[Value], stored: &HashMap<String, Stored>, copies: u64, scope: &Scope) -> Integrity {
     let mut v = Integrity { stored_twice: copies, ..Integrity::default() };
     let mut errored: HashSet<&str> = HashSet::new();
     // Writes whose resend was refused otherwise (a stale prev's `conflict:`): not to be stored.
     let mut refused: HashSet<&str> = HashSet::new();
-    let mut received: HashSet<&str> = HashSet::new();
+    let mut received: HashSet<(u64, &str)> = HashSet::new();
     for r in records {
         let id = r["id"].as_str().unwrap_or("");
         match r["t"].as_str().unwrap_or("") {
@@ -114,7 +134,7 @@ pub fn judge(records: &[Value], stored: &HashMap<String, Stored>, copies: u64, c
                 refused.insert(id);
             }
             "recv" if !id.is_empty() => {
-                received.insert(id);
+                received.insert((r["l"].as_u64().unwrap_or(u64::MAX), id));
             }
             "transport" if r["what"] == "timeout" => v.timeouts += 1,
             _ => {}
@@ -123,12 +143,25 @@ pub fn judge(records: &[Value], stored: &HashMap<String, Stored>, copies: u64, c
     errored.retain(|id| !refused.contains(id));
     v.errored_writes = errored.len() as u64;
     v.errored_not_stored = errored.iter().filter(|id| !stored.contains_key(**id)).count() as u64;
-    v.received = received.len() as u64;
-    let mut leaks: Vec<&str> = received
-        .into_iter()
-        .filter(|id| stored.get(*id).is_none_or(|s| s.channel.as_deref() != Some(channel)))
-        .collect();
+    v.received = received.iter().map(|(_, id)| *id).collect::<HashSet<_>>().len() as u64;
+    let keys = super::reads::listener_keys(records);
+    let mut leaks: Vec<&str> = Vec::new();
+    for &(l, id) in &received {
+        let pk = keys.get(&l).map(String::as_str);
+        let ch = stored.get(id).and_then(|s| s.channel.as_deref());
+        let private = ch.is_some_and(|c| scope.is_private(c));
+        let ok = ch.is_some_and(|c| scope.may_read(pk, c));
+        match (private, ok) {
+            (true, true) => v.private_to_members += 1,
+            (true, false) => v.private_to_others += 1,
+            _ => {}
+        }
+        if !ok {
+            leaks.push(id);
+        }
+    }
     leaks.sort_unstable();
+    leaks.dedup();
     v.leaks = leaks.len() as u64;
     v.leak_examples = leaks.iter().take(10).map(|s| (*s).to_owned()).collect();
     v
@@ -167,8 +200,13 @@ impl Integrity {
                 pass: self.stored_twice == 0 && self.errored_not_stored == 0,
             },
             Line {
-                check: "leaks (received events that are not stored events of the subscribed channel)".into(),
-                found: format!("{} of {} received", self.leaks, self.received),
+                check:
+                    "leaks (received events that are not stored events of a channel the listener may read)"
+                        .into(),
+                found: format!(
+                    "{} of {} received; private channel: {} deliveries to members, {} to non-members",
+                    self.leaks, self.received, self.private_to_members, self.private_to_others
+                ),
                 pass: self.leaks == 0,
             },
             Line {
@@ -210,6 +248,10 @@ mod tests {
         Stored { kind: 9, created_at: 1, channel: Some(channel.to_owned()) }
     }
 
+    fn open(channel: &str) -> Scope {
+        Scope { open: channel.to_owned(), ..Scope::default() }
+    }
+
     fn recs(text: &str) -> Vec<Value> {
         text.lines()
             .filter(|l| !l.trim().is_empty())
@@ -230,7 +272,7 @@ mod tests {
             "#,
         );
         let stored = HashMap::from([("a".to_owned(), st("ch"))]);
-        let v = judge(&r, &stored, 0, "ch");
+        let v = judge(&r, &stored, 0, &open("ch"));
         assert!(v.lines().iter().all(|l| l.pass), "{v:?}");
         assert_eq!((v.errored_writes, v.received, v.timeouts), (1, 1, 0));
     }
@@ -246,7 +288,7 @@ mod tests {
             "#,
         );
         let stored = HashMap::from([("other".to_owned(), st("another channel"))]);
-        let mut v = judge(&r, &stored, 2, "ch");
+        let mut v = judge(&r, &stored, 2, &open("ch"));
         assert!(v.lines()[2].pass, "a timeout is reported only without --fail-on-timeouts");
         v.timeouts_fail = true;
         v.chains = Some(Chains { artifacts: 3, revisions: 9, forks: 1, wrong_tips: 0 });
@@ -276,6 +318,38 @@ mod tests {
         v.count_early_timeouts(&early, 5000);
         assert_eq!((v.timeout_answers, v.early_timeouts), (2, 1));
         assert!(!v.lines()[3].pass, "{:?}", v.lines()[3]);
+    }
+
+    #[test]
+    fn a_private_channel_event_is_a_leak_for_a_non_member_listener_only() {
+        let r = recs(
+            r#"
+            {"t":"lkey","l":1,"pk":"member","member":true,"us":1}
+            {"t":"lkey","l":2,"pk":"outsider","member":false,"us":1}
+            {"t":"recv","l":1,"id":"p","us":3}
+            {"t":"recv","l":1,"id":"o","us":3}
+            {"t":"recv","l":2,"id":"o","us":3}
+            "#,
+        );
+        let stored = HashMap::from([("p".to_owned(), st("priv")), ("o".to_owned(), st("ch"))]);
+        let scope = Scope {
+            open: "ch".into(),
+            private: Some("priv".into()),
+            members: HashSet::from(["member".to_owned()]),
+        };
+        let v = judge(&r, &stored, 0, &scope);
+        assert!(v.lines().iter().all(|l| l.pass), "{v:?}");
+        assert_eq!((v.private_to_members, v.private_to_others, v.leaks), (1, 0, 0));
+        // The same event received by the non-member (live or in its broad, `#h`-less filter).
+        let mut r = r;
+        r.extend(recs(r#"{"t":"recv","l":2,"id":"p","us":4}"#));
+        let v = judge(&r, &stored, 0, &scope);
+        assert_eq!((v.private_to_members, v.private_to_others, v.leaks), (1, 1, 1));
+        assert_eq!(v.leak_examples, vec!["p".to_owned()]);
+        assert!(!v.lines()[1].pass);
+        // A listener whose key is unknown is no member.
+        let v = judge(&recs(r#"{"t":"recv","l":9,"id":"p","us":4}"#), &stored, 0, &scope);
+        assert_eq!(v.leaks, 1);
     }
 
     #[test]

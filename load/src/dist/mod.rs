@@ -16,6 +16,7 @@ mod integrity;
 mod metrics;
 mod plan;
 mod proto;
+mod reads;
 mod scenarios;
 mod session;
 mod summary;

@@ -151,6 +151,10 @@ pub struct Assignment {
     pub key_pool: usize,
     /// The open channel everything happens in.
     pub channel: String,
+    /// The members-only channel of the workday (`None` elsewhere): member keys are those of
+    /// [`super::session::private_member`]; they write part of their chat and artifacts there.
+    #[serde(default)]
+    pub private_channel: Option<String>,
     /// The worker's shares.
     pub shares: Vec<PartShare>,
     /// Shared knobs.

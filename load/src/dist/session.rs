@@ -25,6 +25,17 @@ pub struct Ctx {
     pub http: reqwest::Client,
     /// The audit trail (a no-op without `--audit`).
     pub audit: Audit,
+    /// Artifacts this worker's editors created lately (`d`), for history queries.
+    pub recent: std::sync::Mutex<std::collections::VecDeque<String>>,
+}
+
+/// Artifacts [`Ctx::recent`] keeps.
+const RECENT: usize = 64;
+
+/// Whether member key `i` of the pool is a member of the private channel: the even ones.
+#[must_use]
+pub fn private_member(i: usize) -> bool {
+    i.is_multiple_of(2)
 }
 
 /// When the window starts, when senders stop, when everything stops.
@@ -94,6 +105,39 @@ impl Ctx {
             Ok(mut t) if !t.is_empty() => t.remove(0),
             _ => fixed.clone(),
         }
+    }
+
+    /// Whether global client `g`'s key is a member of the private channel (and there is one).
+    #[must_use]
+    pub fn private_member(&self, g: usize) -> bool {
+        self.a.private_channel.is_some() && private_member(g % self.a.key_pool.max(1))
+    }
+
+    /// The channel of client `g`'s `n`-th chat event or artifact: every other one goes to the
+    /// private channel when `g` is a member of it, the rest to the open channel.
+    #[must_use]
+    pub fn channel_for(&self, g: usize, n: u64) -> &str {
+        match &self.a.private_channel {
+            Some(p) if self.private_member(g) && n % 2 == 1 => p,
+            _ => &self.a.channel,
+        }
+    }
+
+    /// Remembers artifact `d` for history queries.
+    pub fn remember(&self, d: &str) {
+        if let Ok(mut r) = self.recent.lock() {
+            if r.len() >= RECENT {
+                r.pop_front();
+            }
+            r.push_back(d.to_owned());
+        }
+    }
+
+    /// The `n`-th remembered artifact (round robin), if any.
+    #[must_use]
+    pub fn recalled(&self, n: usize) -> Option<String> {
+        let r = self.recent.lock().ok()?;
+        (!r.is_empty()).then(|| r[n % r.len()].clone())
     }
 
     /// The member key of global client `g`.

@@ -90,7 +90,7 @@ async fn run_assignment(
         Some(dir) => Audit::open(std::path::Path::new(dir), name)?,
         None => Audit::none(),
     };
-    let ctx = Arc::new(Ctx { a, rec: Recorder::default(), http, audit });
+    let ctx = Arc::new(Ctx { a, rec: Recorder::default(), http, audit, recent: std::sync::Mutex::default() });
     let prepared = futures::future::join_all(shares.into_iter().map(|s| scenarios::prepare(&ctx, s))).await;
     let mut connected = BTreeMap::new();
     let mut failed = 0;

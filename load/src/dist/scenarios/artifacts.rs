@@ -1,7 +1,7 @@
-//! NIP-AR artifact chains: create, then `chain` updates each naming the current revision in
-//! `prev`. A `conflict_share` of the updates name the revision before it instead: the relay must
-//! refuse them with `conflict:`, counted apart (not as errors); an accepted stale update is an
-//! error.
+//! NIP-AR artifact chains (every other one in the private channel for its members): create, then
+//! `chain` updates each naming the current revision in `prev`. A `conflict_share` of the updates
+//! name the revision before it instead: the relay must refuse them with `conflict:`, counted apart
+//! (not as errors); an accepted stale update is an error.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -115,14 +115,20 @@ pub async fn run(ctx: Arc<Ctx>, conn: Conn, g: usize, t: Timing, think: Duration
     let keys = ctx.keys(g);
     let mut acc = 0.0;
     let mut n = 0usize;
+    let mut chains = 0u64;
     let mut c = Client { conn, g, k: 0, give_up: t.drain_end };
     sleep_until(t.start).await;
     'chains: while Instant::now() < t.send_end {
         let d = uuid::Uuid::new_v4().to_string();
-        let create = revision(&keys, "create", &d, &ctx.a.channel, None, n);
+        let h = ctx.channel_for(g, chains).to_owned();
+        chains += 1;
+        let create = revision(&keys, "create", &d, &h, None, n);
         n += 1;
         let mut revisions = match send(&ctx, &mut c, &create, "artifact.create", false).await {
-            Ok(Some(id)) => vec![id],
+            Ok(Some(id)) => {
+                ctx.remember(&d);
+                vec![id]
+            }
             Ok(None) => continue,
             Err(e) => {
                 ctx.rec.error("artifact.create", &format!("{e:#}"));
@@ -143,7 +149,7 @@ pub async fn run(ctx: Arc<Ctx>, conn: Conn, g: usize, t: Timing, think: Duration
             } else {
                 (revisions[revisions.len() - 1].clone(), "artifact.update")
             };
-            let ev = revision(&keys, "update", &d, &ctx.a.channel, Some(&prev), n);
+            let ev = revision(&keys, "update", &d, &h, Some(&prev), n);
             n += 1;
             match send(&ctx, &mut c, &ev, op, stale).await {
                 Ok(Some(id)) => revisions.push(id),

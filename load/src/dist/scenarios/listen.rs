@@ -1,5 +1,7 @@
-//! Listeners: subscribed to the load channel before the window; each delivery of a writer's event
-//! is timed from the send instant in its content (wall clock, so across processes and pods).
+//! Listeners: subscribed to the load channel before the window (and, in the workday, to the
+//! private channel by `#h` and to every readable channel without `#h`, members or not; only
+//! members replay the private channel); each delivery of a writer's event is timed from the send
+//! instant in its content (wall clock, so across processes and pods).
 //! With `--reconnect`, a listener whose socket is closed (a gateway draining) connects again to
 //! another gateway (retrying with backoff until the run ends), subscribes live from now, and
 //! replays the stored events from `--replay-margin` seconds before it lost the old subscription,
@@ -24,6 +26,10 @@ use crate::nostr::{self, RelayMsg};
 const REPLAY_PAGE: u32 = 500;
 /// The subscription id of replay pages, beside the live `nostr::SUB_ID`.
 const REPLAY_SUB: &str = "r";
+/// The live subscription to the private channel (`#h`), of members and non-members alike.
+const PRIVATE_SUB: &str = "p";
+/// The live subscription without `#h` (every channel the listener may read).
+const BROAD_SUB: &str = "b";
 
 /// Sends the channel REQ (live from now) and waits for its EOSE: listener `l`'s first
 /// subscription (audited, with the stored events that came before EOSE).
@@ -41,27 +47,48 @@ async fn subscribe_since(ctx: &Ctx, conn: &mut Conn, l: usize, n: u32, since: i6
     let req_us = unix_us();
     let now = buzz_core::unix_now();
     let margin = i64::try_from(ctx.a.replay_margin_s).unwrap_or(60);
+    let member = ctx.private_member(l);
+    if n == 0 && ctx.audit.on() {
+        ctx.audit.log("lkey", json!({"l": l, "pk": ctx.keys(l).public_hex(), "member": member}));
+    }
     conn.send_text(nostr::live_req_msg(nostr::SUB_ID, &ctx.a.channel, now - margin)).await?;
     wait_page(ctx, conn, l, nostr::SUB_ID).await?;
-    // The gap: [since, now], newest page first.
-    let mut until = now;
-    while n > 0 && until >= since {
-        conn.send_text(nostr::req_page_msg(REPLAY_SUB, &ctx.a.channel, since, until, REPLAY_PAGE)).await?;
-        let (count, oldest) = wait_page(ctx, conn, l, REPLAY_SUB).await?;
-        if count < u64::from(REPLAY_PAGE) {
-            break;
+    let mut replayed = vec![ctx.a.channel.as_str()];
+    if let Some(private) = &ctx.a.private_channel {
+        // Members and non-members alike ask for the private channel by `#h` and for every channel
+        // without it; only members may get its events (the checker's leak rule).
+        conn.send_text(nostr::live_req_msg(PRIVATE_SUB, private, now - margin)).await?;
+        wait_page(ctx, conn, l, PRIVATE_SUB).await?;
+        conn.send_text(nostr::broad_live_req_msg(BROAD_SUB, now - margin)).await?;
+        wait_page(ctx, conn, l, BROAD_SUB).await?;
+        if member {
+            replayed.push(private);
         }
-        // A full page: the next one ends at its oldest second (inclusive: repeats are harmless),
-        // or before it when one second filled the whole page.
-        until = if oldest < until { oldest } else { oldest - 1 };
     }
-    if n > 0 {
+    // The gap of each channel: [since, now], newest page first.
+    for channel in replayed.into_iter().filter(|_| n > 0) {
+        let mut until = now;
+        while until >= since {
+            conn.send_text(nostr::req_page_msg(REPLAY_SUB, channel, since, until, REPLAY_PAGE)).await?;
+            let (count, oldest) = wait_page(ctx, conn, l, REPLAY_SUB).await?;
+            if count < u64::from(REPLAY_PAGE) {
+                break;
+            }
+            // A full page: the next one ends at its oldest second (inclusive: repeats are
+            // harmless), or before it when one second filled the whole page.
+            until = if oldest < until { oldest } else { oldest - 1 };
+        }
         conn.send_text(nostr::close_msg(REPLAY_SUB)).await?;
     }
     if ctx.audit.on() {
         ctx.audit.log("sub", json!({"l": l, "n": n, "since": since, "req_us": req_us}));
     }
     Ok(())
+}
+
+/// Whether `sub` is one of a listener's live subscriptions.
+fn live_sub(sub: &str) -> bool {
+    [nostr::SUB_ID, PRIVATE_SUB, BROAD_SUB].contains(&sub)
 }
 
 /// Waits for the EOSE of `sub`, auditing every event received meanwhile (of any subscription):
@@ -81,7 +108,7 @@ async fn wait_page(ctx: &Ctx, conn: &mut Conn, l: usize, sub: &str) -> Result<(u
             }
             None
         }
-        RelayMsg::Closed { sub: s, message } if s == sub || s == nostr::SUB_ID => {
+        RelayMsg::Closed { sub: s, message } if s == sub || live_sub(s) => {
             audit.answer("listen", "closed", None, message, false);
             Some(Err(anyhow!("subscription {s} closed: {message}")))
         }
@@ -155,7 +182,7 @@ pub async fn run(ctx: Arc<Ctx>, conn: Conn, l: usize, t: Timing) {
                             ctx.audit.answer("listen", "notice", None, &m, false);
                             continue;
                         }
-                        RelayMsg::Closed { sub, message } if sub == nostr::SUB_ID => {
+                        RelayMsg::Closed { sub, message } if live_sub(&sub) => {
                             ctx.audit.answer("listen", "closed", None, &message, false);
                             if !ctx.a.reconnect {
                                 ctx.rec.error("delivery", &format!("CLOSED: {message}"));
@@ -227,7 +254,9 @@ pub async fn run(ctx: Arc<Ctx>, conn: Conn, l: usize, t: Timing) {
         ctx.audit.log("lend", json!({"l": l}));
     }
     let close = async {
-        let _ = sink.send(nostr::close_msg(nostr::SUB_ID).into()).await;
+        for sub in [nostr::SUB_ID, PRIVATE_SUB, BROAD_SUB] {
+            let _ = sink.send(nostr::close_msg(sub).into()).await;
+        }
         let _ = sink.close().await;
     };
     let _ = tokio::time::timeout(Duration::from_secs(1), close).await;

@@ -90,9 +90,19 @@ async fn call_once(ctx: &Ctx, keys: &Keys, g: usize, filter: &Value) -> Result<V
     serde_json::from_str(&text).map_err(|e| SnapError::Bad(format!("the /query answer is not JSON: {e}")))
 }
 
-/// One capture: start, pages, complete. Returns the entries seen; on failure, the action that
-/// failed and why.
-async fn capture(ctx: &Ctx, keys: &Keys, g: usize) -> Result<usize, (&'static str, SnapError)> {
+/// One manifest entry: `[artifactId, revisionId, channelId]`.
+type Entry = [String; 3];
+
+fn entries_of(page: &Value) -> Vec<Entry> {
+    let field = |e: &Value, k: &str| e[k].as_str().unwrap_or("").to_owned();
+    page["entries"].as_array().map_or_else(Vec::new, |a| {
+        a.iter().map(|e| [field(e, "artifactId"), field(e, "revisionId"), field(e, "channelId")]).collect()
+    })
+}
+
+/// One capture: start, pages, complete. Returns the manifest's entries; on failure, the action
+/// that failed and why.
+async fn capture(ctx: &Ctx, keys: &Keys, g: usize) -> Result<Vec<Entry>, (&'static str, SnapError)> {
     let query = json!({"artifact": "current", "#type": [ARTIFACT_TYPE]});
     let first = call(ctx, keys, g, json!({"artifact": "snapshot", "action": "start", "query": query}))
         .await
@@ -101,7 +111,7 @@ async fn capture(ctx: &Ctx, keys: &Keys, g: usize) -> Result<usize, (&'static st
         .as_str()
         .ok_or_else(|| ("start", SnapError::Bad("start answer without token".to_owned())))?
         .to_owned();
-    let mut entries = first["entries"].as_array().map_or(0, Vec::len);
+    let mut entries = entries_of(&first);
     let mut cursor = first["nextToken"].as_str().map(str::to_owned);
     let mut pages = 0;
     while let Some(c) = cursor {
@@ -117,7 +127,7 @@ async fn capture(ctx: &Ctx, keys: &Keys, g: usize) -> Result<usize, (&'static st
         )
         .await
         .map_err(|e| ("page", e))?;
-        entries += page["entries"].as_array().map_or(0, Vec::len);
+        entries.extend(entries_of(&page));
         cursor = page["nextToken"].as_str().map(str::to_owned);
     }
     let done = call(ctx, keys, g, json!({"artifact": "snapshot", "action": "complete", "token": token}))
@@ -129,13 +139,17 @@ async fn capture(ctx: &Ctx, keys: &Keys, g: usize) -> Result<usize, (&'static st
     Ok(entries)
 }
 
-/// Audits how one capture ended.
-fn audit_outcome(ctx: &Ctx, r: &Result<usize, (&'static str, SnapError)>) {
+/// Audits how one capture by `reader` that started at `start_us` ended; a complete one with its
+/// manifest (checked against the acceptance order, [`crate::dist::reads`]).
+fn audit_outcome(ctx: &Ctx, reader: &str, start_us: u64, r: &Result<Vec<Entry>, (&'static str, SnapError)>) {
     if !ctx.audit.on() {
         return;
     }
     let line = match r {
-        Ok(entries) => json!({"outcome": "complete", "entries": entries}),
+        Ok(entries) => json!({
+            "outcome": "complete", "entries": entries.len(), "pk": reader, "start_us": start_us,
+            "end_us": crate::dist::session::unix_us(), "manifest": entries,
+        }),
         Err((action, SnapError::Http { status, code, text })) => {
             ctx.audit.answer("snapshot.capture", "http", None, &format!("{status} {code}: {text}"), false);
             json!({"outcome": "http", "status": status, "code": code, "action": action, "msg": text})
@@ -160,9 +174,10 @@ pub async fn run(ctx: Arc<Ctx>, conn: Conn, g: usize, t: Timing, think: Duration
         let keys = ctx.keys(g + turn % readers);
         turn += 1;
         let t0 = Instant::now();
+        let start_us = crate::dist::session::unix_us();
         let failed = match tokio::time::timeout(ctx.timeout(), capture(&ctx, &keys, g)).await {
             Ok(r) => {
-                audit_outcome(&ctx, &r);
+                audit_outcome(&ctx, &keys.public_hex(), start_us, &r);
                 match r {
                     Ok(_) => {
                         ctx.rec.ok("snapshot.capture", t0.elapsed());

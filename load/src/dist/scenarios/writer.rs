@@ -1,4 +1,5 @@
-//! Chat and fan-out writers: kind-9 events into the load channel, each carrying its send instant
+//! Chat and fan-out writers: kind-9 events into the load channel (every other one into the
+//! private channel for its members, [`Ctx::channel_for`]), each carrying its send instant
 //! (wall clock, µs) so listeners in other processes can time delivery. Up to `in_flight` EVENTs
 //! await their OK per connection (one with a think time).
 
@@ -120,7 +121,8 @@ impl Writer {
                         Err(e) => lost = Some(format!("{e}")),
                     },
                     () = sleep_until(next_at), if can_send => {
-                        let ev = nostr::keys_event(&keys, &ctx.a.channel, &content(self.g, seq, unix_us()));
+                        let h = ctx.channel_for(self.g, seq);
+                        let ev = nostr::keys_event(&keys, h, &content(self.g, seq, unix_us()));
                         let now = Instant::now();
                         seq += 1;
                         let msg = nostr::event_msg(&ev);
