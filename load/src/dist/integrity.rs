@@ -308,7 +308,7 @@ mod tests {
             {"t":"answer","op":"chat","via":"ok","id":"c","prefix":"error","msg":"error: the service did not answer in time","expected":false,"us":3}
             "#,
         );
-        let mut v = judge(&r, &HashMap::new(), 0, "ch");
+        let mut v = judge(&r, &HashMap::new(), 0, &open("ch"));
         v.count_early_timeouts(&r, 5000);
         assert_eq!((v.timeout_answers, v.early_timeouts), (1, 0));
         assert!(v.lines()[3].pass);
