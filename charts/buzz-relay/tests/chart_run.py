@@ -834,7 +834,40 @@ class Run:
             if proc.poll() is not None:
                 self.fail(f"{pod['where']}: exited {proc.returncode} during the run; log:\n{self.procs.tail(name)}")
         self.stop(procs)
+        self.scan_logs(operator_secret)
         self.say(f"done in {time.monotonic() - t0:.1f}s")
+
+    def never_logged(self, operator_secret):
+        """Every secret the pods were given: the Secrets' keys and certificates' keys, and the
+        passwords in any URL of the Secrets or the values (the default render puts one in each)."""
+        urls = [v for keys in self.secrets.values() for v in keys.values()]
+        urls += [self.values.get(dep, {}).get("url", "") for dep in ("nats", "redis")]
+        needles = {operator_secret}
+        for u in urls:
+            m = re.match(r"^[a-z]+://[^/@:]*:([^/@]+)@", u or "")
+            if m:
+                needles.add(m.group(1))
+        for name, keys in self.secrets.items():
+            for key, value in keys.items():
+                if key.endswith(".creds"):  # the user JWT and the nkey seed, each on its own line
+                    needles.update(ln.strip() for ln in value.splitlines() if ln.strip() and "--" not in ln
+                                   and not ln.lstrip().startswith("*"))
+                elif "secret" in key or key.endswith(".key"):
+                    needles.add(value.strip())
+        return {n for n in needles if len(n) >= 8}
+
+    def scan_logs(self, operator_secret):
+        """No process's output (every pod, hook and helm test of the run) holds a secret it was
+        given (docs/security.md, "Secrets never in logs or traces")."""
+        needles = self.never_logged(operator_secret)
+        found = []
+        for f in sorted(os.listdir(self.procs.logs)):
+            with open(os.path.join(self.procs.logs, f), encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+            found += [f"{f}: {n[:6]}..." for n in needles if n in text]
+        if found:
+            self.fail(f"secrets in the pods' logs: {found}")
+        self.say(f"no secret of {len(needles)} (URL passwords, keys) in {len(os.listdir(self.procs.logs))} logs")
 
     def scrape(self):
         """Every ServiceMonitor endpoint, on every Service it selects, as Prometheus would scrape it."""
@@ -913,13 +946,16 @@ def ports_for(base):
 
 def scenarios(keys):
     relay, operator, owner = keys["relay"], keys["operator"], keys["owner"]
-    db_url = f"postgres://postgres@127.0.0.1:5432/{DB}"
+    # The default render's dependencies take passwords in their URLs (trust auth, a server without
+    # auth and Redis's passwordless default user accept any), so the log scan has them to look for.
+    pw = {dep: f"{dep}-pw-{pysecrets.token_hex(8)}" for dep in ("pg", "nats", "redis")}
+    db_url = f"postgres://postgres:{pw['pg']}@127.0.0.1:5432/{DB}"
 
     def default(base, work):
         values = merged({"operator": {"pubkeys": operator["pubkey"]}}, ports_for(base))
         values = merged(values, {
-            "nats": {"url": "nats://127.0.0.1:4222", "subjectPrefix": PREFIX_NAME},
-            "redis": {"url": "redis://127.0.0.1:6379", "keyPrefix": f"{PREFIX_NAME}:"},
+            "nats": {"url": f"nats://buzz:{pw['nats']}@127.0.0.1:4222", "subjectPrefix": PREFIX_NAME},
+            "redis": {"url": f"redis://default:{pw['redis']}@127.0.0.1:6379", "keyPrefix": f"{PREFIX_NAME}:"},
             "operator": {"apiOrigin": f"http://127.0.0.1:{base + 5}"},
         })
         secrets = {"buzz-relay-database": {"url": db_url}, "buzz-relay-key": {"secret-key": relay["secret_key"]},

@@ -371,6 +371,34 @@ def test_operator_settings_are_required():
     assert "operator.pubkeys (or operator.existingSecret) is required" in render_error({})
 
 
+def test_the_chart_run_log_scan_finds_a_password_or_key_a_pod_printed():
+    import tempfile
+    import types
+
+    import chart_run
+
+    with tempfile.TemporaryDirectory() as logs:
+        run = object.__new__(chart_run.Run)
+        run.label, run.procs = "scan", types.SimpleNamespace(logs=logs)
+        run.values = {"nats": {"url": "nats://buzz:nats-password-1@127.0.0.1:4222"}, "redis": {"url": "redis://h"}}
+        run.secrets = {"db": {"url": "postgres://u:db-password-2@h/x"}, "key": {"secret-key": "ab" * 32}}
+        assert run.never_logged("cd" * 32) == {"nats-password-1", "db-password-2", "ab" * 32, "cd" * 32}
+        with open(os.path.join(logs, "pod.log"), "w", encoding="utf-8") as f:
+            f.write("connected to postgres://u@h/x\n")
+        run.scan_logs("cd" * 32)  # clean
+        for leak in ("nats-password-1", "db-password-2", "ab" * 32, "cd" * 32):
+            with open(os.path.join(logs, "pod.log"), "a", encoding="utf-8") as f:
+                f.write(f"oops {leak}\n")
+            try:
+                run.scan_logs("cd" * 32)
+            except chart_run.Mismatch as e:
+                assert leak[:6] in str(e), e
+            else:
+                raise AssertionError(f"{leak} in a log was not found")
+            with open(os.path.join(logs, "pod.log"), "w", encoding="utf-8") as f:
+                f.write("")
+
+
 def main():
     tests = [(n, f) for n, f in sorted(globals().items()) if n.startswith("test_") and callable(f)]
     failed = 0
