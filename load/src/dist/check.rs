@@ -481,7 +481,7 @@ pub fn judge(records: &[Value], stored: &HashMap<String, Stored>, slack_ms: u64,
     let outcomes: Vec<String> = v.snapshots.iter().map(|(k, n)| format!("{k}: {n}")).collect();
     v.lines.push(Line {
         check:
-            "snapshot captures: complete, 409 snapshot_reset, 503 snapshot_unavailable (or admission's 503)"
+            "snapshot captures: complete, 409 snapshot_reset, 503 snapshot_unavailable (or admission's 503/504)"
                 .into(),
         found: format!(
             "{} ({bad} other)",
@@ -496,16 +496,20 @@ pub fn judge(records: &[Value], stored: &HashMap<String, Stored>, slack_ms: u64,
 /// The answers a capture may end with besides completing: the spec's 409 `snapshot_reset` and 503
 /// `snapshot_unavailable`, and the 503s of admission ("Admission and membership checks can also
 /// return their normal errors", NIP-AR): `authorization_unavailable` (NIP-98 fails closed while
-/// Redis or the bus is unreachable; design.md "Stalls") and `unavailable` (storage unavailable).
+/// Redis or the bus is unreachable; design.md "Stalls") and `unavailable` (storage unavailable),
+/// and admission's 504 `timeout` (the membership check's bus deadline passed: a query-service
+/// replica took it and its PostgreSQL link went silent). The capture itself never answers 504:
+/// the gateway turns its every failure into `snapshot_unavailable`.
 fn is_snapshot_reset(msg: &str) -> bool {
     SNAPSHOT_ENDS.iter().any(|e| msg.starts_with(e.trim_start_matches("http ")))
 }
 
-const SNAPSHOT_ENDS: [&str; 4] = [
+const SNAPSHOT_ENDS: [&str; 5] = [
     "http 409 snapshot_reset",
     "http 503 snapshot_unavailable",
     "http 503 authorization_unavailable",
     "http 503 unavailable",
+    "http 504 timeout",
 ];
 
 impl Verdict {
@@ -628,6 +632,8 @@ mod tests {
             {"t":"snapshot","outcome":"http","status":409,"code":"snapshot_reset","action":"page","us":1}
             {"t":"snapshot","outcome":"http","status":503,"code":"authorization_unavailable","action":"start","us":1}
             {"t":"answer","op":"snapshot.capture","via":"http","prefix":"(none)","msg":"503 authorization_unavailable: {}","expected":false,"us":2}
+            {"t":"snapshot","outcome":"http","status":504,"code":"timeout","action":"start","us":1}
+            {"t":"answer","op":"snapshot.capture","via":"http","prefix":"(none)","msg":"504 timeout: {}","expected":false,"us":2}
             {"t":"lend","l":7,"us":90000000}
             "#,
         );
