@@ -37,6 +37,7 @@ pub fn main() -> ExitCode {
         Some("worker") => return dist::worker_main(std::env::args().skip(1)),
         Some("check") => return dist::check_main(std::env::args().skip(1)),
         Some("proxy") => return proxy::proxy_main(std::env::args().skip(1)),
+        Some("fi-issuers") => return dist::fi_issuers_main(std::env::args().skip(1)),
         _ => {}
     }
     let args = Args::parse();

@@ -89,6 +89,8 @@ fn run(args: &CheckArgs) -> Result<Verdict> {
         integrity.chains = Some(super::integrity::chains(&args.database_url, &channel)?);
     }
     v.lines.extend(integrity.lines());
+    v.fi = super::fi_check::judge(&records);
+    v.lines.extend(v.fi.iter().flat_map(super::fi_check::FiFindings::lines));
     v.pass = v.lines.iter().all(|l| l.pass);
     v.integrity = Some(integrity);
     for n in &args.notes {
@@ -255,6 +257,9 @@ pub struct Verdict {
     pub notes: BTreeMap<String, String>,
     /// The fault suite's criteria (exactly once, chains, leaks, timeouts).
     pub integrity: Option<super::integrity::Integrity>,
+    /// The NIP-FI criterion, when the run had the `fi` part ([`super::fi_check`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fi: Option<super::fi_check::FiFindings>,
 }
 
 #[derive(Default)]
