@@ -36,7 +36,7 @@
 # Output: $FAULTS_RUNS/<time>/ (default /var/tmp/buzz-faults/runs): table.md (the results),
 # <n>-<fault>/ (audit/, check.txt, check.json, load.err, events.log), logs/ (every process).
 # Exit 0 only when every fault passed. Knobs (defaults): FAULTS_PROFILE (debug), FAULTS_PORT
-# (19800), FAULTS_WARMUP (8), FAULTS_AFTER (20: load after the fault ends, recovery included), FAULTS_CLIENTS (24), FAULTS_SUBSCRIBERS (12),
+# (19800), FAULTS_WARMUP (8), FAULTS_AFTER (20: load after the fault ends, recovery included), FAULTS_CLIENTS (28: 24 + 4 fi), FAULTS_SUBSCRIBERS (12),
 # FAULTS_WEIGHTS, FAULTS_THINK_SCALE (0.2), FAULTS_NO_BUILD=1, FAULTS_KEEP=1 (keep the data
 # directories), RUST_LOG (info).
 set -euo pipefail
@@ -322,9 +322,9 @@ fi
 
 WARMUP=${FAULTS_WARMUP:-8}
 AFTER=${FAULTS_AFTER:-20}
-CLIENTS=${FAULTS_CLIENTS:-24}
+CLIENTS=${FAULTS_CLIENTS:-28}
 SUBSCRIBERS=${FAULTS_SUBSCRIBERS:-12}
-WEIGHTS=${FAULTS_WEIGHTS:-chat=45,artifacts=30,queries=15,snapshot=5,storm=5,fi=12}
+WEIGHTS=${FAULTS_WEIGHTS:-chat=45,artifacts=30,queries=15,snapshot=5,storm=5,fi=20}
 THINK=${FAULTS_THINK_SCALE:-0.2}
 TABLE=$RUN/table.md
 {

@@ -6,7 +6,8 @@
 //!   sent. The answer comes after the commit and the disable cannot commit before its request,
 //!   so in that window the requirement is surely stored, and the spec has every gateway refuse a
 //!   plain socket (an enable drains the optional host leases before it commits). A run with FI
-//!   sockets but no answered enable fails too: the criterion was not exercised.
+//!   lines but no answered enable, or no plain socket started while enabled, fails too: the
+//!   criterion was not exercised.
 //! - Reported, not failed: FI sockets refused while surely enabled (expected none but the 503
 //!   `authorization_unavailable` of a fault), plain sockets admitted while surely disabled (from
 //!   a disable's answer to the next enable's request), and for plain sockets open when an enable
@@ -184,7 +185,7 @@ impl FiFindings {
                     "{} of {} plain socket(s) started while enabled; {} enable(s), {} disable(s) answered, {} attempt(s) retried, {} refused",
                     self.leaks, self.plain_while_enabled, self.enables, self.disables, self.flip_retries, self.flip_refusals
                 ),
-                pass: self.leaks == 0 && self.enables > 0,
+                pass: self.leaks == 0 && self.enables > 0 && self.plain_while_enabled > 0,
             },
             Line {
                 check: "NIP-FI sockets (reported)".into(),
@@ -261,11 +262,13 @@ mod tests {
     }
 
     #[test]
-    fn no_answered_enable_fails_and_no_fi_lines_is_no_criterion() {
+    fn a_criterion_not_exercised_fails_and_no_fi_lines_is_no_criterion() {
         let r = recs(
             r#"{"t":"fi_sock","kind":"plain","c":1,"start_us":5,"outcome":"admitted","admit_us":6,"us":9}"#,
         );
-        assert!(!judge(&r).expect("an fi run").lines()[0].pass);
+        assert!(!judge(&r).expect("an fi run").lines()[0].pass, "no answered enable");
+        let v = judge(&recs(FLIPS)).expect("an fi run");
+        assert!(!v.lines()[0].pass, "no plain socket started while enabled");
         assert!(judge(&recs(r#"{"t":"ack","op":"chat","id":"a","kind":9,"us":1}"#)).is_none());
     }
 }

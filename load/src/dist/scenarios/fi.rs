@@ -1,10 +1,12 @@
 //! The NIP-FI part's socket clients. The coordinator flips the requirement of a second community
-//! (`dist::fi_flip`); each client here opens sockets to that community, taking turns between an
-//! FI socket (evidence minted from the seeded issuer for its own key on the upgrade) and a plain
-//! one, answers AUTH, holds the socket a while, closes it, and audits every attempt as one
-//! `fi_sock` line:
+//! (`dist::fi_flip`); each client here opens sockets to that community, answers AUTH, holds the
+//! socket a while, closes it, and audits every attempt as one `fi_sock` line. Odd clients open FI
+//! sockets (evidence minted from the seeded issuer for their own key, ES256 and EdDSA in turn),
+//! even ones plain sockets: a plain client whose socket the relay closed or refused tries again
+//! after its think time, so plain upgrades keep arriving while FI is enabled (a client taking
+//! turns between the kinds fell into step with the flips and never tried plain then).
 //!
-//! `kind` (`fi`, `plain`), `c` (the client), `start_us` (the upgrade request),
+//! A line's fields: `kind` (`fi`, `plain`), `c` (the client), `start_us` (the upgrade request),
 //! `outcome` (`admitted` = upgrade and AUTH OK, `refused` = an HTTP status on the upgrade or a
 //! refused AUTH, `transport` = no answer), `status`/`code`/`msg` of a refusal, `admit_us`,
 //! `closed_us` and `close` when the relay closed an admitted socket, `us` (its end).
@@ -41,8 +43,8 @@ pub async fn run(ctx: Arc<Ctx>, g: usize, t: Timing, think: Duration) {
         n += 1;
         let mut target = ctx.target_at(g, n);
         target.host.clone_from(&fi.host);
-        let evidence = (n % 2 == 0).then(|| {
-            let alg = if n % 4 == 0 { Alg::Es256 } else { Alg::EdDsa };
+        let evidence = (g % 2 == 1).then(|| {
+            let alg = if n % 2 == 0 { Alg::Es256 } else { Alg::EdDsa };
             let exp = u64::try_from(buzz_core::unix_now()).unwrap_or(0) + EVIDENCE_SECS;
             format!("Bearer {}", issuer.evidence(alg, &fi.host, &keys.public_hex(), exp))
         });
