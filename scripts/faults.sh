@@ -87,11 +87,11 @@ for b in "${BINS[@]}"; do
     die "faults: no $PROFILE binary $b in $CARGO_TARGET_DIR (build first)"
 done
 mkdir -p /var/tmp/buzz-faults
-exec 8>>/var/tmp/buzz-faults/lock
-flock -w 5 8 || die "faults: another scripts/faults.sh is running (lock /var/tmp/buzz-faults/lock)"
+BASE=${FAULTS_PORT:-19800}
+exec 8>>"/var/tmp/buzz-faults/lock-$BASE"
+flock -w 5 8 || die "faults: another scripts/faults.sh is running (lock /var/tmp/buzz-faults/lock-$BASE)"
 
 # ---- ports (all loopback) ----------------------------------------------------------------------
-BASE=${FAULTS_PORT:-19800}
 PG_PORT=$BASE REDIS_PORT=$((BASE + 1)) NATS_PORT=$((BASE + 2)) LOAD_NATS_PORT=$((BASE + 3))
 declare -A PROXY_PORT=([write-1:nats]=$((BASE + 10)) [write-1:pg]=$((BASE + 12)) [gateway-1:nats]=$((BASE + 14)) [query-1:pg]=$((BASE + 16)))
 SERVICES=(policy-1 policy-2 write-1 write-2 query-1 query-2 snapshot-1 snapshot-2 gateway-1 gateway-2)
