@@ -29,7 +29,9 @@ use clap::Parser;
 use crate::config::{Args, Config};
 
 /// The `buzz-load` command line: `buzz-load coordinator ...` and `buzz-load worker ...` run the
-/// distributed tester; any other arguments are the single-process tool's flags.
+/// distributed tester, `check` judges its audit, `proxy` is the fault suite's link, `fi-issuers`
+/// prints a seeded test issuer's `BUZZ_NIP_FI_ISSUERS`; any other arguments are the
+/// single-process tool's flags.
 #[must_use]
 pub fn main() -> ExitCode {
     match std::env::args().nth(1).as_deref() {

@@ -15,6 +15,8 @@
 //! | `lend` | `l` | listener `l` stopped listening (end of the run) |
 //! | `stall` | `l`, `ms` | listener `l` stops reading its socket for `ms` (`--stall-listeners`) |
 //! | `snapshot` | `outcome`, `status`?, `code`?, `action`?, `entries`? | one capture's end: `complete`, an HTTP error (`status`, `code`, at `action`), or `transport` |
+//! | `fi_sock` | `kind`, `c`, `start_us`, `outcome`, `status`?, `code`?, `msg`?, `admit_us`?, `closed_us`?, `close`? | one socket of the NIP-FI part (see `scenarios::fi`) |
+//! | `fi_flip` | `phase`, `action`, `op`, `generation`?, `status`?, `code`?, `msg`?, `attempts`?, `start_us`? | one step of the NIP-FI flipper, in `coordinator.ndjson` (see `fi_flip`) |
 //!
 //! `run.json` (written by the coordinator) holds the run's start, window and channel.
 

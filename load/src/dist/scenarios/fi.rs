@@ -44,7 +44,7 @@ pub async fn run(ctx: Arc<Ctx>, g: usize, t: Timing, think: Duration) {
         let mut target = ctx.target_at(g, n);
         target.host.clone_from(&fi.host);
         let evidence = (g % 2 == 1).then(|| {
-            let alg = if n % 2 == 0 { Alg::Es256 } else { Alg::EdDsa };
+            let alg = if n.is_multiple_of(2) { Alg::Es256 } else { Alg::EdDsa };
             let exp = u64::try_from(buzz_core::unix_now()).unwrap_or(0) + EVIDENCE_SECS;
             format!("Bearer {}", issuer.evidence(alg, &fi.host, &keys.public_hex(), exp))
         });
