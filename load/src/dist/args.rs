@@ -124,7 +124,8 @@ pub struct CoordinatorArgs {
     #[arg(long, value_name = "AT:FOR")]
     pub stall_listeners: Option<String>,
     /// The `fi` part (`--weights ...,fi=N`): the issuer its evidence names (the relay must trust
-    /// it: `buzz-load fi-issuers`, and select it as the provision binding).
+    /// it: `buzz-load fi-issuers`, and select it as the provision binding). The part's community
+    /// is provisioned at `fi-<Host>`, so the Host must be a DNS name (`--host-header`).
     #[arg(long, value_name = "URL")]
     pub fi_issuer: Option<String>,
     /// The `fi` part: the seed of the issuer's keys (as given to `buzz-load fi-issuers`).
