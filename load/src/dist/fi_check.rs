@@ -51,6 +51,9 @@ pub struct FiFindings {
     pub close_ms: Vec<u64>,
     /// Of those, closed by the client (end of its hold) before the relay closed them.
     pub outlived_hold: u64,
+    /// FI-admitted sockets the relay closed before their hold ended (a lost gateway, or a relay
+    /// that closed FI sockets with the plain ones).
+    pub fi_closed_by_relay: u64,
 }
 
 fn u(v: &Value, k: &str) -> Option<u64> {
@@ -142,6 +145,9 @@ pub fn judge(records: &[Value]) -> Option<FiFindings> {
             }
             _ => {}
         }
+        if kind == "fi" && admitted && r.get("closed_us").is_some() {
+            v.fi_closed_by_relay += 1;
+        }
         if kind != "plain" || !admitted {
             continue;
         }
@@ -190,9 +196,10 @@ impl FiFindings {
             Line {
                 check: "NIP-FI sockets (reported)".into(),
                 found: format!(
-                    "{}; FI refused while enabled: {}; plain admitted while disabled: {} of {}; plain open at an enable: {} ({close}; {} outlived their hold)",
+                    "{}; FI refused while enabled: {}; FI closed by the relay: {}; plain admitted while disabled: {} of {}; plain open at an enable: {} ({close}; {} outlived their hold)",
                     if sockets.is_empty() { "none".to_owned() } else { sockets.join(", ") },
                     if refused.is_empty() { "0".to_owned() } else { refused.join(", ") },
+                    self.fi_closed_by_relay,
                     self.plain_while_disabled.0, self.plain_while_disabled.1, self.open_at_enable, self.outlived_hold
                 ),
                 pass: true,
@@ -247,6 +254,7 @@ mod tests {
         // the answer at 1300 and closed by its own client.
         assert_eq!((v.open_at_enable, v.close_ms.clone(), v.outlived_hold), (2, vec![1], 1));
         assert_eq!(v.sockets.get("plain refused 401 auth_required"), Some(&1));
+        assert_eq!(v.fi_closed_by_relay, 0);
     }
 
     #[test]
