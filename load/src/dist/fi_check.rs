@@ -184,23 +184,33 @@ impl FiFindings {
             }
             _ => "none closed by the relay".to_owned(),
         };
+        let flips = format!(
+            "{} enable(s), {} disable(s) answered, {} attempt(s) retried, {} refused",
+            self.enables, self.disables, self.flip_retries, self.flip_refusals
+        );
+        let (disabled_admitted, disabled) = self.plain_while_disabled;
         vec![
             Line {
-                check: "fi leaks (plain sockets admitted after an enable's answer, before the next disable's request)".into(),
+                check: "fi leaks (plain sockets admitted after an enable's answer, before the next \
+                        disable's request)"
+                    .into(),
                 found: format!(
-                    "{} of {} plain socket(s) started while enabled; {} enable(s), {} disable(s) answered, {} attempt(s) retried, {} refused",
-                    self.leaks, self.plain_while_enabled, self.enables, self.disables, self.flip_retries, self.flip_refusals
+                    "{} of {} plain socket(s) started while enabled; {flips}",
+                    self.leaks, self.plain_while_enabled
                 ),
                 pass: self.leaks == 0 && self.enables > 0 && self.plain_while_enabled > 0,
             },
             Line {
                 check: "NIP-FI sockets (reported)".into(),
                 found: format!(
-                    "{}; FI refused while enabled: {}; FI closed by the relay: {}; plain admitted while disabled: {} of {}; plain open at an enable: {} ({close}; {} outlived their hold)",
+                    "{}; FI refused while enabled: {}; FI closed by the relay: {}; plain admitted while \
+                     disabled: {disabled_admitted} of {disabled}; plain open at an enable: {} ({close}; \
+                     {} outlived their hold)",
                     if sockets.is_empty() { "none".to_owned() } else { sockets.join(", ") },
                     if refused.is_empty() { "0".to_owned() } else { refused.join(", ") },
                     self.fi_closed_by_relay,
-                    self.plain_while_disabled.0, self.plain_while_disabled.1, self.open_at_enable, self.outlived_hold
+                    self.open_at_enable,
+                    self.outlived_hold
                 ),
                 pass: true,
             },

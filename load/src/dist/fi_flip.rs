@@ -198,6 +198,7 @@ impl Flipper {
         let mut next = start + self.every / 2;
         while next < end {
             sleep_until(next).await;
+            next += self.every;
             let (generation, required) = match state {
                 Some(s) => s,
                 None => match self.current().await {
@@ -210,7 +211,7 @@ impl Flipper {
             };
             state = self.flip(generation, !required, give_up, &mut flips).await;
             // After a long outage the next flip waits half a period, not every missed one at once.
-            next = (next + self.every).max(Instant::now() + self.every / 2);
+            next = next.max(Instant::now() + self.every / 2);
         }
         self.audit.flush();
         flips
@@ -235,41 +236,39 @@ impl Flipper {
             body["expected_issuer"] = json!(self.issuer);
         }
         let action = if enable { "enable" } else { "disable" };
-        let url = format!("{}/operator/communities/nip-fi-policy", self.base);
-        let start_us = unix_us();
-        self.audit.log("fi_flip", json!({"phase": "start", "action": action, "op": op_id, "generation": generation, "us": start_us}));
-        let mut attempts = 0;
-        loop {
-            attempts += 1;
-            let line = match signed(
-                &self.http,
-                &self.op,
-                (reqwest::Method::POST, &url, &url),
-                None,
-                Some(&body),
-            )
-            .await
-            {
-                Ok((status @ 200..=299, v)) => {
-                    flips.ok += 1;
-                    let g = v["receipt"]["accepted_policy_generation"].as_i64();
-                    self.audit.log("fi_flip", json!({"phase": "ok", "action": action, "op": op_id, "status": status, "generation": g, "attempts": attempts, "start_us": start_us}));
-                    return g.map(|g| (g, enable));
-                }
-                Ok((status @ 500..=599, v)) => json!({"status": status, "code": v["code"]}),
-                Ok((status, v)) => {
-                    flips.failed += 1;
-                    self.audit.log("fi_flip", json!({"phase": "fail", "action": action, "op": op_id, "status": status, "code": v["code"], "attempts": attempts}));
-                    return None;
-                }
-                Err(e) => json!({"msg": format!("{e:#}")}),
-            };
-            flips.retries += 1;
-            let mut line = line;
-            line["phase"] = json!("retry");
+        // Every line of this operation: its phase, action and id, and what it adds.
+        let log = |phase: &str, mut line: Value| {
+            line["phase"] = json!(phase);
             line["action"] = json!(action);
             line["op"] = json!(op_id);
             self.audit.log("fi_flip", line);
+        };
+        let url = format!("{}/operator/communities/nip-fi-policy", self.base);
+        let start_us = unix_us();
+        log("start", json!({"generation": generation, "us": start_us}));
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let post = (reqwest::Method::POST, url.as_str(), url.as_str());
+            match signed(&self.http, &self.op, post, None, Some(&body)).await {
+                Ok((status @ 200..=299, v)) => {
+                    flips.ok += 1;
+                    let g = v["receipt"]["accepted_policy_generation"].as_i64();
+                    let ok = json!({
+                        "status": status, "generation": g, "attempts": attempts, "start_us": start_us,
+                    });
+                    log("ok", ok);
+                    return g.map(|g| (g, enable));
+                }
+                Ok((status @ 500..=599, v)) => log("retry", json!({"status": status, "code": v["code"]})),
+                Ok((status, v)) => {
+                    flips.failed += 1;
+                    log("fail", json!({"status": status, "code": v["code"], "attempts": attempts}));
+                    return None;
+                }
+                Err(e) => log("retry", json!({"msg": format!("{e:#}")})),
+            }
+            flips.retries += 1;
             if Instant::now() >= give_up {
                 return None;
             }

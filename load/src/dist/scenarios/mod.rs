@@ -2,7 +2,7 @@
 //! subscriptions past EOSE, seed data written) and then spawned as one task per client.
 
 mod artifacts;
-pub mod fi;
+mod fi;
 mod listen;
 mod queries;
 mod snapshot;
@@ -61,8 +61,8 @@ pub fn part_name(kind: PartKind) -> &'static str {
     }
 }
 
-/// Opens the share's connections (all but storm and fi, which connect per operation), subscribes the
-/// listeners and writes the seed artifacts of queries and snapshots.
+/// Opens the share's connections (all but storm and fi, which connect per operation), subscribes
+/// the listeners and writes the seed artifacts of queries and snapshots.
 pub async fn prepare(ctx: &Arc<Ctx>, share: PartShare) -> Prepared {
     if matches!(share.part.kind, PartKind::Storm | PartKind::Fi) {
         return Prepared { share, conns: Vec::new(), failed: 0 };
