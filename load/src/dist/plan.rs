@@ -388,6 +388,25 @@ mod tests {
     }
 
     #[test]
+    fn the_fi_part_takes_its_weight_and_needs_its_flags() -> Result<()> {
+        let w = Weights::parse("chat=45,artifacts=30,queries=15,snapshot=5,storm=5,fi=20")?;
+        let counts: Vec<(PartKind, usize)> = w.parts(28).iter().map(|p| (p.kind, p.clients)).collect();
+        let others =
+            [PartKind::Chat, PartKind::Artifacts, PartKind::Queries, PartKind::Snapshot, PartKind::Storm];
+        let expected: Vec<(PartKind, usize)> = others.into_iter().zip([11, 8, 3, 1, 1]).collect();
+        assert_eq!(counts[..5], expected[..], "the faults suite's 24 clients as before");
+        assert_eq!(counts[5], (PartKind::Fi, 4));
+        let fi = ["--scenario", "workday", "--weights", "chat=1,fi=1"];
+        assert!(plan(&fi).is_err(), "no --operator-url, --fi-issuer, --fi-seed");
+        let secret = "0000000000000000000000000000000000000000000000000000000000000002";
+        let flags = ["--operator-url", "http://127.0.0.1:1", "--operator-secret", secret];
+        let issuer = ["--fi-issuer", "https://issuer.test", "--fi-seed", "s"];
+        let p = plan(&[&fi[..], &flags[..], &issuer[..]].concat())?;
+        assert!(p.parts.iter().any(|x| x.kind == PartKind::Fi && x.clients == 10), "half the default 20");
+        Ok(())
+    }
+
+    #[test]
     fn think_scale_multiplies_workday_think_times() -> Result<()> {
         let p = plan(&["--scenario", "workday", "--think-scale", "0.25", "--snapshot-readers", "8"])?;
         let chat = p.parts.iter().find(|x| x.kind == PartKind::Chat).map(|x| x.think_ms);
