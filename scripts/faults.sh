@@ -49,7 +49,7 @@ cd "$ROOT"
 SHORT=
 case ${1:-} in
   -h | --help)
-    sed -n '2,40p' "$0"
+    sed -n '2,41p' "$0"
     exit 0
     ;;
   --short)
