@@ -8,7 +8,8 @@
 //!
 //! A line's fields: `kind` (`fi`, `plain`), `c` (the client), `start_us` (the upgrade request),
 //! `outcome` (`admitted` = upgrade and AUTH OK, `refused` = an HTTP status on the upgrade or a
-//! refused AUTH, `transport` = no answer), `status`/`code`/`msg` of a refusal, `admit_us`,
+//! refused AUTH, `transport` = no answer), `status`/`code`/`msg` of a refusal, `upgraded_us` (the
+//! 101 arrived: the relay decided by then), `admit_us`,
 //! `closed_us` and `close` when the relay closed an admitted socket, `us` (its end).
 //! `dist::fi_check` judges them against the flips.
 
@@ -71,7 +72,10 @@ async fn attempt(
     let t0 = Instant::now();
     let headers: Vec<(&'static str, &str)> = evidence.map(|e| (EVIDENCE_HEADER, e)).into_iter().collect();
     let mut conn = match Conn::connect_with_headers(target, ctx.timeout(), &headers).await {
-        Ok(c) => c,
+        Ok(c) => {
+            rec["upgraded_us"] = json!(unix_us());
+            c
+        }
         Err(e) => {
             if let Some(tungstenite::Error::Http(resp)) = e.downcast_ref::<tungstenite::Error>() {
                 let body: Value = resp
