@@ -24,19 +24,21 @@
 #    whose /readyz answers within 1 s, as a Service's ready endpoints.
 # 4. Per fault: a fresh community (its own host), `buzz-load coordinator --scenario workday`
 #    (chat writers, live listeners on both gateways, NIP-AR revisions with stale-prev CAS races,
-#    current-state queries, snapshot captures, connect storms) with a client timeout of the bus
-#    timeout + 1 s; FAULTS_WARMUP s of load, the fault, its end (restart, SIGCONT, link healed),
+#    current-state queries, snapshot captures, connect storms, and NIP-FI: a second community whose
+#    requirement the coordinator flips every 3 s while clients open FI and plain sockets to it)
+#    with a client timeout of the bus timeout + 1 s; FAULTS_WARMUP s of load, the fault, its end (restart, SIGCONT, link healed),
 #    then every service's /readyz polled until all answer (time to recover, bound 20 s), and the
 #    load goes on FAULTS_AFTER s more. `buzz-load check --fail-on-timeouts` judges it (lost
 #    acknowledged writes, ids stored twice, error: writes not stored after their resend, NIP-AR
 #    chain forks and wrong tips, leaks (private channel included), silent live gaps, answers by
 #    prefix, snapshot outcomes, NIP-AR history answers, snapshot manifests against the
-#    acceptance order, requests unanswered past the bound).
+#    acceptance order, requests unanswered past the bound, early "did not answer in time"
+#    answers (hedging), fi leaks: plain sockets admitted while FI was enabled).
 #
 # Output: $FAULTS_RUNS/<time>/ (default /var/tmp/buzz-faults/runs): table.md (the results),
 # <n>-<fault>/ (audit/, check.txt, check.json, load.err, events.log), logs/ (every process).
 # Exit 0 only when every fault passed. Knobs (defaults): FAULTS_PROFILE (debug), FAULTS_PORT
-# (19800), FAULTS_WARMUP (8), FAULTS_AFTER (20: load after the fault ends, recovery included), FAULTS_CLIENTS (24), FAULTS_SUBSCRIBERS (12),
+# (19800), FAULTS_WARMUP (8), FAULTS_AFTER (20: load after the fault ends, recovery included), FAULTS_CLIENTS (28: 24 + 4 fi), FAULTS_SUBSCRIBERS (12),
 # FAULTS_WEIGHTS, FAULTS_THINK_SCALE (0.2), FAULTS_NO_BUILD=1, FAULTS_KEEP=1 (keep the data
 # directories), RUST_LOG (info).
 set -euo pipefail
@@ -49,7 +51,7 @@ cd "$ROOT"
 SHORT=
 case ${1:-} in
   -h | --help)
-    sed -n '2,40p' "$0"
+    sed -n '2,41p' "$0"
     exit 0
     ;;
   --short)
@@ -179,6 +181,14 @@ export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
 export RUST_LOG=${RUST_LOG:-info} BUZZ_LOG_FORMAT=${BUZZ_LOG_FORMAT:-text}
 export BUZZ_RATE_CONN_PER_SEC=1000000 BUZZ_RATE_CONN_BURST=1000000 BUZZ_RATE_PUBKEY_PER_MIN=100000000
 export BUZZ_WRITE_DB_CONNECTIONS=6 BUZZ_QUERY_DB_CONNECTIONS=8 BUZZ_SNAPSHOT_DB_CONNECTIONS=3
+# NIP-FI for the load's fi part: a test issuer seeded per run (`buzz-load fi-issuers`), trusted
+# and selected as the provision binding, policy mutations on, revalidation every second. The
+# main community never requires FI; the fi part flips a second one.
+FI_ISSUER=https://issuer.faults.test FI_SEED=$tag
+BUZZ_NIP_FI_ISSUERS=$("$BIN/buzz-load" fi-issuers --issuer "$FI_ISSUER" --seed "$FI_SEED") ||
+  die "faults: buzz-load fi-issuers failed"
+export BUZZ_NIP_FI_ISSUERS BUZZ_NIP_FI_PROVISION_BINDING=$FI_ISSUER BUZZ_NIP_FI_UPGRADES_ENABLED=true
+export BUZZ_NIP_FI_REVALIDATE_INTERVAL_SECS=1
 BUS_TIMEOUT=${BUZZ_BUS_TIMEOUT_SECS:-5}
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
@@ -315,14 +325,14 @@ fi
 
 WARMUP=${FAULTS_WARMUP:-8}
 AFTER=${FAULTS_AFTER:-20}
-CLIENTS=${FAULTS_CLIENTS:-24}
+CLIENTS=${FAULTS_CLIENTS:-28}
 SUBSCRIBERS=${FAULTS_SUBSCRIBERS:-12}
-WEIGHTS=${FAULTS_WEIGHTS:-chat=45,artifacts=30,queries=15,snapshot=5,storm=5}
+WEIGHTS=${FAULTS_WEIGHTS:-chat=45,artifacts=30,queries=15,snapshot=5,storm=5,fi=20}
 THINK=${FAULTS_THINK_SCALE:-0.2}
 TABLE=$RUN/table.md
 {
-  echo "| # | fault | load held | writes acked | lost | forks | leaks | silent live gaps | answers by prefix | time to recover | verdict |"
-  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  echo "| # | fault | load held | writes acked | lost | forks | leaks | fi leaks | silent live gaps | answers by prefix | time to recover | verdict |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 } >"$TABLE"
 FAILED=0
 T_ALL=$(now)
@@ -351,6 +361,7 @@ for f in "${FAULTS[@]}"; do
   setsid "$BIN/buzz-load" coordinator --nats-url "nats://127.0.0.1:$LOAD_NATS_PORT" --spawn-workers 2 "${urls[@]}" \
     --host-header "f$n-$tag.faults.localhost" --endpoints-file "$ENDPOINTS" --reconnect --audit "$D/audit" \
     --operator-url "http://127.0.0.1:${PUB[policy-1]}" --operator-secret "$OP_SECRET" \
+    --fi-issuer "$FI_ISSUER" --fi-seed "$FI_SEED" \
     --scenario workday --clients "$CLIENTS" --subscribers "$SUBSCRIBERS" --weights "$WEIGHTS" \
     --think-scale "$THINK" --snapshot-readers 4 --connect-timeout $((BUS_TIMEOUT + 1)) \
     --duration "$duration" --drain-timeout 15 --json "$D/load.json" "${stall[@]}" \
@@ -396,7 +407,7 @@ for f in "${FAULTS[@]}"; do
       [ (.acked | sum), .lost_count,
         ((.integrity.chains.forks // 0) + (.integrity.chains.wrong_tips // 0) + (.reads.history_forks // 0)),
         "\((.integrity.leaks // 0) + (.reads.history_leaks // 0) + (.reads.manifest_leaks // 0)) (reads checked: \(.integrity.private_to_members // 0) private deliveries, \(.reads.history_checked // 0) histories, \(.reads.manifests_checked // 0) manifests, \(.reads.manifests_off // 0) off)",
-        .gaps_without_close,
+        (if .fi then "\(.fi.leaks) (\(.fi.enables + .fi.disables) flips)" else "-" end), .gaps_without_close,
         ([ (if .error_answers > 0 then "error: \(.error_answers)" else empty end),
            (.expected_refusals | to_entries[] | "\(.key): \(.value)"),
            (.other_refusals | to_entries[] | "\(.key): \(.value | sum) (unexpected)"),
@@ -406,7 +417,7 @@ for f in "${FAULTS[@]}"; do
         "\($ttr) s"
       ] | map(tostring) | join(" | ")' "$D/check.json")
   else
-    row="- | - | - | - | - | check failed: $(tail -n 1 "$D/check.txt") | $TTR s"
+    row="- | - | - | - | - | - | check failed: $(tail -n 1 "$D/check.txt") | $TTR s"
   fi
   verdict=$( ((pass)) && echo PASS || echo FAIL)
   ((pass)) || FAILED=$((FAILED + 1))

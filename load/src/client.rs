@@ -37,9 +37,22 @@ pub struct Frame {
 impl Conn {
     /// Opens a WebSocket to `target.url` with `Host: target.host`, within `timeout`.
     pub async fn connect(target: &Target, timeout: Duration) -> Result<Self> {
+        Self::connect_with_headers(target, timeout, &[]).await
+    }
+
+    /// [`Conn::connect`] with extra headers on the upgrade (NIP-FI evidence). A refused upgrade's
+    /// error is a `tungstenite::Error::Http` (its status and body) under the context.
+    pub async fn connect_with_headers(
+        target: &Target,
+        timeout: Duration,
+        headers: &[(&'static str, &str)],
+    ) -> Result<Self> {
         let mut req =
             target.url.as_str().into_client_request().with_context(|| format!("bad URL {}", target.url))?;
         req.headers_mut().insert(HOST, HeaderValue::from_str(&target.host).context("bad Host header")?);
+        for (name, value) in headers {
+            req.headers_mut().insert(*name, HeaderValue::from_str(value).context("bad header value")?);
+        }
         let (ws, _resp) =
             tokio::time::timeout(timeout, tokio_tungstenite::connect_async_with_config(req, None, true))
                 .await

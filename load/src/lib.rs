@@ -29,7 +29,9 @@ use clap::Parser;
 use crate::config::{Args, Config};
 
 /// The `buzz-load` command line: `buzz-load coordinator ...` and `buzz-load worker ...` run the
-/// distributed tester; any other arguments are the single-process tool's flags.
+/// distributed tester, `check` judges its audit, `proxy` is the fault suite's link, `fi-issuers`
+/// prints a seeded test issuer's `BUZZ_NIP_FI_ISSUERS`; any other arguments are the
+/// single-process tool's flags.
 #[must_use]
 pub fn main() -> ExitCode {
     match std::env::args().nth(1).as_deref() {
@@ -37,6 +39,7 @@ pub fn main() -> ExitCode {
         Some("worker") => return dist::worker_main(std::env::args().skip(1)),
         Some("check") => return dist::check_main(std::env::args().skip(1)),
         Some("proxy") => return proxy::proxy_main(std::env::args().skip(1)),
+        Some("fi-issuers") => return dist::fi_issuers_main(std::env::args().skip(1)),
         _ => {}
     }
     let args = Args::parse();

@@ -123,6 +123,17 @@ pub struct CoordinatorArgs {
     /// window, for FOR seconds, then reads on (the fault suite's clients that stop reading).
     #[arg(long, value_name = "AT:FOR")]
     pub stall_listeners: Option<String>,
+    /// The `fi` part (`--weights ...,fi=N`): the issuer its evidence names (the relay must trust
+    /// it: `buzz-load fi-issuers`, and select it as the provision binding). The part's community
+    /// is provisioned at `fi-<Host>`, so the Host must be a DNS name (`--host-header`).
+    #[arg(long, value_name = "URL")]
+    pub fi_issuer: Option<String>,
+    /// The `fi` part: the seed of the issuer's keys (as given to `buzz-load fi-issuers`).
+    #[arg(long, value_name = "SEED", hide_env_values = true)]
+    pub fi_seed: Option<String>,
+    /// The `fi` part: seconds between the flips (enable, disable, ...) of the second community.
+    #[arg(long, value_name = "SECS", default_value_t = 3.0)]
+    pub fi_flip_every: f64,
 }
 
 /// One worker of a distributed run: connects to NATS, says hello under the run id, runs the share
@@ -240,7 +251,13 @@ impl CoordinatorArgs {
         }
         secs("worker-timeout", self.worker_timeout)?;
         let weights = Weights::parse(&self.weights)?;
-        Plan::build(self, targets, &weights)
+        secs("fi-flip-every", self.fi_flip_every)?;
+        let plan = Plan::build(self, targets, &weights)?;
+        let fi_ready = self.operator_url.is_some() && self.fi_issuer.is_some() && self.fi_seed.is_some();
+        if plan.parts.iter().any(|p| p.kind == super::plan::PartKind::Fi) && !fi_ready {
+            bail!("the fi part needs --operator-url, --fi-issuer and --fi-seed");
+        }
+        Ok(plan)
     }
 }
 

@@ -17,6 +17,8 @@
 //! | `lkey` | `l`, `pk`, `member` | listener `l`'s key, and whether it is a member of the private channel (before its first REQ) |
 //! | `history` | `pk`, `d`, `req_us`, `revs` | a NIP-AR history answer to reader `pk` about artifact `d`, asked at `req_us`: `[id, h, d]` per event, in order |
 //! | `snapshot` | `outcome`, `status`?, `code`?, `action`?, `entries`?, `pk`?, `start_us`?, `end_us`?, `manifest`? | one capture's end: `complete` (with the reader, when it started and ended, and the manifest's `[artifactId, revisionId, channelId]` entries), an HTTP error (`status`, `code`, at `action`), or `transport` |
+//! | `fi_sock` | `kind`, `c`, `start_us`, `outcome`, `status`?, `code`?, `msg`?, `admit_us`?, `closed_us`?, `close`? | one socket of the NIP-FI part (see `scenarios::fi`) |
+//! | `fi_flip` | `phase`, `action`, `op`, `generation`?, `status`?, `code`?, `msg`?, `attempts`?, `start_us`? | one step of the NIP-FI flipper, in `coordinator.ndjson` (see `fi_flip`) |
 //!
 //! `run.json` (written by the coordinator) holds the run's start, window and channels (the
 //! private channel with its members' keys).

@@ -109,6 +109,8 @@ fn run(args: &CheckArgs) -> Result<Verdict> {
         v.lines.extend(reads.lines());
         v.reads = Some(reads);
     }
+    v.fi = super::fi_check::judge(&records);
+    v.lines.extend(v.fi.iter().flat_map(super::fi_check::FiFindings::lines));
     v.pass = v.lines.iter().all(|l| l.pass);
     v.integrity = Some(integrity);
     for n in &args.notes {
@@ -277,6 +279,9 @@ pub struct Verdict {
     pub integrity: Option<super::integrity::Integrity>,
     /// History answers and snapshot manifests ([`super::reads`]).
     pub reads: Option<super::reads::Reads>,
+    /// The NIP-FI criterion, when the run had the `fi` part ([`super::fi_check`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fi: Option<super::fi_check::FiFindings>,
 }
 
 #[derive(Default)]

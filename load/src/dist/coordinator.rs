@@ -160,6 +160,7 @@ pub async fn run_coordinator(args: &CoordinatorArgs, plan: Plan) -> Result<DistR
     let seed = uuid::Uuid::new_v4().simple().to_string();
     let pool = plan.connections().min(args.max_members).max(1);
     let Channels { open: channel, private } = setup(args, &plan, &seed, pool).await?;
+    let fi = super::fi_flip::prepare(args, &plan, &seed, pool).await?;
     let _children = spawn_workers(args, &run_id)?;
     if !args.quiet {
         eprintln!("buzz-load coordinator: run {run_id}, waiting for {n} worker(s)");
@@ -210,6 +211,7 @@ pub async fn run_coordinator(args: &CoordinatorArgs, plan: Plan) -> Result<DistR
                     endpoints_file: args.endpoints_file.as_ref().map(|p| p.display().to_string()),
                     replay_margin_s: args.replay_margin,
                     stall_listeners_ms: args.stall_listeners_ms()?,
+                    fi: fi.as_ref().map(|f| f.assignment.clone()),
                 };
                 let assign = ToWorker::Assign(Box::new(a));
                 send(&worker, &assign).await?;
@@ -268,6 +270,8 @@ pub async fn run_coordinator(args: &CoordinatorArgs, plan: Plan) -> Result<DistR
     nats.publish(proto::all_subject(&run_id), proto::encode(&ToWorker::Start { start_unix_ms: start_ms })?)
         .await?;
     let start = Instant::now() + START_DELAY;
+    let window_end = start + plan.duration;
+    let flips = fi.map(|f| tokio::spawn(f.flipper.run(start, window_end, window_end + plan.drain)));
     if let Some(dir) = &args.audit {
         let run = json!({
             "run_id": run_id,
@@ -342,6 +346,15 @@ pub async fn run_coordinator(args: &CoordinatorArgs, plan: Plan) -> Result<DistR
                 let _ = nats.publish(proto::all_subject(&run_id), proto::encode(&ToWorker::Abort)?).await;
                 break;
             }
+        }
+    }
+    if let Some(h) = flips {
+        match tokio::time::timeout(plan.drain + Duration::from_secs(20), h).await {
+            Ok(Ok(f)) => eprintln!(
+                "buzz-load coordinator: fi flips: {} answered, {} attempt(s) retried, {} refused",
+                f.ok, f.retries, f.failed
+            ),
+            _ => eprintln!("buzz-load coordinator: the fi flipper did not finish"),
         }
     }
     let report = DistReport::build(run_id, plan, &merged, workers.into_values().collect());

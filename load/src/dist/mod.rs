@@ -12,6 +12,8 @@ mod args;
 mod audit;
 mod check;
 mod coordinator;
+mod fi_check;
+mod fi_flip;
 mod integrity;
 mod metrics;
 mod plan;
@@ -31,6 +33,7 @@ use clap::Parser;
 pub use args::{CoordinatorArgs, WorkerArgs};
 pub use check::check_main;
 pub use coordinator::run_coordinator;
+pub use fi_flip::fi_issuers_main;
 pub use summary::DistReport;
 pub use worker::run_worker;
 

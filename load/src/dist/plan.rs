@@ -51,6 +51,9 @@ pub enum PartKind {
     Storm,
     /// Idle authenticated sockets (`idle.connect`).
     Idle,
+    /// NIP-FI sockets, FI-admitted and plain, on a second community whose requirement the
+    /// coordinator flips (`fi.fi`, `fi.plain`; see `scenarios::fi`).
+    Fi,
 }
 
 /// One kind of client in a run: how many, at what total rate, with what pause between operations.
@@ -96,12 +99,14 @@ pub struct Weights {
     pub snapshot: u32,
     /// Reconnecting clients.
     pub storm: u32,
+    /// NIP-FI socket clients (0 = the part is off).
+    pub fi: u32,
 }
 
 impl Weights {
     /// Parses `name=weight,...`; names missing from the list weigh 0.
     pub fn parse(text: &str) -> Result<Self> {
-        let mut w = Self { chat: 0, artifacts: 0, queries: 0, snapshot: 0, storm: 0 };
+        let mut w = Self { chat: 0, artifacts: 0, queries: 0, snapshot: 0, storm: 0, fi: 0 };
         for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (name, value) =
                 item.split_once('=').with_context(|| format!("--weights: {item:?} is not name=N"))?;
@@ -113,8 +118,9 @@ impl Weights {
                 "queries" => &mut w.queries,
                 "snapshot" => &mut w.snapshot,
                 "storm" => &mut w.storm,
+                "fi" => &mut w.fi,
                 other => {
-                    bail!("--weights: unknown part {other:?} (chat, artifacts, queries, snapshot, storm)")
+                    bail!("--weights: unknown part {other:?} (chat, artifacts, queries, snapshot, storm, fi)")
                 }
             };
             *slot = value;
@@ -126,7 +132,7 @@ impl Weights {
     }
 
     fn total(self) -> u64 {
-        [self.chat, self.artifacts, self.queries, self.snapshot, self.storm]
+        [self.chat, self.artifacts, self.queries, self.snapshot, self.storm, self.fi]
             .iter()
             .map(|&x| u64::from(x))
             .sum()
@@ -141,6 +147,7 @@ impl Weights {
             (PartKind::Queries, self.queries, 2_000),
             (PartKind::Snapshot, self.snapshot, 5_000),
             (PartKind::Storm, self.storm, 3_000),
+            (PartKind::Fi, self.fi, 3_000),
         ];
         let total = self.total().max(1);
         let c = clients as u64;
@@ -377,6 +384,25 @@ mod tests {
         );
         assert_eq!(Weights::parse("chat=1").map(|w| w.parts(7).len())?, 1);
         assert_eq!(Weights::parse("chat=1,queries=1")?.parts(3).iter().map(|p| p.clients).sum::<usize>(), 3);
+        Ok(())
+    }
+
+    #[test]
+    fn the_fi_part_takes_its_weight_and_needs_its_flags() -> Result<()> {
+        let w = Weights::parse("chat=45,artifacts=30,queries=15,snapshot=5,storm=5,fi=20")?;
+        let counts: Vec<(PartKind, usize)> = w.parts(28).iter().map(|p| (p.kind, p.clients)).collect();
+        let others =
+            [PartKind::Chat, PartKind::Artifacts, PartKind::Queries, PartKind::Snapshot, PartKind::Storm];
+        let expected: Vec<(PartKind, usize)> = others.into_iter().zip([11, 8, 3, 1, 1]).collect();
+        assert_eq!(counts[..5], expected[..], "the faults suite's 24 clients as before");
+        assert_eq!(counts[5], (PartKind::Fi, 4));
+        let fi = ["--scenario", "workday", "--weights", "chat=1,fi=1"];
+        assert!(plan(&fi).is_err(), "no --operator-url, --fi-issuer, --fi-seed");
+        let secret = "0000000000000000000000000000000000000000000000000000000000000002";
+        let flags = ["--operator-url", "http://127.0.0.1:1", "--operator-secret", secret];
+        let issuer = ["--fi-issuer", "https://issuer.test", "--fi-seed", "s"];
+        let p = plan(&[&fi[..], &flags[..], &issuer[..]].concat())?;
+        assert!(p.parts.iter().any(|x| x.kind == PartKind::Fi && x.clients == 10), "half the default 20");
         Ok(())
     }
 

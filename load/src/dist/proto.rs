@@ -181,6 +181,20 @@ pub struct Assignment {
     /// (`--stall-listeners`).
     #[serde(default)]
     pub stall_listeners_ms: Option<(u64, u64)>,
+    /// The NIP-FI part's community and issuer (the `fi` weight).
+    #[serde(default)]
+    pub fi: Option<FiAssignment>,
+}
+
+/// Where the NIP-FI part's sockets go and how their evidence is minted.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FiAssignment {
+    /// The Host of the second community, whose requirement the coordinator flips.
+    pub host: String,
+    /// The issuer evidence names (`iss`).
+    pub issuer: String,
+    /// The seed of the issuer's keys (`buzz_fi::testing::TestIssuer::from_seed`).
+    pub seed: String,
 }
 
 /// Connects to NATS at `url`; `NATS_CREDS_FILE` and `NATS_CA_FILE` (as the services read them)

@@ -2,6 +2,7 @@
 //! subscriptions past EOSE, seed data written) and then spawned as one task per client.
 
 mod artifacts;
+mod fi;
 mod listen;
 mod queries;
 mod snapshot;
@@ -56,13 +57,14 @@ pub fn part_name(kind: PartKind) -> &'static str {
         PartKind::Snapshot => "snapshot",
         PartKind::Storm => "storm",
         PartKind::Idle => "idle",
+        PartKind::Fi => "fi",
     }
 }
 
-/// Opens the share's connections (all but storm, which connects per operation), subscribes the
-/// listeners and writes the seed artifacts of queries and snapshots.
+/// Opens the share's connections (all but storm and fi, which connect per operation), subscribes
+/// the listeners and writes the seed artifacts of queries and snapshots.
 pub async fn prepare(ctx: &Arc<Ctx>, share: PartShare) -> Prepared {
-    if share.part.kind == PartKind::Storm {
+    if matches!(share.part.kind, PartKind::Storm | PartKind::Fi) {
         return Prepared { share, conns: Vec::new(), failed: 0 };
     }
     let kind = share.part.kind;
@@ -134,6 +136,13 @@ pub fn spawn(ctx: &Arc<Ctx>, p: Prepared, timing: Timing) -> Vec<JoinHandle<()>>
                 tokio::spawn(async move { storm::run(ctx, g, Timing { start, ..timing }, gap, think).await })
             })
             .collect(),
+        PartKind::Fi => (0..share.clients)
+            .map(|i| {
+                let ctx = ctx.clone();
+                let g = share.first + i;
+                tokio::spawn(async move { fi::run(ctx, g, timing, think).await })
+            })
+            .collect(),
         kind => p
             .conns
             .into_iter()
@@ -157,7 +166,7 @@ pub fn spawn(ctx: &Arc<Ctx>, p: Prepared, timing: Timing) -> Vec<JoinHandle<()>>
                     PartKind::Snapshot => {
                         tokio::spawn(async move { snapshot::run(ctx, conn, g, t, think).await })
                     }
-                    PartKind::Idle | PartKind::Storm => {
+                    PartKind::Idle | PartKind::Storm | PartKind::Fi => {
                         tokio::spawn(async move { storm::hold(ctx, conn, t).await })
                     }
                 }
