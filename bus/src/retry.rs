@@ -33,6 +33,24 @@ pub const INSTANCE_HEADER: &str = "Buzz-Instance";
 /// acknowledgement. Only requesters that skip it ask for it (`rpc::request` does not).
 pub const ACK_HEADER: &str = "Buzz-Ack";
 
+/// Request header: the time (unix milliseconds) by which the requester must see the request
+/// taken (acknowledged, or answered); it stops waiting then. A replica that takes the request
+/// more than [`TAKE_BY_SLACK`] later (it was paused, stalled) drops it unanswered instead of
+/// running it for nobody: for a request that is not idempotent (a snapshot capture's start),
+/// that is work and quota no one would see. Requests without it run whenever they are taken.
+pub const TAKE_BY_HEADER: &str = "Buzz-Take-By";
+
+/// How late past its [`TAKE_BY_HEADER`] a request still runs: room for clocks that disagree.
+pub const TAKE_BY_SLACK: Duration = Duration::from_secs(5);
+
+/// Whether a request with these headers was given up by its requester by `now_ms` (unix ms):
+/// its take-by time is more than [`TAKE_BY_SLACK`] past. No or an unreadable header: never.
+#[must_use]
+pub fn given_up(headers: Option<&async_nats::HeaderMap>, now_ms: u128) -> bool {
+    let by = headers.and_then(|h| h.get(TAKE_BY_HEADER)).and_then(|v| v.as_str().parse::<u128>().ok());
+    by.is_some_and(|by| now_ms > by + TAKE_BY_SLACK.as_millis())
+}
+
 /// Most sends of one request: the first and two retries. Bounds the extra load a slow (not
 /// stalled) service takes from hedging to 3x, and only for requests slower than `Retry::first`.
 pub const MAX_ATTEMPTS: u32 = 3;

@@ -52,6 +52,23 @@ where
             m = sub.next() => match m { Some(m) => m, None => break },
             m = direct.next() => match m { Some(m) => m, None => break },
         };
+        let now_ms =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+        if retry::given_up(msg.headers.as_ref(), now_ms) {
+            metrics::counter!("buzz_bus_stale_requests_total", "group" => group).increment(1);
+            tracing::warn!(%subject, "request taken after its requester gave up on it; dropped unanswered");
+            continue;
+        }
+        let ack = msg
+            .headers
+            .as_ref()
+            .and_then(|h| h.get(retry::ACK_HEADER))
+            .map(|v| v.as_str() == retry::ACK_IF_SLOW);
+        if ack == Some(false) {
+            // A streamed request: acknowledged as soon as it is taken, before it waits for a
+            // handler slot (the requester learns a live replica has it) and before any frame.
+            rpc::ack(&client, msg.reply.as_ref(), &instance).await;
+        }
         let Ok(permit) = limit.clone().acquire_owned().await else { break };
         let handler = handler.clone();
         let client = client.clone();
@@ -61,15 +78,6 @@ where
         tasks.spawn(
             async move {
                 let _permit = permit;
-                let ack = msg
-                    .headers
-                    .as_ref()
-                    .and_then(|h| h.get(retry::ACK_HEADER))
-                    .map(|v| v.as_str() == retry::ACK_IF_SLOW);
-                if ack == Some(false) {
-                    // A streamed request: acknowledged before any frame.
-                    rpc::ack(&client, msg.reply.as_ref(), &instance).await;
-                }
                 match serde_json::from_slice::<Req>(&msg.payload) {
                     Ok(body) => {
                         let reply = msg.reply.clone();

@@ -22,6 +22,12 @@ use buzz_http_auth::ApiError;
 /// so that the service's own limit answers first.
 const WAIT: Duration = Duration::from_millis(LIMITS.operation_timeout_ms + 2000);
 
+/// How long a replica has to take an action (acknowledge it, before any frame). A replica that
+/// does not (paused, stalled) costs the client this, not [`WAIT`]: the answer is
+/// `snapshot_unavailable` (retry with backoff), and the replica drops the action if it takes it
+/// later (`retry::TAKE_BY_HEADER`), so a start sent again never runs twice for nobody.
+const TAKE_WAIT: Duration = Duration::from_secs(1);
+
 /// Is this `POST /query` filter a snapshot action?
 #[must_use]
 pub fn is_snapshot(filter: &serde_json::Value) -> bool {
@@ -73,21 +79,41 @@ async fn collect(
     let inbox = nats.new_inbox();
     let mut replies = nats.subscribe(inbox.clone()).await.map_err(|_| unavailable.clone())?;
     let payload = serde_json::to_vec(req).map_err(|_| unavailable.clone())?;
-    nats.publish_with_reply_and_headers(subject, inbox, buzz_bus::trace::current_headers(), payload.into())
+    let mut headers = buzz_bus::trace::current_headers();
+    // A streamed action: the replica that takes it acknowledges it before any frame.
+    headers.insert(buzz_bus::retry::ACK_HEADER, "1");
+    let now_ms =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    headers.insert(buzz_bus::retry::TAKE_BY_HEADER, (now_ms + TAKE_WAIT.as_millis()).to_string().as_str());
+    nats.publish_with_reply_and_headers(subject, inbox, headers, payload.into())
         .await
         .map_err(|_| unavailable.clone())?;
-    let deadline = tokio::time::Instant::now() + WAIT;
+    let started = tokio::time::Instant::now();
+    let (take_by, deadline) = (started + TAKE_WAIT, started + WAIT);
+    let mut taken = false;
     let mut body = String::new();
-    for expected in 0u32.. {
-        let msg = match tokio::time::timeout_at(deadline, replies.next()).await {
+    let mut expected = 0u32;
+    loop {
+        let msg = match tokio::time::timeout_at(if taken { deadline } else { take_by }, replies.next()).await
+        {
             Ok(Some(m)) if m.status.is_none() => m,
+            Err(_) if !taken => {
+                metrics::counter!("buzz_gateway_snapshot_untaken_total").increment(1);
+                tracing::warn!("no snapshot replica took the action in time; answered snapshot_unavailable");
+                return Err(unavailable);
+            }
             // No responders, a closed subscription or the deadline.
             _ => return Err(unavailable),
         };
+        taken = true;
+        if msg.headers.as_ref().is_some_and(|h| h.get(buzz_bus::retry::ACK_HEADER).is_some()) {
+            continue;
+        }
         let frame: SnapshotFrame = serde_json::from_slice(&msg.payload).map_err(|_| unavailable.clone())?;
         if frame.seq != expected {
             return Err(unavailable);
         }
+        expected += 1;
         match frame.body {
             SnapshotFrameBody::Chunk { data } => body.push_str(&data),
             SnapshotFrameBody::Done { bytes } if bytes == body.len() as u64 => return Ok(body),
@@ -95,5 +121,4 @@ async fn collect(
             SnapshotFrameBody::Failure { failure } => return Err(failure),
         }
     }
-    Err(unavailable)
 }

@@ -179,3 +179,61 @@ async fn a_hedge_skips_replicas_that_are_gone_and_reaches_a_live_one() {
         t0.elapsed()
     );
 }
+
+/// A streamed request is acknowledged as soon as a replica takes it; one taken after its
+/// requester's take-by time (plus the clock slack) was given up on and is dropped unanswered: a
+/// paused replica that wakes does not run work (a snapshot capture's start) nobody waits for
+/// (issue 28: `stop:snapshot`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_given_up_by_its_requester_is_dropped_and_a_live_one_acknowledged_at_once() {
+    let client = nats().await;
+    let subject = subject("takeby");
+    let shutdown = CancellationToken::new();
+    let (ran_tx, mut ran) = tokio::sync::mpsc::unbounded_channel::<u64>();
+    let served = tokio::spawn(serve::serve(
+        client.clone(),
+        subject.clone(),
+        "takeby",
+        4,
+        shutdown.clone(),
+        move |m: Incoming<Value>| {
+            let ran_tx = ran_tx.clone();
+            async move {
+                ran_tx.send(m.body["n"].as_u64().unwrap()).unwrap();
+                Some(Ok::<Value, buzz_bus::BusError>(json!({ "n": m.body["n"] })))
+            }
+        },
+    ));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
+    let send = |n: u64, take_by: u128| {
+        let client = client.clone();
+        let subject = subject.clone();
+        async move {
+            let inbox = client.new_inbox();
+            let mut replies = client.subscribe(inbox.clone()).await.unwrap();
+            let mut headers = async_nats::HeaderMap::new();
+            headers.insert(retry::ACK_HEADER, "1");
+            headers.insert(retry::TAKE_BY_HEADER, take_by.to_string().as_str());
+            let body = json!({ "n": n }).to_string();
+            client.publish_with_reply_and_headers(subject, inbox, headers, body.into()).await.unwrap();
+            let mut got = Vec::new();
+            while let Ok(Some(m)) = tokio::time::timeout(Duration::from_millis(500), replies.next()).await {
+                got.push(is_ack(&m));
+            }
+            got
+        }
+    };
+    // Given up 6 s ago (past the 5 s slack): neither acknowledged nor run.
+    let stale = now_ms - (retry::TAKE_BY_SLACK.as_millis() + 1000);
+    assert_eq!(send(1, stale).await, Vec::<bool>::new());
+    // Taken in time: the acknowledgement, then the answer; a take-by a little past (within the
+    // slack, clocks disagree) still runs.
+    assert_eq!(send(2, now_ms + 1000).await, [true, false]);
+    assert_eq!(send(3, now_ms - 1000).await, [true, false]);
+    assert_eq!(ran.recv().await, Some(2));
+    assert_eq!(ran.recv().await, Some(3));
+    assert!(ran.try_recv().is_err(), "the given-up request ran");
+    shutdown.cancel();
+    served.await.unwrap().unwrap();
+}
