@@ -139,7 +139,7 @@ as_pg() {
 }
 pg_start() {
   as_pg "$PGBIN/pg_ctl" -D "$RUN/pg" -l "$RUN/logs/postgres.log" -w -t 60 \
-    -o "-p $PG_PORT -k $RUN/pgsock -c listen_addresses=127.0.0.1 -c max_connections=300 -c autovacuum=on" \
+    -o "-p $PG_PORT -k $RUN/pgsock -c listen_addresses=127.0.0.1 -c max_connections=300 -c autovacuum=on -c track_commit_timestamp=on" \
     start >/dev/null || { tail -n 20 "$RUN/logs/postgres.log" >&2; die "faults: PostgreSQL did not start"; }
 }
 pg_crash() { as_pg "$PGBIN/pg_ctl" -D "$RUN/pg" -m immediate stop >/dev/null; }

@@ -9,15 +9,17 @@
 //!   skipped, none out of order, no fork); and every revision acknowledged before the query was
 //!   sent is in it.
 //! - **Manifests** (`snapshot` lines of complete captures): there is a point in the acceptance
-//!   order (`artifact_revisions.accepted_seq`), no earlier than the last revision acknowledged
-//!   before the capture started, at which every artifact of the reader's channels that was current
-//!   (not deleted, not moved out of them) is in the manifest with exactly its current revision and
-//!   channel, and nothing else is; and no later than the first revision signed after the capture
-//!   ended (its `created_at`). `accepted_seq` is the revision's `events.seq`, taken from an
-//!   identity when the event row is inserted, inside the accepting transaction; per artifact the
-//!   row lock makes it the commit order, across artifacts two concurrent transactions may commit
-//!   in the other order, so a capture between their commits could fail this check without a
-//!   relay fault. The check is strict anyway: such a failure names its artifacts to look into.
+//!   order, no earlier than the last revision acknowledged before the capture started, at which
+//!   every artifact of the reader's channels that was current (not deleted, not moved out of them)
+//!   is in the manifest with exactly its current revision and channel, and nothing else is; and no
+//!   later than the first revision signed after the capture ended (its `created_at`). The
+//!   acceptance order is the commit order: the revisions' transactions' commit timestamps
+//!   (`pg_xact_commit_timestamp(xmin)`; the fault suite's PostgreSQL runs with
+//!   `track_commit_timestamp = on`), ties and untracked commits by `accepted_seq`. `accepted_seq`
+//!   alone (the revision's `events.seq`) is the order of inserts, not commits: per artifact the row
+//!   lock makes them agree, but across artifacts a transaction that took its seq first can commit
+//!   last, and a capture between the two commits matched no prefix of the seq order (seen once in
+//!   a full run: a create acknowledged during the capture, seq 4 below the floor).
 
 use std::collections::{HashMap, HashSet};
 
@@ -98,7 +100,8 @@ pub const REVISIONS_SQL: &str = r"
 SELECT r.d, r.revision_id, r.op, r.channel_id, r.accepted_seq, coalesce(e.created_at, 0)
 FROM artifact_revisions r LEFT JOIN events e ON e.community_id = r.community_id AND e.id = r.revision_id
 WHERE r.community_id = (SELECT community_id FROM channels WHERE id = :'channel'::uuid)
-ORDER BY r.accepted_seq
+ORDER BY CASE WHEN current_setting('track_commit_timestamp') = 'on' THEN pg_xact_commit_timestamp(r.xmin) END
+  NULLS FIRST, r.accepted_seq
 ";
 
 /// Runs [`REVISIONS_SQL`] for the run's open `channel`.
@@ -279,13 +282,11 @@ fn manifest(v: &mut Reads, r: &Value, revs: &[Rev], acked: &HashMap<&str, u64>, 
     // The latest cut allowed: before any revision signed after the capture ended (`created_at`
     // is the writer's clock in seconds; one second of slack for the rounding).
     let end_s = i64::try_from(r["end_us"].as_u64().unwrap_or(u64::MAX) / 1_000_000).unwrap_or(i64::MAX);
-    let ceiling = revs.iter().filter(|x| x.created_at > end_s.saturating_add(1)).map(|x| x.seq).min();
+    // Cuts are positions in `revs` (the acceptance order: commit order where PostgreSQL tracks
+    // commit timestamps, else `accepted_seq`).
+    let ceiling = revs.iter().position(|x| x.created_at > end_s.saturating_add(1));
     // The earliest cut allowed: every revision acknowledged before the capture started.
-    let floor = revs
-        .iter()
-        .filter(|x| acked.get(x.id.as_str()).is_some_and(|&us| us < start_us))
-        .map(|x| x.seq)
-        .max();
+    let floor = revs.iter().rposition(|x| acked.get(x.id.as_str()).is_some_and(|&us| us < start_us));
     let matches = |d: &str, cur: Option<&&Rev>| {
         let present = cur.filter(|x| x.op != "delete" && scope.may_read(pk, &x.channel));
         match entries.get(d) {
@@ -297,7 +298,7 @@ fn manifest(v: &mut Reads, r: &Value, revs: &[Rev], acked: &HashMap<&str, u64>, 
     let mut state: HashMap<&str, &Rev> = HashMap::new();
     let mut off = entries.len();
     let mut best = if floor.is_none() { Some((off, 0)) } else { None };
-    for x in revs {
+    for (i, x) in revs.iter().enumerate() {
         let before = matches(&x.d, state.get(x.d.as_str()));
         state.insert(&x.d, x);
         let after = matches(&x.d, state.get(x.d.as_str()));
@@ -306,7 +307,7 @@ fn manifest(v: &mut Reads, r: &Value, revs: &[Rev], acked: &HashMap<&str, u64>, 
             (false, true) => off -= 1,
             _ => {}
         }
-        let allowed = floor.is_none_or(|f| x.seq >= f) && ceiling.is_none_or(|c| x.seq < c);
+        let allowed = floor.is_none_or(|f| i >= f) && ceiling.is_none_or(|c| i < c);
         if allowed && best.is_none_or(|(b, _)| off < b) {
             best = Some((off, x.seq));
         }

@@ -90,6 +90,38 @@ fn a_manifest_of_one_point_in_the_acceptance_order_passes() {
     assert_eq!((v.manifests_checked, v.manifest_entries, v.manifest_private_entries), (4, 6, 2));
 }
 
+/// The revisions come in commit order (the check's SQL orders them so); a transaction that took
+/// its seq first may commit last. The floor and ceiling are positions in that order, not seqs.
+#[test]
+fn cuts_are_positions_in_the_commit_order_not_seqs() {
+    // D's create took seq 20 but committed after E's (seq 24), and F's (seq 22) after D's; E and
+    // F were acknowledged before the capture, D during it. The capture saw all three: the floor
+    // is F's position in the commit order, although F's seq is below E's.
+    let revs = vec![
+        rev("E", "e1", "create", "open", 24),
+        rev("D", "d1", "create", "open", 20),
+        rev("F", "f1", "create", "open", 22),
+    ];
+    let r = recs(
+        r#"
+        {"t":"ack","op":"artifact.create","id":"e1","kind":45010,"us":100}
+        {"t":"ack","op":"artifact.create","id":"f1","kind":45010,"us":150}
+        {"t":"ack","op":"artifact.create","id":"d1","kind":45010,"us":300}
+        {"t":"snapshot","outcome":"complete","pk":"x","start_us":200,"manifest":[["E","e1","open"],["D","d1","open"],["F","f1","open"]]}
+        "#,
+    );
+    let v = judge(&r, &revs, &scope());
+    assert!(v.lines()[1].pass, "{v:?}");
+    // The same manifest without E is below the floor: E was acknowledged before the capture.
+    let r = recs(
+        r#"
+        {"t":"ack","op":"artifact.create","id":"e1","kind":45010,"us":100}
+        {"t":"snapshot","outcome":"complete","pk":"x","start_us":200,"manifest":[["D","d1","open"]]}
+        "#,
+    );
+    assert_eq!(judge(&r, &revs, &scope()).manifests_off, 1);
+}
+
 #[test]
 fn a_manifest_of_no_single_point_or_with_a_private_entry_for_an_outsider_fails() {
     let r = recs(
