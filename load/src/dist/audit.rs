@@ -173,3 +173,10 @@ mod tests {
         Ok(())
     }
 }
+
+/// Audit lines written out as text (one JSON object per non-blank line), for the checkers' tests.
+#[cfg(test)]
+#[must_use]
+pub fn test_lines(text: &str) -> Vec<Value> {
+    text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).expect("json")).collect()
+}

@@ -612,12 +612,7 @@ mod tests {
             .collect()
     }
 
-    fn lines(text: &str) -> Vec<Value> {
-        text.lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| serde_json::from_str(l).expect("json"))
-            .collect()
-    }
+    use crate::dist::audit::test_lines as lines;
 
     #[test]
     fn a_clean_run_passes_and_expected_refusals_are_apart() {

@@ -238,12 +238,7 @@ impl FiFindings {
 mod tests {
     use super::*;
 
-    fn recs(text: &str) -> Vec<Value> {
-        text.lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| serde_json::from_str(l).expect("json"))
-            .collect()
-    }
+    use crate::dist::audit::test_lines as recs;
 
     /// Enable sent at 100, answered at 1300; disable sent at 4000, answered at 4100; enable sent
     /// at 7000, never answered (a fault).

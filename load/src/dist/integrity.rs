@@ -252,12 +252,7 @@ mod tests {
         Scope { open: channel.to_owned(), ..Scope::default() }
     }
 
-    fn recs(text: &str) -> Vec<Value> {
-        text.lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| serde_json::from_str(l).expect("json"))
-            .collect()
-    }
+    use crate::dist::audit::test_lines as recs;
 
     #[test]
     fn a_clean_run_has_no_leak_timeout_or_lost_resend() {

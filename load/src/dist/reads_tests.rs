@@ -3,9 +3,7 @@
 use super::*;
 use crate::dist::check::{self, Stored};
 
-fn recs(text: &str) -> Vec<Value> {
-    text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).expect("json")).collect()
-}
+use crate::dist::audit::test_lines as recs;
 
 fn rev(d: &str, id: &str, op: &str, channel: &str, seq: i64) -> Rev {
     Rev { d: d.into(), id: id.into(), op: op.into(), channel: channel.into(), seq, created_at: 0 }
