@@ -140,6 +140,13 @@ pub fn prefix(msg: &str) -> &str {
     }
 }
 
+/// Audit lines written out as text (one JSON object per non-blank line), for the checkers' tests.
+#[cfg(test)]
+#[must_use]
+pub fn test_lines(text: &str) -> Vec<Value> {
+    text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).expect("json")).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,11 +179,4 @@ mod tests {
         assert!(!Audit::none().on());
         Ok(())
     }
-}
-
-/// Audit lines written out as text (one JSON object per non-blank line), for the checkers' tests.
-#[cfg(test)]
-#[must_use]
-pub fn test_lines(text: &str) -> Vec<Value> {
-    text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).expect("json")).collect()
 }

@@ -11,6 +11,7 @@
 mod args;
 mod audit;
 mod check;
+mod check_report;
 mod coordinator;
 mod fi_check;
 mod fi_flip;
@@ -24,6 +25,7 @@ mod session;
 mod summary;
 mod svg;
 mod timeline;
+mod verdict;
 mod worker;
 
 use std::process::ExitCode;
