@@ -43,6 +43,12 @@ pub const TAKE_BY_HEADER: &str = "Buzz-Take-By";
 /// How late past its [`TAKE_BY_HEADER`] a request still runs: room for clocks that disagree.
 pub const TAKE_BY_SLACK: Duration = Duration::from_secs(5);
 
+/// The wall clock in unix milliseconds (what [`TAKE_BY_HEADER`] holds).
+#[must_use]
+pub fn unix_ms() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis())
+}
+
 /// Whether a request with these headers was given up by its requester by `now_ms` (unix ms):
 /// its take-by time is more than [`TAKE_BY_SLACK`] past. No or an unreadable header: never.
 #[must_use]
@@ -127,7 +133,9 @@ fn is_no_responders(msg: &async_nats::Message) -> bool {
     msg.status == Some(async_nats::StatusCode::NO_RESPONDERS)
 }
 
-fn is_ack(msg: &async_nats::Message) -> bool {
+/// Whether `msg` is an acknowledgement ([`ACK_HEADER`]), not an answer or a frame.
+#[must_use]
+pub fn is_ack(msg: &async_nats::Message) -> bool {
     msg.headers.as_ref().is_some_and(|h| h.get(ACK_HEADER).is_some())
 }
 

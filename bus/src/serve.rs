@@ -52,9 +52,7 @@ where
             m = sub.next() => match m { Some(m) => m, None => break },
             m = direct.next() => match m { Some(m) => m, None => break },
         };
-        let now_ms =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
-        if retry::given_up(msg.headers.as_ref(), now_ms) {
+        if retry::given_up(msg.headers.as_ref(), retry::unix_ms()) {
             metrics::counter!("buzz_bus_stale_requests_total", "group" => group).increment(1);
             tracing::warn!(%subject, "request taken after its requester gave up on it; dropped unanswered");
             continue;

@@ -82,9 +82,8 @@ async fn collect(
     let mut headers = buzz_bus::trace::current_headers();
     // A streamed action: the replica that takes it acknowledges it before any frame.
     headers.insert(buzz_bus::retry::ACK_HEADER, "1");
-    let now_ms =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
-    headers.insert(buzz_bus::retry::TAKE_BY_HEADER, (now_ms + TAKE_WAIT.as_millis()).to_string().as_str());
+    let take_by_ms = buzz_bus::retry::unix_ms() + TAKE_WAIT.as_millis();
+    headers.insert(buzz_bus::retry::TAKE_BY_HEADER, take_by_ms.to_string().as_str());
     nats.publish_with_reply_and_headers(subject, inbox, headers, payload.into())
         .await
         .map_err(|_| unavailable.clone())?;
@@ -106,7 +105,7 @@ async fn collect(
             _ => return Err(unavailable),
         };
         taken = true;
-        if msg.headers.as_ref().is_some_and(|h| h.get(buzz_bus::retry::ACK_HEADER).is_some()) {
+        if buzz_bus::retry::is_ack(&msg) {
             continue;
         }
         let frame: SnapshotFrame = serde_json::from_slice(&msg.payload).map_err(|_| unavailable.clone())?;

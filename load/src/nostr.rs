@@ -45,28 +45,27 @@ pub fn auth_event(keys: &Keys, host: &str, challenge: &str) -> Event {
     keys.sign_new(AUTH_KIND, tags, "")
 }
 
-/// The buzz-relay kind-9007 event that creates an open stream channel.
-#[must_use]
-pub fn create_channel_event(keys: &Keys, channel: &str) -> Event {
+/// The buzz-relay kind-9007 event that creates a stream channel named `name` with `visibility`.
+fn stream_channel_event(keys: &Keys, channel: &str, name: &str, visibility: &str) -> Event {
     let tags = vec![
         vec!["h".into(), channel.into()],
-        vec!["name".into(), "load".into()],
-        vec!["visibility".into(), "open".into()],
+        vec!["name".into(), name.into()],
+        vec!["visibility".into(), visibility.into()],
         vec!["channel_type".into(), "stream".into()],
     ];
     keys.sign_new(CREATE_CHANNEL_KIND, tags, "")
 }
 
+/// The buzz-relay kind-9007 event that creates an open stream channel.
+#[must_use]
+pub fn create_channel_event(keys: &Keys, channel: &str) -> Event {
+    stream_channel_event(keys, channel, "load", "open")
+}
+
 /// The kind-9007 event that creates a members-only (private) stream channel.
 #[must_use]
 pub fn create_private_channel_event(keys: &Keys, channel: &str) -> Event {
-    let tags = vec![
-        vec!["h".into(), channel.into()],
-        vec!["name".into(), "load-private".into()],
-        vec!["visibility".into(), "private".into()],
-        vec!["channel_type".into(), "stream".into()],
-    ];
-    keys.sign_new(CREATE_CHANNEL_KIND, tags, "")
+    stream_channel_event(keys, channel, "load-private", "private")
 }
 
 /// The kind-9000 event that puts `pubkey` into `channel` as a member.

@@ -34,8 +34,31 @@ fn parse_secret(name: &str, hex: &str) -> Result<Keys> {
     Keys::from_secret_hex(hex.trim()).ok_or_else(|| anyhow!("{name} is not a valid 64-hex secret key"))
 }
 
-/// POSTs `body` (JSON) to `url` with a fresh NIP-98 header (`buzz_core::nip98`, a nonce per
-/// request) whose `u` tag is `signed_url`.
+/// A request to `url` with a fresh NIP-98 header (`buzz_core::nip98`, a nonce per request) whose
+/// `u` tag is `signed_url`, and `body` as JSON when there is one: its status and text.
+pub(crate) async fn signed_request(
+    http: &reqwest::Client,
+    keys: &Keys,
+    (method, url, signed_url): (reqwest::Method, &str, &str),
+    host: Option<&str>,
+    body: Option<&serde_json::Value>,
+) -> Result<(reqwest::StatusCode, String)> {
+    let what = format!("{method} {url}");
+    let bytes = body.map(serde_json::to_vec).transpose()?.unwrap_or_default();
+    let auth = buzz_core::nip98::authorization_header(keys, method.as_str(), signed_url, &bytes);
+    let mut req = http.request(method, url).header(AUTHORIZATION, auth);
+    if let Some(h) = host {
+        req = req.header(HOST, h);
+    }
+    if body.is_some() {
+        req = req.header(CONTENT_TYPE, "application/json").body(bytes);
+    }
+    let resp = req.send().await.with_context(|| what.clone())?;
+    let status = resp.status();
+    Ok((status, resp.text().await.unwrap_or_default()))
+}
+
+/// POSTs `body` (JSON) to `url` ([`signed_request`]); an answer other than 2xx is an error.
 pub(crate) async fn post_signed(
     http: &reqwest::Client,
     keys: &Keys,
@@ -44,16 +67,9 @@ pub(crate) async fn post_signed(
     host: Option<&str>,
     body: &serde_json::Value,
 ) -> Result<()> {
-    let bytes = serde_json::to_vec(body)?;
-    let auth = buzz_core::nip98::authorization_header(keys, "POST", signed_url, &bytes);
-    let mut req = http.post(url).header(AUTHORIZATION, auth).header(CONTENT_TYPE, "application/json");
-    if let Some(h) = host {
-        req = req.header(HOST, h);
-    }
-    let resp = req.body(bytes).send().await.with_context(|| format!("POST {url}"))?;
-    let status = resp.status();
+    let (status, text) =
+        signed_request(http, keys, (reqwest::Method::POST, url, signed_url), host, Some(body)).await?;
     if !status.is_success() {
-        let text = resp.text().await.unwrap_or_default();
         bail!("POST {url}: {status}: {}", text.chars().take(300).collect::<String>());
     }
     Ok(())

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use buzz_bus::retry::{self, Retry};
+use buzz_bus::retry::{self, is_ack, Retry};
 use buzz_bus::serve::{self, Incoming, ACK_AFTER};
 use futures::StreamExt;
 use serde_json::{json, Value};
@@ -19,10 +19,6 @@ async fn nats() -> async_nats::Client {
 
 fn subject(name: &str) -> String {
     format!("t{}.acks.{name}", &uuid::Uuid::new_v4().simple().to_string()[..12])
-}
-
-fn is_ack(m: &async_nats::Message) -> bool {
-    m.headers.as_ref().is_some_and(|h| h.get(retry::ACK_HEADER).is_some())
 }
 
 const RETRY: Retry = Retry { first: Duration::from_millis(250), total: Duration::from_secs(3) };

@@ -18,7 +18,6 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use buzz_core::Keys;
 use clap::Parser;
-use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HOST};
 use serde_json::{json, Value};
 
 use super::args::CoordinatorArgs;
@@ -62,23 +61,12 @@ pub fn fi_issuers_main(args: impl IntoIterator<Item = String>) -> ExitCode {
 async fn signed(
     http: &reqwest::Client,
     keys: &Keys,
-    (method, url, signed_url): (reqwest::Method, &str, &str),
+    call: (reqwest::Method, &str, &str),
     host: Option<&str>,
     body: Option<&Value>,
 ) -> Result<(u16, Value)> {
-    let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
-    let auth = buzz_core::nip98::authorization_header(keys, method.as_str(), signed_url, &bytes);
-    let mut req = http.request(method, url).header(AUTHORIZATION, auth);
-    if let Some(h) = host {
-        req = req.header(HOST, h);
-    }
-    if body.is_some() {
-        req = req.header(CONTENT_TYPE, "application/json").body(bytes);
-    }
-    let res = req.send().await.with_context(|| url.to_owned())?;
-    let status = res.status().as_u16();
-    let text = res.text().await.unwrap_or_default();
-    Ok((status, serde_json::from_str(&text).unwrap_or(Value::String(text))))
+    let (status, text) = crate::setup::signed_request(http, keys, call, host, body).await?;
+    Ok((status.as_u16(), serde_json::from_str(&text).unwrap_or(Value::String(text))))
 }
 
 /// Fails unless `status` is 2xx.
