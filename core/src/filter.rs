@@ -32,6 +32,9 @@ pub struct Filter {
     pub artifact: Option<ArtifactForm>,
     /// Events to skip first (NIP-AR artifact queries).
     pub offset: Option<u32>,
+    /// NIP-50 full-text search, as the client sent it (checked by [`Filter::validate`]; the
+    /// store's query is [`Filter::search_query`]).
+    pub search: Option<String>,
 }
 
 /// Why a filter was refused; the text is the client's `CLOSED` reason.
@@ -40,7 +43,7 @@ pub enum FilterError {
     /// Text after `invalid: `, e.g. "filter is not an object", "ids must be 64 lowercase hex".
     #[error("invalid: {0}")]
     Invalid(String),
-    /// Text after `unsupported: `, e.g. "filter field \"search\" is not supported".
+    /// Text after `unsupported: `, e.g. "filter field \"nonce\" is not supported".
     #[error("unsupported: {0}")]
     Unsupported(String),
 }
@@ -50,7 +53,8 @@ impl Filter {
     /// hex each), `kinds` (u32 array), `#<name>` (string array, name 1..=64 bytes, no NUL in the
     /// name or values), `since`, `until`,
     /// `limit` (non-negative integers), `artifact` (a form this relay answers: `current`, `history`;
-    /// any other string is `Unsupported`), `offset` (non-negative integer). Any other key is
+    /// any other string is `Unsupported`), `offset` (non-negative integer), `search` (NIP-50, a
+    /// string; its text is checked by [`Filter::validate`]). Any other key is
     /// `Unsupported`; wrong types are `Invalid`. Never silently drops a predicate.
     /// A `limit` above `u32::MAX` saturates (it is clamped to `max_limit` anyway).
     pub fn from_value(value: &serde_json::Value) -> Result<Self, FilterError> {
@@ -74,6 +78,10 @@ impl Filter {
                 "offset" => {
                     let n = val.as_u64().ok_or_else(|| invalid("offset must be a non-negative integer"))?;
                     filter.offset = Some(u32::try_from(n).map_err(|_| invalid("offset is too large"))?);
+                }
+                "search" => {
+                    let q = val.as_str().ok_or_else(|| invalid("search must be a string"))?;
+                    filter.search = Some(q.to_owned());
                 }
                 "artifact" => {
                     let a = val.as_str().ok_or_else(|| invalid("artifact must be a string"))?;
@@ -117,6 +125,13 @@ impl Filter {
     /// Artifact queries (`artifact` set) are checked by [`Filter::validate_artifact`] instead; a
     /// generic filter with `offset` is `Unsupported` (pagination by offset is an artifact query).
     pub fn validate(&self, limits: &Limits) -> Result<(), FilterError> {
+        if self.search.is_some() && self.artifact.is_some() {
+            return Err(FilterError::Unsupported(
+                "search cannot be combined with an artifact query (it matches current revisions already)"
+                    .into(),
+            ));
+        }
+        self.search_query()?;
         if let Some(form) = self.artifact {
             return self.validate_artifact(form, &limits.artifacts);
         }
@@ -219,19 +234,35 @@ impl Filter {
         Ok(())
     }
 
-    /// The effective limit: `min(limit.unwrap_or(default_limit), max_limit)`.
+    /// The effective limit: `min(limit.unwrap_or(default), max_limit)`, where the default is
+    /// `default_limit`, or [`search::DEFAULT_SEARCH_LIMIT`] for a search (at most `default_limit`).
     #[must_use]
     pub fn effective_limit(&self, limits: &Limits) -> u32 {
-        self.limit.unwrap_or(limits.default_limit).min(limits.max_limit)
+        let default = match self.search {
+            Some(_) => search::DEFAULT_SEARCH_LIMIT.min(limits.default_limit),
+            None => limits.default_limit,
+        };
+        self.limit.unwrap_or(default).min(limits.max_limit)
+    }
+
+    /// The NIP-50 query the store runs (`websearch_to_tsquery` text, ignored extensions removed),
+    /// `None` without `search`; `Invalid` when the text cannot be a search (see
+    /// [`search::store_query`]).
+    pub fn search_query(&self) -> Result<Option<String>, FilterError> {
+        self.search.as_deref().map(search::store_query).transpose().map_err(FilterError::Invalid)
     }
 
     /// NIP-01 match of one event (ids, authors, kinds, since/until inclusive, each `#x` condition
     /// against the first value of tags named x: AND across names, OR within a name). `limit` is ignored.
     /// An empty `ids`/`authors`/`kinds`/tag value list matches nothing. `artifact` and `offset` are
     /// ignored too (they shape stored queries, not live matching).
-    /// An artifact query matches only revisions (kind 45010) live.
+    /// An artifact query matches only revisions (kind 45010) live. A search matches nothing live
+    /// (search subscriptions end at `EOSE`: full-text matching is the store's).
     #[must_use]
     pub fn matches(&self, event: &Event) -> bool {
+        if self.search.is_some() {
+            return false;
+        }
         if self.artifact.is_some() && event.kind != crate::nipar::KIND_REVISION {
             return false;
         }
@@ -313,6 +344,9 @@ impl Filter {
         if let Some(offset) = self.offset {
             map.insert("offset".into(), Value::from(offset));
         }
+        if let Some(search) = &self.search {
+            map.insert("search".into(), Value::from(search.as_str()));
+        }
         Value::Object(map)
     }
 }
@@ -385,5 +419,6 @@ impl<'de> serde::Deserialize<'de> for Filter {
     }
 }
 
+pub mod search;
 #[cfg(test)]
 mod tests;

@@ -103,9 +103,10 @@ async fn root(
 
 /// The NIPs this relay serves, each checked against what it does (docs/design.md, "Supported
 /// NIPs"): 1 (protocol), 9 (kind-5 deletion of one's own events), 11 (this document), 29
-/// (channels as relay-based groups), 42 (AUTH), 45 (COUNT), 98 (HTTP auth). NIP-AR is listed in
+/// (channels as relay-based groups), 42 (AUTH), 45 (COUNT), 50 (`search`, no extensions), 98
+/// (HTTP auth). NIP-AR is listed in
 /// `supported_extensions`; NIP-FI and NIP-OA have no number.
-pub const SUPPORTED_NIPS: [u32; 7] = [1, 9, 11, 29, 42, 45, 98];
+pub const SUPPORTED_NIPS: [u32; 8] = [1, 9, 11, 29, 42, 45, 50, 98];
 
 /// NIP-11 relay information document of a community's host: its own profile's name,
 /// description and icon where the operator set them, else the relay's.

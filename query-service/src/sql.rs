@@ -2,7 +2,7 @@
 
 use buzz_bus::QueryKind;
 use buzz_core::{kinds, ChannelId, CommunityId, Filter};
-use buzz_store::fragments::{readable_channel_of, served_event, ReaderBinds};
+use buzz_store::fragments::{readable_channel_of, search_document, served_event, ReaderBinds};
 use buzz_store::tag_rows;
 use sqlx::{Postgres, QueryBuilder};
 
@@ -109,15 +109,27 @@ fn push_conditions(qb: &mut QueryBuilder<'_, Postgres>, f: &Filter, part: Part) 
     if let Some(until) = f.until {
         qb.push(" AND e.created_at <= ").push_bind(until);
     }
+    if let Some(q) = search_text(f) {
+        // Literal kinds, so that every plan may use the partial `events_search` index.
+        qb.push(" AND e.kind IN (9, 45010) AND ")
+            .push(search_document("e"))
+            .push(" @@ websearch_to_tsquery('simple'::regconfig, ")
+            .push_bind(q)
+            .push(")");
+    }
     if only_current_revisions(f) {
-        const CURRENT: &str =
-            "EXISTS (SELECT 1 FROM artifacts a WHERE a.community_id = e.community_id AND a.current_revision = e.id)";
+        // A search never matches a deleted artifact (its deletion carries no title or content).
+        let current = if f.search.is_some() {
+            "EXISTS (SELECT 1 FROM artifacts a WHERE a.community_id = e.community_id AND a.current_revision = e.id AND NOT a.deleted)"
+        } else {
+            "EXISTS (SELECT 1 FROM artifacts a WHERE a.community_id = e.community_id AND a.current_revision = e.id)"
+        };
         match part {
             Part::All => {
-                qb.push(" AND (e.kind <> ").push_bind(revision).push(format!(" OR {CURRENT})"));
+                qb.push(" AND (e.kind <> ").push_bind(revision).push(format!(" OR {current})"));
             }
             Part::Revisions => {
-                qb.push(format!(" AND {CURRENT}"));
+                qb.push(format!(" AND {current}"));
             }
             Part::Others => {}
         }
@@ -141,10 +153,31 @@ fn push_conditions(qb: &mut QueryBuilder<'_, Postgres>, f: &Filter, part: Part) 
 /// and expired ones are excluded for every event), so a lookup by d returns the deletion. Any other
 /// filter that can match kind 45010 returns only each artifact's current revision (a deletion
 /// included; a retired artifact's current revision is redacted), so that replaying a channel does
-/// not replay its artifacts' history.
+/// not replay its artifacts' history. A search matches current revisions only, lookup or not
+/// (NIP-50 over artifacts: "title and content of the current revision; history never").
 fn only_current_revisions(f: &Filter) -> bool {
     let can_match_revisions = f.kinds.as_ref().is_none_or(|k| k.contains(&kinds::ARTIFACT_REVISION));
-    can_match_revisions && f.ids.is_none() && !f.tags.contains_key("d")
+    can_match_revisions && (f.search.is_some() || (f.ids.is_none() && !f.tags.contains_key("d")))
+}
+
+/// The filter's NIP-50 query for `websearch_to_tsquery` (validated before any statement is built;
+/// a filter that fails validation never gets here).
+fn search_text(f: &Filter) -> Option<String> {
+    f.search_query().ok().flatten()
+}
+
+/// `ORDER BY` of a page over `{e}`, then ` LIMIT `: newest first, or for a search by relevance
+/// (`ts_rank` of the document against the query), then newest first.
+fn push_order(qb: &mut QueryBuilder<'_, Postgres>, f: &Filter, e: &str) {
+    qb.push(" ORDER BY ");
+    if let Some(q) = search_text(f) {
+        qb.push("ts_rank(")
+            .push(search_document(e))
+            .push(", websearch_to_tsquery('simple'::regconfig, ")
+            .push_bind(q)
+            .push(")) DESC, ");
+    }
+    qb.push(format!("{e}.created_at DESC, {e}.id LIMIT "));
 }
 
 /// Newest first, as NIP-01 asks for the initial query. A filter of two parts ([`Part`]) takes
@@ -171,7 +204,8 @@ fn select_events_after<'a>(
             qb.push("SELECT e.id, e.raw");
             push_from(&mut qb);
             push_conditions(&mut qb, f, *part);
-            qb.push(" ORDER BY e.created_at DESC, e.id LIMIT ").push_bind(limit);
+            push_order(&mut qb, f, "e");
+            qb.push_bind(limit);
         }
         parts => {
             qb.push("SELECT x.id, x.raw FROM (");
@@ -182,9 +216,12 @@ fn select_events_after<'a>(
                 qb.push("(SELECT e.id, e.raw, e.created_at");
                 push_from(&mut qb);
                 push_conditions(&mut qb, f, *part);
-                qb.push(" ORDER BY e.created_at DESC, e.id LIMIT ").push_bind(limit).push(")");
+                push_order(&mut qb, f, "e");
+                qb.push_bind(limit).push(")");
             }
-            qb.push(") x ORDER BY x.created_at DESC, x.id LIMIT ").push_bind(limit);
+            qb.push(") x");
+            push_order(&mut qb, f, "x");
+            qb.push_bind(limit);
         }
     }
     qb
@@ -240,6 +277,22 @@ mod tests {
         assert!(can_match(&zero, QueryKind::Count), "COUNT counts every match, whatever the limit");
         let empty = filter(serde_json::json!({"kinds": []}));
         assert!(!can_match(&empty, QueryKind::Count) && !can_match(&empty, QueryKind::Page));
+    }
+
+    #[test]
+    fn a_search_is_ranked_and_matches_live_current_revisions_only_even_as_a_lookup() {
+        for f in [
+            serde_json::json!({"search": "deploy"}),
+            serde_json::json!({"search": "deploy", "ids": ["a".repeat(64)]}),
+            serde_json::json!({"search": "deploy", "#d": ["x"], "kinds": [9, 45010]}),
+        ] {
+            let sql = sql_of(&filter(f.clone()));
+            assert!(sql.contains("AND NOT a.deleted"), "{f}: {sql}");
+            assert!(sql.contains("e.kind IN (9, 45010)"), "{f}: {sql}");
+            assert!(sql.contains("ORDER BY ts_rank("), "{f}: {sql}");
+            assert!(sql.contains(&search_document("e")), "{f}: {sql}");
+        }
+        assert!(!sql_of(&filter(serde_json::json!({"kinds": [9]}))).contains("ts_rank"));
     }
 
     #[test]

@@ -32,6 +32,18 @@ pub fn served_event(e: &str) -> String {
     format!("{e}.deleted_at IS NULL AND {e}.redacted_at IS NULL AND {}", not_expired(e))
 }
 
+/// Expression: the NIP-50 full-text document of event row `{e}` (its `title` tag's value, then its
+/// content) as a `simple` tsvector. Exactly the expression of the `events_search` index (migration
+/// 0003); a query states it together with `{e}.kind IN (9, 45010)` so the partial index applies.
+#[must_use]
+pub fn search_document(e: &str) -> String {
+    format!(
+        "to_tsvector('simple'::regconfig, \
+         coalesce(jsonb_path_query_first({e}.raw::jsonb, 'strict $.tags[*] ? (@[0] == \"title\")[1]') #>> '{{}}', '') \
+         || ' ' || coalesce({e}.raw::jsonb ->> 'content', ''))"
+    )
+}
+
 /// The read rule (contract "Channels", and `access::can_read`) as a condition on a
 /// channel row `{c}`: a live channel of the community, within the credential's channel
 /// restriction, the reader a community member not banned from it, and the channel open (not a DM)

@@ -15,7 +15,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 
 /// The newest migration this build knows: `buzz migrate` brings a database to it.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The oldest schema this build's services run on: the previous release's (expand/contract,
 /// docs/operations.md "Changing the schema"). A service refuses to start below it.
@@ -106,6 +106,7 @@ pub async fn migrate_to(pool: &PgPool, version: i64) -> Result<(), StoreError> {
     let mut tries = 0;
     loop {
         tries += 1;
+        drop_failed_concurrent_indexes(&mut conn, &migrator).await?;
         match migrator.run(&mut *conn).await {
             Ok(()) => break,
             Err(sqlx::migrate::MigrateError::Execute(sqlx::Error::Database(db)))
@@ -119,6 +120,59 @@ pub async fn migrate_to(pool: &PgPool, version: i64) -> Result<(), StoreError> {
     }
     sqlx::query("RESET lock_timeout").execute(&mut *conn).await?;
     Ok(())
+}
+
+/// Drops what an interrupted `CREATE INDEX CONCURRENTLY` left behind: the INVALID index of a
+/// pending `-- no-transaction` migration (docs/operations.md "Changing the schema"). PostgreSQL
+/// keeps such an index after the build fails (a lock timeout, a crash, a cancelled Job) and sqlx
+/// records nothing for the migration, so without this every later run would fail on "already
+/// exists". Only indexes a pending migration builds concurrently, and only invalid ones, are
+/// dropped; a valid one is left for the migration to meet.
+async fn drop_failed_concurrent_indexes(
+    conn: &mut sqlx::PgConnection,
+    migrator: &sqlx::migrate::Migrator,
+) -> Result<(), StoreError> {
+    let applied: Vec<i64> = match sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
+        .fetch_all(&mut *conn)
+        .await
+    {
+        Ok(v) => v,
+        Err(e) if is_undefined_table(&e) => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    let pending = migrator.iter().filter(|m| m.no_tx && !applied.contains(&m.version));
+    for name in pending.filter_map(|m| concurrent_index_name(&m.sql)) {
+        let invalid: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid \
+             WHERE c.relname = $1 AND c.relnamespace = current_schema()::regnamespace AND NOT i.indisvalid)",
+        )
+        .bind(name)
+        .fetch_one(&mut *conn)
+        .await?;
+        if invalid {
+            tracing::warn!(index = name, "dropping the invalid index an interrupted concurrent build left");
+            sqlx::query(&format!("DROP INDEX CONCURRENTLY IF EXISTS {name}")).execute(&mut *conn).await?;
+        }
+    }
+    Ok(())
+}
+
+/// The index a `CREATE INDEX CONCURRENTLY [IF NOT EXISTS] <name>` statement in `sql` builds.
+fn concurrent_index_name(sql: &str) -> Option<&str> {
+    let words: Vec<&str> =
+        sql.lines().filter(|l| !l.trim_start().starts_with("--")).flat_map(str::split_whitespace).collect();
+    let at = words.windows(3).position(|w| {
+        w[0].eq_ignore_ascii_case("create")
+            && w[1].eq_ignore_ascii_case("index")
+            && w[2].eq_ignore_ascii_case("concurrently")
+    })?;
+    let rest = &words[at + 3..];
+    let name = match rest {
+        [i, n, e, name, ..] if [*i, *n, *e].join(" ").eq_ignore_ascii_case("if not exists") => name,
+        [name, ..] => name,
+        [] => return None,
+    };
+    name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_').then_some(*name)
 }
 
 /// True when `_sqlx_migrations` records the pre-0.1.0 chain (its first migration, `foundation`).
@@ -203,4 +257,28 @@ pub async fn recreate_database(url: &str) -> Result<(), StoreError> {
     sqlx::query(&format!("DROP DATABASE IF EXISTS {quoted} WITH (FORCE)")).execute(&mut conn).await?;
     drop(conn);
     ensure_database(url).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::concurrent_index_name;
+
+    #[test]
+    fn the_index_a_concurrent_migration_builds_is_named() {
+        let sql = "-- no-transaction\n-- CREATE INDEX CONCURRENTLY commented ON x\nCREATE INDEX CONCURRENTLY events_search\n    ON events USING gin (x);";
+        assert_eq!(concurrent_index_name(sql), Some("events_search"));
+        assert_eq!(
+            concurrent_index_name("create index concurrently if not exists a_b on t (c)"),
+            Some("a_b")
+        );
+        assert_eq!(concurrent_index_name("CREATE INDEX plain ON t (c)"), None);
+        assert_eq!(concurrent_index_name("CREATE INDEX CONCURRENTLY \"odd;name\" ON t (c)"), None);
+    }
+
+    #[test]
+    fn every_concurrent_migration_names_its_index() {
+        for m in super::migrator().iter().filter(|m| m.no_tx) {
+            assert!(concurrent_index_name(&m.sql).is_some(), "migration {} builds no named index", m.version);
+        }
+    }
 }

@@ -67,7 +67,7 @@ async fn every_kind_of_bad_input_gets_its_specific_answer_and_the_socket_survive
         case("REQ filter not an object", "[\"REQ\", \"s\", 5]".into(), Expect::Closed("invalid:")),
         case(
             "REQ unknown filter field",
-            "[\"REQ\", \"s\", {\"search\": \"x\"}]".into(),
+            "[\"REQ\", \"s\", {\"nonce\": \"x\"}]".into(),
             Expect::Closed("unsupported:"),
         ),
         case(

@@ -201,8 +201,9 @@ async fn nip11_advertises_the_relay_key_and_every_enforced_limit() {
     let doc: serde_json::Value = res.json().await.unwrap();
     assert_eq!(doc["pubkey"], cluster.relay.public_hex());
     // Exactly the NIPs the relay serves: 9 with kind-5 deletion (tests/tests/channels.rs), 45
-    // with COUNT; nothing it does not serve (no NIP-40 expiration tags, no NIP-50 search).
-    assert_eq!(doc["supported_nips"], json!([1, 9, 11, 29, 42, 45, 98]));
+    // with COUNT, 50 with `search` (tests/tests/search.rs); nothing it does not serve (no NIP-40
+    // expiration tags).
+    assert_eq!(doc["supported_nips"], json!([1, 9, 11, 29, 42, 45, 50, 98]));
     let lim = &doc["limitation"];
     for field in [
         "max_message_length",

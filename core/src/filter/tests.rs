@@ -65,9 +65,11 @@ fn rejects_bad_fields() {
         assert!(matches!(parse(v.clone()), Err(FilterError::Invalid(_))), "{v}");
     }
     assert_eq!(
-        parse(json!({"search": "x"})),
-        Err(FilterError::Unsupported("filter field \"search\" is not supported".into()))
+        parse(json!({"nonce": "x"})),
+        Err(FilterError::Unsupported("filter field \"nonce\" is not supported".into()))
     );
+    assert_eq!(parse(json!({"search": 1})), Err(FilterError::Invalid("search must be a string".into())));
+    assert_eq!(parse(json!({"search": "deploy"})).expect("search parses").search.as_deref(), Some("deploy"));
     assert!(parse(json!({ format!("#{}", "a".repeat(64)): ["x"] })).is_ok());
     assert_eq!(parse(json!({"limit": 1u64 << 40})).expect("saturates").limit, Some(u32::MAX));
 }

@@ -152,8 +152,8 @@ fn parse_table() {
         ),
         (
             "REQ unknown filter field",
-            r#"["REQ","s",{"search":"x"}]"#.into(),
-            Want::Closed("s", "unsupported: filter field \"search\""),
+            r#"["REQ","s",{"nonce":"x"}]"#.into(),
+            Want::Closed("s", "unsupported: filter field \"nonce\""),
         ),
         ("REQ bad ids", r#"["REQ","s",{"ids":["ABC"]}]"#.into(), Want::Closed("s", "invalid: ")),
         ("REQ negative since", r#"["REQ","s",{"since":-1}]"#.into(), Want::Closed("s", "invalid: ")),

@@ -74,7 +74,16 @@ impl Session {
                 match result {
                     Ok(_) => {
                         let pending = sub.pending.take();
+                        let search_only = sub.filters.iter().all(|f| f.search.is_some());
                         self.answer(RelayMessage::Eose(sub_id.clone()));
+                        // NIP-50 search is answered from the store only (docs/design.md "Search"):
+                        // a REQ of searches alone ends here; in a mixed REQ the other filters stay
+                        // live and the searches match nothing new (`Filter::matches`).
+                        if search_only {
+                            self.subs.map.remove(&sub_id);
+                            let message = SEARCH_ENDS_AT_EOSE.to_owned();
+                            return self.answer(RelayMessage::Closed { sub_id, message });
+                        }
                         // Held live events are live traffic: they count against the queue limit.
                         if let Some(Pending { buffer, sent }) = pending {
                             for (ev, raw) in buffer {
@@ -93,6 +102,10 @@ impl Session {
         }
     }
 }
+
+/// The `CLOSED` reason after the stored answer of a REQ whose filters all `search`.
+pub const SEARCH_ENDS_AT_EOSE: &str =
+    "unsupported: search subscriptions end at EOSE (new events are not matched live; search again)";
 
 fn event_id(raw: &str) -> Option<EventId> {
     #[derive(serde::Deserialize)]
