@@ -255,10 +255,10 @@ async fn bad_searches_are_invalid_and_search_subscriptions_end_at_eose() {
         (json!({"search": 7}), "invalid: search must be a string"),
         (json!({"search": "x", "artifact": "current"}), "unsupported: search cannot be combined"),
     ] {
-        let res = r.req("bad", &[bad.clone()]).await;
+        let res = r.req("bad", std::slice::from_ref(&bad)).await;
         let closed = res.closed.unwrap_or_default();
         assert!(closed.starts_with(why), "{bad}: {closed}");
-        let counted = r.count("badn", &[bad.clone()]).await.unwrap_err();
+        let counted = r.count("badn", std::slice::from_ref(&bad)).await.unwrap_err();
         assert!(counted.starts_with(why), "{bad}: {counted}");
     }
 
