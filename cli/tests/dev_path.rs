@@ -191,6 +191,23 @@ fn paste(script: &str, dir: &Path) -> String {
     stdout.into_owned()
 }
 
+/// A nostr-tools script that searches kind-9 messages with `pool.querySync` as `nsec` and prints
+/// the contents found as a JSON array.
+fn search_snippet(ws_url: &str, nsec: &str, query: &str) -> String {
+    format!(
+        r#"node --input-type=module -e '
+import {{SimplePool, useWebSocketImplementation}} from "nostr-tools/pool";
+import {{finalizeEvent}} from "nostr-tools/pure";
+import {{decode}} from "nostr-tools/nip19";
+import WebSocket from "ws";
+useWebSocketImplementation(WebSocket);
+const sk = decode("{nsec}").data, pool = new SimplePool(), onauth = (e) => finalizeEvent(e, sk);
+const found = await pool.querySync(["{ws_url}"], {{kinds: [9], search: "{query}"}}, {{onauth, maxWait: 10000}});
+console.log(JSON.stringify(found.map((e) => e.content)));
+pool.destroy();'"#
+    )
+}
+
 fn js_dir() -> PathBuf {
     let dir = root().join("tests/js");
     assert!(
@@ -225,6 +242,12 @@ fn dev_sh_on_a_database_that_does_not_exist_prints_an_owner_key_that_posts_throu
         ),
     );
     assert_eq!(stored, "1", "the kind-9 message is stored in the community of {host}");
+
+    // NIP-50 through nostr-tools: `pool.querySync` with `search`, authenticating when the relay asks.
+    let found = paste(&search_snippet(&ws_url, &dev.field("Owner nsec:"), "nostr-tools hello"), &js_dir());
+    assert!(found.contains(r#"["hello from nostr-tools"]"#), "search through nostr-tools: {found}");
+    let none = paste(&search_snippet(&ws_url, &dev.field("Owner nsec:"), "hello -nostr"), &js_dir());
+    assert!(none.contains("[]"), "an excluded word leaves nothing: {none}");
 
     let member = buzz_core::Keys::generate().public_hex();
     let add = dev.seen.iter().find(|l| l.contains("members add")).expect("members add line");

@@ -1,0 +1,157 @@
+//! Benchmark (ignored by default; run it with `scripts/bench-search.sh`): NIP-50 search latency
+//! over WebSocket REQ to EOSE through the in-process cluster (two gateways), on a store seeded by
+//! SQL with `BUZZ_BENCH_MESSAGES` kind-9 messages (default 1 000 000) in `BUZZ_BENCH_CHANNELS`
+//! channels (default 500), a quarter of them open (readable by the reader), the rest private
+//! channels the reader is not in.
+//!
+//! Each message has 8 words drawn from a vocabulary of 2 000 (`w0` .. `w1999`), word k with a
+//! frequency falling as in a skewed natural text (k = floor(2000 * u^2), u uniform): `w5` is in
+//! about 4 % of messages, `w500` in about 0.4 %. Timed shapes, each `BUZZ_BENCH_QUERIES` (default
+//! 200) REQs with random word pairs from its band, default page (50):
+//! - `two_words` (the issue's figure): two mid-frequency words (ranks 200-999);
+//! - `two_frequent_words`: two of the 20 most frequent words (thousands of readable matches);
+//! - `one_frequent_word`: one of the 20 most frequent (tens of thousands of matches to rank).
+//!
+//! Prints one `BENCH {json}` line and the two-word statement's plan.
+
+#![allow(clippy::unwrap_used)]
+
+/// The relay binaries' allocator, so the in-process cluster allocates as they do.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+use std::time::Instant;
+
+use buzz_tests::client::WsClient;
+use buzz_tests::helpers::{bench_param, percentile};
+use buzz_tests::seed::{defer_indexes, restore_indexes};
+use buzz_tests::{Cluster, ClusterOptions};
+use serde_json::{json, Value};
+
+/// Seeds the corpus (see the module comment) in one transaction, indexes built after the load.
+async fn seed(
+    cluster: &Cluster,
+    community: buzz_core::CommunityId,
+    author: &str,
+    messages: i64,
+    channels: i64,
+) {
+    sqlx::query(
+        "INSERT INTO channels (community_id, id, name, visibility, channel_type, created_by) \
+         SELECT $1, md5('ch' || i)::uuid, 'c' || i, CASE WHEN i % 4 = 0 THEN 'open' ELSE 'private' END, \
+                'stream', $2 FROM generate_series(0, $3 - 1) i",
+    )
+    .bind(community)
+    .bind(author)
+    .bind(channels)
+    .execute(&cluster.pool)
+    .await
+    .unwrap();
+    let mut conn = cluster.pool.acquire().await.unwrap();
+    let deferred = defer_indexes(&mut conn, &["events"]).await;
+    let mut tx = sqlx::Connection::begin(&mut *conn).await.unwrap();
+    sqlx::query("SET LOCAL work_mem = '256MB'").execute(&mut *tx).await.unwrap();
+    // The words of message g depend on g (the lateral subquery is re-run per row).
+    sqlx::query(
+        "INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw) \
+         SELECT $1, id, $2, 9, 1700000000 + g, md5('ch' || (g % $4))::uuid, \
+                json_build_object('id', id, 'pubkey', $2, 'created_at', 1700000000 + g, 'kind', 9, \
+                  'tags', json_build_array(json_build_array('h', md5('ch' || (g % $4))::uuid)), \
+                  'content', words, 'sig', repeat('0', 128))::text \
+         FROM generate_series(1, $3) g, \
+              LATERAL (SELECT encode(sha256(('m' || g)::bytea), 'hex') AS id) i, \
+              LATERAL (SELECT string_agg('w' || floor(2000 * random() ^ 2)::int, ' ') AS words \
+                       FROM generate_series(1, 8) w WHERE g > 0) c \
+         ORDER BY 2",
+    )
+    .bind(community)
+    .bind(author)
+    .bind(messages)
+    .bind(channels)
+    .execute(&mut *tx)
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    restore_indexes(&mut conn, &deferred).await;
+    sqlx::query("VACUUM ANALYZE events").execute(&mut *conn).await.unwrap();
+    sqlx::query("VACUUM ANALYZE channels").execute(&mut *conn).await.unwrap();
+}
+
+/// `n` REQs of `make(i)` through alternating gateways; (sorted latencies in ms, mean rows per page).
+async fn timed(clients: &mut [WsClient], n: usize, make: impl Fn(usize) -> Value) -> (Vec<f64>, f64) {
+    let mut times = Vec::with_capacity(n);
+    let mut rows = 0usize;
+    for i in 0..n {
+        let ws = &mut clients[i % 2];
+        let t = Instant::now();
+        let r = ws.req(&format!("q{i}"), &[make(i)]).await;
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+        assert!(r.closed.is_none(), "{:?}", r.closed);
+        rows += r.events.len();
+        // A REQ of searches ends at EOSE with its CLOSED.
+        ws.wait_for(|v| v[0] == "CLOSED" && v[1] == format!("q{i}")).await.unwrap();
+    }
+    times.sort_by(f64::total_cmp);
+    (times, rows as f64 / n as f64)
+}
+
+fn figures(times: &[f64], rows: f64) -> Value {
+    json!({
+        "p50_ms": percentile(times, 50), "p90_ms": percentile(times, 90), "p99_ms": percentile(times, 99),
+        "max_ms": percentile(times, 100), "rows_per_page": rows,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark: run scripts/bench-search.sh"]
+async fn bench_two_word_search() {
+    let messages: i64 = bench_param("BUZZ_BENCH_MESSAGES", 1_000_000);
+    let channels: i64 = bench_param("BUZZ_BENCH_CHANNELS", 500);
+    let queries: usize = bench_param("BUZZ_BENCH_QUERIES", 200);
+    let cluster = Cluster::start_with(ClusterOptions::default()).await;
+    let team = cluster.community("bench.test").await;
+    let reader = cluster.member(&team).await;
+    let started = Instant::now();
+    seed(&cluster, team.id, &reader.public_hex(), messages, channels).await;
+    let seeded = started.elapsed().as_secs_f64();
+    let index_bytes: i64 = sqlx::query_scalar("SELECT pg_relation_size('events_search')")
+        .fetch_one(&cluster.pool)
+        .await
+        .unwrap();
+
+    // The plan of the statement the query-service runs for a two-word search.
+    let filter: buzz_core::Filter = serde_json::from_value(json!({"search": "w300 w301"})).unwrap();
+    let reader_key = reader.public_hex();
+    let r = buzz_query::sql::Reader { community: team.id, pubkey: &reader_key, channel_ids: None };
+    let mut qb = buzz_query::sql::explain_select_events(&r, &filter, 50);
+    let plan: Vec<String> = qb.build_query_scalar().fetch_all(&cluster.pool).await.unwrap();
+    println!("PLAN\n{}", plan.join("\n"));
+
+    let mut clients = Vec::new();
+    for g in 0..2 {
+        clients
+            .push(WsClient::authed(cluster.gateways[g % cluster.gateways.len()], &team.host, &reader).await);
+    }
+    // Warm-up apart: the query-services' first statements on fresh connections.
+    let (warmup, _) = timed(&mut clients, 20, |_| json!({"search": "nosuchword anotherone"})).await;
+    // Word pairs by a fixed stride (repeatable runs), never the same word twice.
+    let mid =
+        |i: usize| json!({"search": format!("w{} w{}", 200 + (i * 37) % 800, 200 + (i * 91 + 400) % 800)});
+    let (two, two_rows) = timed(&mut clients, queries, mid).await;
+    let frequent = |i: usize| json!({"search": format!("w{} w{}", i % 10, 10 + (i * 7) % 10)});
+    let (freq, freq_rows) = timed(&mut clients, queries, frequent).await;
+    let one = |i: usize| json!({"search": format!("w{}", (i * 7) % 20)});
+    let (single, single_rows) = timed(&mut clients, queries.min(100), one).await;
+    println!(
+        "BENCH {}",
+        json!({
+            "messages": messages, "channels": channels, "readable_channels": (channels + 3) / 4,
+            "queries": queries, "seed_seconds": seeded, "index_mib": index_bytes as f64 / 1048576.0,
+            "warmup_p50_ms": percentile(&warmup, 50),
+            "two_words": figures(&two, two_rows),
+            "two_frequent_words": figures(&freq, freq_rows),
+            "one_frequent_word": figures(&single, single_rows),
+        })
+    );
+    cluster.stop().await;
+}
