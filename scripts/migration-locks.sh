@@ -61,14 +61,14 @@ SELECT md5('c0')::uuid, md5('ch' || c)::uuid, 'c' || c, 'open', 'stream', repeat
 FROM generate_series(0, 499) c;
 INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw)
 SELECT md5('c0')::uuid, md5('m' || g) || md5('n' || g), repeat('b', 64), 9, 1700000000 + g,
-       md5('ch' || (g % 500))::uuid, rpad('{"kind":9,"content":"', 400, 'x')
+       md5('ch' || (g % 500))::uuid, '{"kind":9,"content":"' || repeat('x', 376) || '"}'
 FROM generate_series(1, $MESSAGES) g;
 INSERT INTO event_tags (community_id, event_id, name, value_hash, created_at)
 SELECT md5('c0')::uuid, md5('m' || g) || md5('n' || g), 'h', sha256(md5('ch' || (g % 500))::bytea), 1700000000 + g
 FROM generate_series(1, $MESSAGES) g;
 INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw)
 SELECT md5('c0')::uuid, md5('r' || g) || md5('s' || g), repeat('b', 64), 45010, 1700000000 + g,
-       md5('ch' || (g % 500))::uuid, rpad('{"kind":45010,"content":"', 800, 'x')
+       md5('ch' || (g % 500))::uuid, '{"kind":45010,"content":"' || repeat('x', 772) || '"}'
 FROM generate_series(1, $ARTIFACTS) g;
 INSERT INTO artifact_revisions (community_id, revision_id, d, prev, op, channel_id, accepted_seq)
 SELECT md5('c0')::uuid, md5('r' || g) || md5('s' || g), md5('a' || g)::uuid, NULL, 'create',
