@@ -334,7 +334,7 @@ CREATE INDEX events_revisions_by_age ON public.events USING btree (community_id,
 
 CREATE INDEX events_revisions_by_channel ON public.events USING btree (community_id, channel_id, created_at DESC) WHERE (kind = 45010);
 
-CREATE INDEX events_search ON public.events USING gin (to_tsvector('simple'::regconfig, ((COALESCE((jsonb_path_query_first((raw)::jsonb, 'strict $."tags"[*]?(@[0] == "title")[1]'::jsonpath) #>> '{}'::text[]), ''::text) || ' '::text) || COALESCE(((raw)::jsonb ->> 'content'::text), ''::text)))) WHERE (kind = ANY (ARRAY[(9)::bigint, (45010)::bigint]));
+CREATE INDEX events_search ON public.events USING gin (to_tsvector('simple'::regconfig, ((COALESCE((jsonb_path_query_first((raw)::jsonb, 'strict $."tags"[*]?(@[0] == "title")[1]'::jsonpath, '{}'::jsonb, true) #>> '{}'::text[]), ''::text) || ' '::text) || COALESCE(((raw)::jsonb ->> 'content'::text), ''::text)))) WHERE (kind = ANY (ARRAY[(9)::bigint, (45010)::bigint]));
 
 CREATE INDEX mentions_by_event ON public.mentions USING btree (community_id, event_id);
 

@@ -39,7 +39,7 @@ pub fn served_event(e: &str) -> String {
 pub fn search_document(e: &str) -> String {
     format!(
         "to_tsvector('simple'::regconfig, \
-         coalesce(jsonb_path_query_first({e}.raw::jsonb, 'strict $.tags[*] ? (@[0] == \"title\")[1]') #>> '{{}}', '') \
+         coalesce(jsonb_path_query_first({e}.raw::jsonb, 'strict $.tags[*] ? (@[0] == \"title\")[1]', '{{}}', true) #>> '{{}}', '') \
          || ' ' || coalesce({e}.raw::jsonb ->> 'content', ''))"
     )
 }
