@@ -463,4 +463,11 @@ pub enum AccessChanged {
         /// The removed member's key.
         pubkey: Pubkey,
     },
+    /// A key was banned from the community (NIP-86 `banpubkey`): its sockets are closed. Sent
+    /// after a `MemberRemoved` for the same key, so a previous release's gateway (which cannot
+    /// read this variant and logs it) still drops the key's authentication.
+    Banned {
+        /// The banned key.
+        pubkey: Pubkey,
+    },
 }

@@ -1,0 +1,250 @@
+//! NIP-86 relay management: a request `{"method", "params"}` parsed once into a typed [`Call`],
+//! and the methods this relay serves ([`SUPPORTED`]). What each call does is the write-service's
+//! (`write-service/src/manage.rs`); who may call is decided there too.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::Pubkey;
+
+/// The `Content-Type` of a NIP-86 request.
+pub const CONTENT_TYPE: &str = "application/nostr+json+rpc";
+
+/// Longest `reason` kept with a ban or allow (characters).
+pub const MAX_REASON_CHARS: usize = 1024;
+
+/// The methods `supportedmethods` lists, in the NIP's order. Left out: `grantadmin` and
+/// `revokeadmin` (they grant single methods; community roles grant all of them, so they do not fit),
+/// and `banevent`/`allowevent`/`listbannedevents`, the kind allowlist and `blockip` until they are
+/// built (docs/design.md, "NIP-86 community management").
+pub const SUPPORTED: [&str; 11] = [
+    "supportedmethods",
+    "banpubkey",
+    "unbanpubkey",
+    "listbannedpubkeys",
+    "allowpubkey",
+    "unallowpubkey",
+    "listallowedpubkeys",
+    "listeventsneedingmoderation",
+    "changerelayname",
+    "changerelaydescription",
+    "changerelayicon",
+];
+
+/// One NIP-86 call with its parameters parsed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "method", rename_all = "snake_case")]
+pub enum Call {
+    /// `supportedmethods`.
+    SupportedMethods,
+    /// `banpubkey [pubkey, reason?]`: a community ban.
+    BanPubkey {
+        /// The key banned.
+        pubkey: Pubkey,
+        /// Why, as the caller said.
+        reason: Option<String>,
+    },
+    /// `unbanpubkey [pubkey, reason?]`: lifts the ban (membership is not given back).
+    UnbanPubkey {
+        /// The key.
+        pubkey: Pubkey,
+        /// Why, as the caller said.
+        reason: Option<String>,
+    },
+    /// `listbannedpubkeys []`.
+    ListBannedPubkeys,
+    /// `allowpubkey [pubkey, reason?]`: community membership (role member unless it has one).
+    AllowPubkey {
+        /// The key.
+        pubkey: Pubkey,
+        /// Why, as the caller said.
+        reason: Option<String>,
+    },
+    /// `unallowpubkey [pubkey, reason?]`: removes the membership.
+    UnallowPubkey {
+        /// The key.
+        pubkey: Pubkey,
+        /// Why, as the caller said.
+        reason: Option<String>,
+    },
+    /// `listallowedpubkeys []`: the community's members.
+    ListAllowedPubkeys,
+    /// `listeventsneedingmoderation []`: always empty (NIP-56 reports are not accepted).
+    ListEventsNeedingModeration,
+    /// `changerelayname [name]`: the community's NIP-11 `name`.
+    ChangeRelayName {
+        /// 1 to 64 characters, no control characters.
+        name: String,
+    },
+    /// `changerelaydescription [description]`.
+    ChangeRelayDescription {
+        /// 1 to 1024 characters, no control characters.
+        description: String,
+    },
+    /// `changerelayicon [url]`.
+    ChangeRelayIcon {
+        /// An http(s) URL of at most 2048 characters.
+        icon: String,
+    },
+}
+
+impl Call {
+    /// The NIP-86 method name.
+    #[must_use]
+    pub fn method(&self) -> &'static str {
+        match self {
+            Self::SupportedMethods => "supportedmethods",
+            Self::BanPubkey { .. } => "banpubkey",
+            Self::UnbanPubkey { .. } => "unbanpubkey",
+            Self::ListBannedPubkeys => "listbannedpubkeys",
+            Self::AllowPubkey { .. } => "allowpubkey",
+            Self::UnallowPubkey { .. } => "unallowpubkey",
+            Self::ListAllowedPubkeys => "listallowedpubkeys",
+            Self::ListEventsNeedingModeration => "listeventsneedingmoderation",
+            Self::ChangeRelayName { .. } => "changerelayname",
+            Self::ChangeRelayDescription { .. } => "changerelaydescription",
+            Self::ChangeRelayIcon { .. } => "changerelayicon",
+        }
+    }
+
+    /// True for the methods that change something (and are audited).
+    #[must_use]
+    pub fn changes(&self) -> bool {
+        !matches!(
+            self,
+            Self::SupportedMethods
+                | Self::ListBannedPubkeys
+                | Self::ListAllowedPubkeys
+                | Self::ListEventsNeedingModeration
+        )
+    }
+}
+
+/// Parses a request body `{"method": "...", "params": [...]}`. The error is the text of the
+/// JSON-RPC `error` field.
+pub fn parse(body: &[u8]) -> Result<Call, String> {
+    let v: Value = serde_json::from_slice(body).map_err(|_| "the body must be a JSON object".to_owned())?;
+    let obj = v.as_object().ok_or("the body must be a JSON object")?;
+    if let Some(extra) = obj.keys().find(|k| *k != "method" && *k != "params") {
+        let shown: String = extra.chars().take(64).collect();
+        return Err(format!("unknown field {}", shown.escape_default()));
+    }
+    let method = obj.get("method").and_then(Value::as_str).ok_or("method must be a string")?;
+    let params = match obj.get("params") {
+        None | Some(Value::Null) => &[][..],
+        Some(Value::Array(a)) => a.as_slice(),
+        Some(_) => return Err("params must be an array".into()),
+    };
+    call(method, params)
+}
+
+/// The call of `method` with `params`.
+pub fn call(method: &str, params: &[Value]) -> Result<Call, String> {
+    let (min, max) = match method {
+        "supportedmethods" | "listbannedpubkeys" | "listallowedpubkeys" | "listeventsneedingmoderation" => {
+            (0, 0)
+        }
+        "banpubkey" | "unbanpubkey" | "allowpubkey" | "unallowpubkey" => (1, 2),
+        "changerelayname" | "changerelaydescription" | "changerelayicon" => (1, 1),
+        other => {
+            let shown: String = other.chars().take(64).collect();
+            return Err(format!("unsupported method {}", shown.escape_default()));
+        }
+    };
+    if params.len() < min || params.len() > max {
+        return Err(format!("{method} takes {min} to {max} params"));
+    }
+    let text = |i: usize, what: &str| -> Result<&str, String> {
+        params[i].as_str().ok_or_else(|| format!("{what} must be a string"))
+    };
+    let pubkey =
+        || Pubkey::parse(text(0, "pubkey")?).map_err(|_| "pubkey must be 64 lowercase hex".to_owned());
+    let reason = || -> Result<Option<String>, String> {
+        match params.get(1) {
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => Ok(Some(bounded(text(1, "reason")?, "reason", MAX_REASON_CHARS, true)?)),
+        }
+    };
+    Ok(match method {
+        "supportedmethods" => Call::SupportedMethods,
+        "listbannedpubkeys" => Call::ListBannedPubkeys,
+        "listallowedpubkeys" => Call::ListAllowedPubkeys,
+        "listeventsneedingmoderation" => Call::ListEventsNeedingModeration,
+        "banpubkey" => Call::BanPubkey { pubkey: pubkey()?, reason: reason()? },
+        "unbanpubkey" => Call::UnbanPubkey { pubkey: pubkey()?, reason: reason()? },
+        "allowpubkey" => Call::AllowPubkey { pubkey: pubkey()?, reason: reason()? },
+        "unallowpubkey" => Call::UnallowPubkey { pubkey: pubkey()?, reason: reason()? },
+        "changerelayname" => Call::ChangeRelayName { name: bounded(text(0, "name")?, "name", 64, false)? },
+        "changerelaydescription" => Call::ChangeRelayDescription {
+            description: bounded(text(0, "description")?, "description", 1024, false)?,
+        },
+        _ => {
+            let icon = bounded(text(0, "icon")?, "icon", 2048, false)?;
+            if !(icon.starts_with("https://") || icon.starts_with("http://")) {
+                return Err("icon must be an http:// or https:// URL".into());
+            }
+            Call::ChangeRelayIcon { icon }
+        }
+    })
+}
+
+/// A text of 1 to `max` characters without control characters (`empty_ok`: 0 too), as the
+/// operator API validates the same profile fields.
+fn bounded(text: &str, field: &str, max: usize, empty_ok: bool) -> Result<String, String> {
+    let chars = text.chars().count();
+    if (chars == 0 && !empty_ok) || chars > max || text.chars().any(char::is_control) {
+        return Err(format!("{field} must have 1 to {max} characters and no control characters"));
+    }
+    Ok(text.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const KEY: &str = "7e7e9c42a91bfef19fa929e5fda1b72e0ebc1a4c1141673e2794234d86addf4e";
+
+    #[test]
+    fn every_supported_method_parses_and_names_itself() {
+        for m in SUPPORTED {
+            let params = match m {
+                "banpubkey" | "unbanpubkey" | "allowpubkey" | "unallowpubkey" => vec![json!(KEY)],
+                "changerelayicon" => vec![json!("https://x.test/i.png")],
+                "changerelayname" | "changerelaydescription" => vec![json!("x")],
+                _ => vec![],
+            };
+            assert_eq!(call(m, &params).map(|c| c.method()), Ok(m), "{m}");
+        }
+    }
+
+    #[test]
+    fn bad_requests_are_refused_with_a_reason() {
+        for (body, says) in [
+            (json!([]), "JSON object"),
+            (json!({"method": 1}), "method must be"),
+            (json!({"method": "banpubkey", "params": {}}), "params must be an array"),
+            (json!({"method": "banpubkey", "params": []}), "1 to 2 params"),
+            (json!({"method": "banpubkey", "params": ["ABC"]}), "64 lowercase hex"),
+            (json!({"method": "banpubkey", "params": [KEY, 5]}), "reason must be a string"),
+            (json!({"method": "grantadmin", "params": [KEY, []]}), "unsupported method"),
+            (json!({"method": "blockip", "params": ["1.2.3.4"]}), "unsupported method"),
+            (json!({"method": "changerelayname", "params": [""]}), "1 to 64"),
+            (json!({"method": "changerelayicon", "params": ["ftp://x"]}), "http:// or https://"),
+            (json!({"method": "supportedmethods", "id": 1}), "unknown field"),
+        ] {
+            let err = parse(body.to_string().as_bytes()).unwrap_err();
+            assert!(err.contains(says), "{body}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_reason_is_optional_and_params_may_be_absent() {
+        let c = parse(json!({"method": "banpubkey", "params": [KEY, "spam"]}).to_string().as_bytes());
+        assert!(matches!(c, Ok(Call::BanPubkey { reason: Some(r), .. }) if r == "spam"));
+        let c = parse(json!({"method": "supportedmethods"}).to_string().as_bytes());
+        assert_eq!(c, Ok(Call::SupportedMethods));
+        assert!(!Call::SupportedMethods.changes());
+        assert!(Call::ChangeRelayName { name: "x".into() }.changes());
+    }
+}
