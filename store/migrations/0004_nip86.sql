@@ -1,0 +1,31 @@
+-- 0.3.0, expand: NIP-86 community management (docs/design.md, "NIP-86 community management").
+-- (0003 is the search migration of the same release.)
+--
+-- community_bans: a community ban (`banpubkey`): the key's membership was removed and adding it
+-- again is refused until `unbanpubkey`. community_audit: every NIP-86 change, who made it, when
+-- and what, read by the operator API (GET /operator/communities/{id}/audit).
+--
+-- Expand only (docs/operations.md "Changing the schema"): two new tables, nothing existing is
+-- rewritten or locked beyond the catalog. The previous release never names them; this release
+-- reads a missing community_bans as "nobody is banned" and answers NIP-86 changes
+-- `schema pending` until this migration has run. Nothing to contract later.
+CREATE TABLE community_bans (
+    community_id uuid NOT NULL REFERENCES communities (id) ON DELETE CASCADE,
+    pubkey       text NOT NULL CHECK (octet_length(pubkey) = 64 AND pubkey ~ '^[0-9a-f]*$'),
+    reason       text CHECK (char_length(reason) <= 1024),
+    banned_by    text NOT NULL CHECK (octet_length(banned_by) = 64 AND banned_by ~ '^[0-9a-f]*$'),
+    banned_at    timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (community_id, pubkey)
+);
+COMMENT ON TABLE community_bans IS 'NIP-86 community bans: no membership while banned. Written by the write-service.';
+
+CREATE TABLE community_audit (
+    community_id uuid NOT NULL REFERENCES communities (id) ON DELETE CASCADE,
+    seq          bigint GENERATED ALWAYS AS IDENTITY,
+    actor        text NOT NULL CHECK (octet_length(actor) = 64 AND actor ~ '^[0-9a-f]*$'),
+    method       text NOT NULL CHECK (method ~ '^[a-z]{1,64}$'),
+    params       jsonb NOT NULL,
+    at           timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (community_id, seq)
+);
+COMMENT ON TABLE community_audit IS 'NIP-86 changes: who, when, what. Written by the write-service, read by the operator API.';
