@@ -45,6 +45,12 @@ pub(super) struct Session {
     /// NIP-FI: set when the socket was admitted with valid evidence (AUTH must prove its key;
     /// the socket closes at its deadline).
     pub(super) fi: Option<crate::fi::Admission>,
+    /// The key whose membership removal last dropped this socket's authentication, so that a
+    /// ban of that key which follows the removal still closes the socket.
+    removed_key: Option<Pubkey>,
+    /// Set when the socket's key was banned from the community: the loop ends after the close
+    /// frame queued with it.
+    banned: bool,
 }
 
 /// How a socket's loop ended early.
@@ -90,6 +96,8 @@ pub async fn run(
         queries: q_tx,
         unauthenticated_until,
         fi,
+        removed_key: None,
+        banned: false,
     };
     s.send(RelayMessage::Auth(s.challenge.clone()));
     let ended = s.serve(stream, push_rx, q_rx, lagged, fi_registration.revoked.clone()).await;
@@ -164,7 +172,12 @@ impl Session {
                 }
                 Some(update) = q_rx.recv(), if paced => self.on_query(update),
                 () = self.out.drained(), if !paced => {}
-                Some(push) = push_rx.recv() => self.on_push(push).await,
+                Some(push) = push_rx.recv() => {
+                    self.on_push(push).await;
+                    if self.banned {
+                        return End::Closed;
+                    }
+                }
                 _ = ping.tick() => {
                     if last_seen.elapsed() > state.settings.idle_timeout {
                         self.close(1000, "idle timeout");
@@ -279,7 +292,18 @@ impl Session {
             Push::Access(change) => match change.as_ref() {
                 AccessChanged::MemberRemoved { pubkey } => {
                     if self.actor.as_ref().is_some_and(|a| &a.pubkey == pubkey || a.member_key() == pubkey) {
+                        self.removed_key = Some(pubkey.clone());
                         self.deauthenticate();
+                    }
+                }
+                AccessChanged::Banned { pubkey } => {
+                    let acting =
+                        self.actor.as_ref().is_some_and(|a| &a.pubkey == pubkey || a.member_key() == pubkey);
+                    if acting || self.removed_key.as_ref() == Some(pubkey) {
+                        self.deauthenticate();
+                        self.send(RelayMessage::Notice("restricted: banned from this community".into()));
+                        self.close(1008, "banned");
+                        self.banned = true;
                     }
                 }
                 AccessChanged::Channel { channel_id } => {
