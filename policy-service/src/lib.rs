@@ -1,6 +1,7 @@
 //! Policy-service of buzz-relay: the operator HTTP API (communities) and the host → community
 //! answers gateways lease over the bus.
 
+pub mod audit;
 pub mod fi_accept;
 pub mod fi_bindings;
 pub mod fi_request;
@@ -76,7 +77,9 @@ impl Application {
             }
         };
         let admin_router = buzz_telemetry::admin_router(ready.clone());
+        let audit_router = audit::router(state.clone());
         let router = operator::router(state)
+            .merge(audit_router)
             .merge(fi_routes::router(fi_state))
             .merge(lifecycle::router(lifecycle_state))
             .merge(buzz_telemetry::probe_router(ready))
