@@ -185,6 +185,19 @@ CREATE TABLE public.community_bans (
 
 COMMENT ON TABLE public.community_bans IS 'NIP-86 community bans: no membership while banned. Written by the write-service.';
 
+CREATE TABLE public.community_event_bans (
+    community_id uuid NOT NULL,
+    event_id text NOT NULL,
+    reason text,
+    banned_by text NOT NULL,
+    banned_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT community_event_bans_banned_by_check CHECK (((octet_length(banned_by) = 64) AND (banned_by ~ '^[0-9a-f]*$'::text))),
+    CONSTRAINT community_event_bans_event_id_check CHECK (((octet_length(event_id) = 64) AND (event_id ~ '^[0-9a-f]*$'::text))),
+    CONSTRAINT community_event_bans_reason_check CHECK ((char_length(reason) <= 1024))
+);
+
+COMMENT ON TABLE public.community_event_bans IS 'NIP-86 banevent: events redacted by a NIP-86 call (the redaction is events.redacted_at). Written by the write-service.';
+
 CREATE TABLE public.community_fi_bindings (
     community_id uuid NOT NULL,
     issuer text NOT NULL,
@@ -317,6 +330,9 @@ ALTER TABLE ONLY public.community_auth_upgrades
 ALTER TABLE ONLY public.community_bans
     ADD CONSTRAINT community_bans_pkey PRIMARY KEY (community_id, pubkey);
 
+ALTER TABLE ONLY public.community_event_bans
+    ADD CONSTRAINT community_event_bans_pkey PRIMARY KEY (community_id, event_id);
+
 ALTER TABLE ONLY public.community_fi_bindings
     ADD CONSTRAINT community_fi_bindings_pkey PRIMARY KEY (community_id, issuer);
 
@@ -403,6 +419,9 @@ ALTER TABLE ONLY public.community_audit
 
 ALTER TABLE ONLY public.community_bans
     ADD CONSTRAINT community_bans_community_id_fkey FOREIGN KEY (community_id) REFERENCES public.communities(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.community_event_bans
+    ADD CONSTRAINT community_event_bans_community_id_fkey FOREIGN KEY (community_id) REFERENCES public.communities(id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.community_fi_bindings
     ADD CONSTRAINT community_fi_bindings_community_id_fkey FOREIGN KEY (community_id) REFERENCES public.communities(id) ON DELETE CASCADE;

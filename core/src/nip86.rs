@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::Pubkey;
+use crate::{EventId, Pubkey};
 
 /// The `Content-Type` of a NIP-86 request.
 pub const CONTENT_TYPE: &str = "application/nostr+json+rpc";
@@ -15,9 +15,9 @@ pub const MAX_REASON_CHARS: usize = 1024;
 
 /// The methods `supportedmethods` lists, in the NIP's order. Left out: `grantadmin` and
 /// `revokeadmin` (they grant single methods; community roles grant all of them, so they do not fit),
-/// and `banevent`/`allowevent`/`listbannedevents`, the kind allowlist and `blockip` until they are
-/// built (docs/design.md, "NIP-86 community management").
-pub const SUPPORTED: [&str; 11] = [
+/// and the kind allowlist and `blockip` until they are built (docs/design.md, "NIP-86 community
+/// management").
+pub const SUPPORTED: [&str; 15] = [
     "supportedmethods",
     "banpubkey",
     "unbanpubkey",
@@ -26,6 +26,10 @@ pub const SUPPORTED: [&str; 11] = [
     "unallowpubkey",
     "listallowedpubkeys",
     "listeventsneedingmoderation",
+    "allowevent",
+    "banevent",
+    "unbanevent",
+    "listbannedevents",
     "changerelayname",
     "changerelaydescription",
     "changerelayicon",
@@ -71,6 +75,29 @@ pub enum Call {
     ListAllowedPubkeys,
     /// `listeventsneedingmoderation []`: always empty (NIP-56 reports are not accepted).
     ListEventsNeedingModeration,
+    /// `banevent [id, reason?]`: the event is redacted under the kind-9005 rules.
+    BanEvent {
+        /// The event.
+        id: EventId,
+        /// Why, as the caller said.
+        reason: Option<String>,
+    },
+    /// `unbanevent [id, reason?]`: a `banevent` is undone (the redaction is lifted).
+    UnbanEvent {
+        /// The event.
+        id: EventId,
+        /// Why, as the caller said.
+        reason: Option<String>,
+    },
+    /// `allowevent [id, reason?]`: as `unbanevent` (nothing waits for moderation to allow).
+    AllowEvent {
+        /// The event.
+        id: EventId,
+        /// Why, as the caller said.
+        reason: Option<String>,
+    },
+    /// `listbannedevents []`: the events banned with `banevent`, in channels the caller reads.
+    ListBannedEvents,
     /// `changerelayname [name]`: the community's NIP-11 `name`.
     ChangeRelayName {
         /// 1 to 64 characters, no control characters.
@@ -101,6 +128,10 @@ impl Call {
             Self::UnallowPubkey { .. } => "unallowpubkey",
             Self::ListAllowedPubkeys => "listallowedpubkeys",
             Self::ListEventsNeedingModeration => "listeventsneedingmoderation",
+            Self::BanEvent { .. } => "banevent",
+            Self::UnbanEvent { .. } => "unbanevent",
+            Self::AllowEvent { .. } => "allowevent",
+            Self::ListBannedEvents => "listbannedevents",
             Self::ChangeRelayName { .. } => "changerelayname",
             Self::ChangeRelayDescription { .. } => "changerelaydescription",
             Self::ChangeRelayIcon { .. } => "changerelayicon",
@@ -116,6 +147,7 @@ impl Call {
                 | Self::ListBannedPubkeys
                 | Self::ListAllowedPubkeys
                 | Self::ListEventsNeedingModeration
+                | Self::ListBannedEvents
         )
     }
 }
@@ -141,10 +173,13 @@ pub fn parse(body: &[u8]) -> Result<Call, String> {
 /// The call of `method` with `params`.
 pub fn call(method: &str, params: &[Value]) -> Result<Call, String> {
     let (min, max) = match method {
-        "supportedmethods" | "listbannedpubkeys" | "listallowedpubkeys" | "listeventsneedingmoderation" => {
-            (0, 0)
-        }
-        "banpubkey" | "unbanpubkey" | "allowpubkey" | "unallowpubkey" => (1, 2),
+        "supportedmethods"
+        | "listbannedpubkeys"
+        | "listallowedpubkeys"
+        | "listeventsneedingmoderation"
+        | "listbannedevents" => (0, 0),
+        "banpubkey" | "unbanpubkey" | "allowpubkey" | "unallowpubkey" | "banevent" | "unbanevent"
+        | "allowevent" => (1, 2),
         "changerelayname" | "changerelaydescription" | "changerelayicon" => (1, 1),
         other => {
             let shown: String = other.chars().take(64).collect();
@@ -159,6 +194,9 @@ pub fn call(method: &str, params: &[Value]) -> Result<Call, String> {
     };
     let pubkey =
         || Pubkey::parse(text(0, "pubkey")?).map_err(|_| "pubkey must be 64 lowercase hex".to_owned());
+    let event_id = || {
+        EventId::parse(text(0, "id")?).map_err(|_| "id must be a 64-char lowercase hex event id".to_owned())
+    };
     let reason = || -> Result<Option<String>, String> {
         match params.get(1) {
             None | Some(Value::Null) => Ok(None),
@@ -170,6 +208,10 @@ pub fn call(method: &str, params: &[Value]) -> Result<Call, String> {
         "listbannedpubkeys" => Call::ListBannedPubkeys,
         "listallowedpubkeys" => Call::ListAllowedPubkeys,
         "listeventsneedingmoderation" => Call::ListEventsNeedingModeration,
+        "listbannedevents" => Call::ListBannedEvents,
+        "banevent" => Call::BanEvent { id: event_id()?, reason: reason()? },
+        "unbanevent" => Call::UnbanEvent { id: event_id()?, reason: reason()? },
+        "allowevent" => Call::AllowEvent { id: event_id()?, reason: reason()? },
         "banpubkey" => Call::BanPubkey { pubkey: pubkey()?, reason: reason()? },
         "unbanpubkey" => Call::UnbanPubkey { pubkey: pubkey()?, reason: reason()? },
         "allowpubkey" => Call::AllowPubkey { pubkey: pubkey()?, reason: reason()? },
@@ -209,7 +251,8 @@ mod tests {
     fn every_supported_method_parses_and_names_itself() {
         for m in SUPPORTED {
             let params = match m {
-                "banpubkey" | "unbanpubkey" | "allowpubkey" | "unallowpubkey" => vec![json!(KEY)],
+                "banpubkey" | "unbanpubkey" | "allowpubkey" | "unallowpubkey" | "banevent" | "unbanevent"
+                | "allowevent" => vec![json!(KEY)],
                 "changerelayicon" => vec![json!("https://x.test/i.png")],
                 "changerelayname" | "changerelaydescription" => vec![json!("x")],
                 _ => vec![],

@@ -1,11 +1,13 @@
 -- 0.3.0, expand: NIP-86 community management (docs/design.md, "NIP-86 community management").
 -- (0003 is the search migration of the same release.)
 --
+-- community_event_bans: the events `banevent` redacted (events.redacted_at, as a kind-9005
+-- redaction), with the reason, so `listbannedevents` lists them and `unbanevent` lifts only these.
 -- community_bans: a community ban (`banpubkey`): the key's membership was removed and adding it
 -- again is refused until `unbanpubkey`. community_audit: every NIP-86 change, who made it, when
 -- and what, read by the operator API (GET /operator/communities/{id}/audit).
 --
--- Expand only (docs/operations.md "Changing the schema"): two new tables, nothing existing is
+-- Expand only (docs/operations.md "Changing the schema"): three new tables, nothing existing is
 -- rewritten or locked beyond the catalog. The previous release never names them; this release
 -- reads a missing community_bans as "nobody is banned" and answers NIP-86 changes
 -- `schema pending` until this migration has run. Nothing to contract later.
@@ -18,6 +20,16 @@ CREATE TABLE community_bans (
     PRIMARY KEY (community_id, pubkey)
 );
 COMMENT ON TABLE community_bans IS 'NIP-86 community bans: no membership while banned. Written by the write-service.';
+
+CREATE TABLE community_event_bans (
+    community_id uuid NOT NULL REFERENCES communities (id) ON DELETE CASCADE,
+    event_id     text NOT NULL CHECK (octet_length(event_id) = 64 AND event_id ~ '^[0-9a-f]*$'),
+    reason       text CHECK (char_length(reason) <= 1024),
+    banned_by    text NOT NULL CHECK (octet_length(banned_by) = 64 AND banned_by ~ '^[0-9a-f]*$'),
+    banned_at    timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (community_id, event_id)
+);
+COMMENT ON TABLE community_event_bans IS 'NIP-86 banevent: events redacted by a NIP-86 call (the redaction is events.redacted_at). Written by the write-service.';
 
 CREATE TABLE community_audit (
     community_id uuid NOT NULL REFERENCES communities (id) ON DELETE CASCADE,

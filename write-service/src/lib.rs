@@ -8,6 +8,7 @@ pub mod create_channel;
 pub mod error;
 pub mod events;
 pub mod manage;
+pub mod manage_events;
 pub mod manage_store;
 pub mod members;
 pub mod read_model;

@@ -2,7 +2,7 @@
 //! that already govern `POST/DELETE /api/members` (`members.rs`), so one rule set decides both.
 //! Only the community's owner and admins call; every change is audited in its own transaction.
 
-use buzz_bus::{AccessChanged, Actor, BusError, ErrorCode};
+use buzz_bus::{AccessChanged, Actor, BusError};
 use buzz_core::nip86::{Call, SUPPORTED};
 use buzz_core::{CommunityId, Pubkey};
 use buzz_store::Role;
@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use sqlx::PgPool;
 
 use crate::error::{WriteError, WriteResult};
-use crate::manage_store::{self as mstore, ProfileField};
+use crate::manage_store::{self as mstore, storage, ProfileField};
 use crate::members::{may_grant, may_remove};
 use crate::rules::Refusal;
 use crate::store;
@@ -26,15 +26,6 @@ pub struct Managed {
 
 fn answered(result: Value) -> Managed {
     Managed { result, access: Vec::new() }
-}
-
-/// A statement failed: before migration 0004 a change is refused with what to do.
-fn storage(e: sqlx::Error) -> WriteError {
-    if mstore::is_schema_pending(&e) {
-        let text = "NIP-86 community management needs schema version 4: run `buzz migrate`";
-        return WriteError::Refused(BusError::new(ErrorCode::Unavailable, text));
-    }
-    WriteError::Storage(e)
 }
 
 /// Runs `call` for `actor` in `community`: the caller's role first (owner or admin, else
@@ -98,6 +89,15 @@ pub async fn handle(
                 access: vec![AccessChanged::MemberRemoved { pubkey: pubkey.clone() }],
             }
         }
+        Call::BanEvent { id, reason } => {
+            crate::manage_events::ban(&mut tx, community, actor, id, reason.as_deref()).await?;
+            answered(json!(true))
+        }
+        Call::UnbanEvent { id, .. } | Call::AllowEvent { id, .. } => {
+            crate::manage_events::unban(&mut tx, community, actor, id).await?;
+            answered(json!(true))
+        }
+        Call::ListBannedEvents => answered(crate::manage_events::list(&mut tx, community, actor).await?),
         Call::ChangeRelayName { name } => profile(&mut tx, community, ProfileField::Name, name).await?,
         Call::ChangeRelayDescription { description } => {
             profile(&mut tx, community, ProfileField::Description, description).await?

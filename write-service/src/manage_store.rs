@@ -2,14 +2,27 @@
 //! the community's NIP-11 profile. Before 0004 has run, a missing table reads as "nobody is
 //! banned" and a change fails as [`SchemaPending`](crate::error::WriteError).
 
-use buzz_core::{CommunityId, Pubkey};
+use buzz_bus::{BusError, ErrorCode};
+use buzz_core::{ChannelId, CommunityId, EventId, Pubkey};
 use serde_json::Value;
 use sqlx::PgConnection;
+
+use crate::error::WriteError;
 
 /// True for "relation does not exist" (42P01): the 0004 migration has not run yet.
 #[must_use]
 pub fn is_schema_pending(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(db) if db.code().as_deref() == Some("42P01"))
+}
+
+/// A statement failed: before migration 0004 a NIP-86 change is refused with what to do.
+#[must_use]
+pub fn storage(e: sqlx::Error) -> WriteError {
+    if is_schema_pending(&e) {
+        let text = "NIP-86 community management needs schema version 4: run `buzz migrate`";
+        return WriteError::Refused(BusError::new(ErrorCode::Unavailable, text));
+    }
+    WriteError::Storage(e)
 }
 
 /// Whether `pubkey` is banned from `community` (no: before migration 0004).
@@ -137,4 +150,79 @@ pub async fn audit(
         .execute(conn)
         .await?;
     Ok(())
+}
+
+/// Records that `banevent` redacted `id` (again: the reason and who are replaced).
+pub async fn ban_event(
+    conn: &mut PgConnection,
+    community: CommunityId,
+    id: &EventId,
+    reason: Option<&str>,
+    by: &Pubkey,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO community_event_bans (community_id, event_id, reason, banned_by) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (community_id, event_id) DO UPDATE SET reason = EXCLUDED.reason, \
+         banned_by = EXCLUDED.banned_by, banned_at = now()",
+    )
+    .bind(community)
+    .bind(id)
+    .bind(reason)
+    .bind(by)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// A banned event still stored (not deleted): its author and channel, and whether it is an
+/// artifact's current revision.
+pub async fn banned_event(
+    conn: &mut PgConnection,
+    community: CommunityId,
+    id: &EventId,
+) -> Result<Option<(Pubkey, Option<ChannelId>, bool)>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT e.pubkey, e.channel_id, EXISTS (SELECT 1 FROM artifacts a \
+                WHERE a.community_id = e.community_id AND a.current_revision = e.id) \
+         FROM community_event_bans b JOIN events e ON e.community_id = b.community_id AND e.id = b.event_id \
+         WHERE b.community_id = $1 AND b.event_id = $2 AND e.deleted_at IS NULL",
+    )
+    .bind(community)
+    .bind(id)
+    .fetch_optional(conn)
+    .await
+}
+
+/// Lifts the redaction `banevent` made and forgets the ban.
+pub async fn unban_event(
+    conn: &mut PgConnection,
+    community: CommunityId,
+    id: &EventId,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE events SET redacted_at = NULL WHERE community_id = $1 AND id = $2")
+        .bind(community)
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query("DELETE FROM community_event_bans WHERE community_id = $1 AND event_id = $2")
+        .bind(community)
+        .bind(id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Every banned event still stored: id, reason, channel, oldest ban first.
+pub async fn banned_events(
+    conn: &mut PgConnection,
+    community: CommunityId,
+) -> Result<Vec<(EventId, Option<String>, Option<ChannelId>)>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT b.event_id, b.reason, e.channel_id FROM community_event_bans b \
+         JOIN events e ON e.community_id = b.community_id AND e.id = b.event_id \
+         WHERE b.community_id = $1 AND e.deleted_at IS NULL ORDER BY b.banned_at, b.event_id",
+    )
+    .bind(community)
+    .fetch_all(conn)
+    .await
 }

@@ -166,6 +166,8 @@ pub enum Refusal {
     BannedKey,
     /// `unbanpubkey` of a key that is not banned.
     NotBanned,
+    /// `unbanevent` of a banned current artifact revision (its ban retired the artifact).
+    CurrentRevisionBanned,
 }
 
 const CHANNEL_NOT_FOUND: &str = "channel not found or not accessible";
@@ -261,6 +263,10 @@ impl Refusal {
             Self::NotCommunityManager => (Restricted, "only the community's owner and admins manage it"),
             Self::BannedKey => (Blocked, "that key is banned from this community"),
             Self::NotBanned => (NotFound, "that key is not banned"),
+            Self::CurrentRevisionBanned => (
+                Invalid,
+                "a banned current revision retired its artifact; a revision naming it in prev brings it back",
+            ),
             Self::NoScopes => (Invalid, "scopes must not be empty"),
             Self::RepeatedScope => (Invalid, "scopes must not repeat"),
             Self::NoChannelIds => (Invalid, "channel_ids must not be empty (omit it for no restriction)"),
