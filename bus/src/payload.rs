@@ -376,6 +376,10 @@ pub struct CommunityLease {
     /// policy-services' replies, and ignored by 0.1.0 gateways).
     #[serde(default, skip_serializing_if = "CommunityProfile::is_empty")]
     pub profile: CommunityProfile,
+    /// The community's kind rules (NIP-86 `allowkind`/`disallowkind`; 0.3.0, absent from older
+    /// policy-services' replies: no rules).
+    #[serde(default, skip_serializing_if = "buzz_core::nip86::KindRules::is_open")]
+    pub kinds: buzz_core::nip86::KindRules,
 }
 
 /// What a community's host answers in its NIP-11 document instead of the relay's defaults; each

@@ -15,9 +15,9 @@ pub const MAX_REASON_CHARS: usize = 1024;
 
 /// The methods `supportedmethods` lists, in the NIP's order. Left out: `grantadmin` and
 /// `revokeadmin` (they grant single methods; community roles grant all of them, so they do not fit),
-/// and the kind allowlist and `blockip` until they are built (docs/design.md, "NIP-86 community
-/// management").
-pub const SUPPORTED: [&str; 15] = [
+/// and `blockip`/`unblockip`/`listblockedips` until they are built (docs/design.md, "NIP-86
+/// community management").
+pub const SUPPORTED: [&str; 19] = [
     "supportedmethods",
     "banpubkey",
     "unbanpubkey",
@@ -33,7 +33,38 @@ pub const SUPPORTED: [&str; 15] = [
     "changerelayname",
     "changerelaydescription",
     "changerelayicon",
+    "allowkind",
+    "disallowkind",
+    "listallowedkinds",
+    "listdisallowedkinds",
 ];
+
+/// A community's kind rules (`allowkind`, `disallowkind`), checked when a gateway admits an
+/// event: a disallowed kind never, and when the allowlist is not empty only the kinds on it. An
+/// empty allowlist is no allowlist (every kind the relay takes).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KindRules {
+    /// The allowlist (empty: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed: Vec<u32>,
+    /// Kinds refused whatever the allowlist says.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disallowed: Vec<u32>,
+}
+
+impl KindRules {
+    /// No rule: every kind the relay takes.
+    #[must_use]
+    pub fn is_open(&self) -> bool {
+        self.allowed.is_empty() && self.disallowed.is_empty()
+    }
+
+    /// Whether an event of `kind` may be written in the community.
+    #[must_use]
+    pub fn admits(&self, kind: u32) -> bool {
+        !self.disallowed.contains(&kind) && (self.allowed.is_empty() || self.allowed.contains(&kind))
+    }
+}
 
 /// One NIP-86 call with its parameters parsed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,6 +129,20 @@ pub enum Call {
     },
     /// `listbannedevents []`: the events banned with `banevent`, in channels the caller reads.
     ListBannedEvents,
+    /// `allowkind [kind]`: on the allowlist, off the disallowed list.
+    AllowKind {
+        /// The kind.
+        kind: u32,
+    },
+    /// `disallowkind [kind]`: on the disallowed list, off the allowlist.
+    DisallowKind {
+        /// The kind.
+        kind: u32,
+    },
+    /// `listallowedkinds []`.
+    ListAllowedKinds,
+    /// `listdisallowedkinds []`.
+    ListDisallowedKinds,
     /// `changerelayname [name]`: the community's NIP-11 `name`.
     ChangeRelayName {
         /// 1 to 64 characters, no control characters.
@@ -132,6 +177,10 @@ impl Call {
             Self::UnbanEvent { .. } => "unbanevent",
             Self::AllowEvent { .. } => "allowevent",
             Self::ListBannedEvents => "listbannedevents",
+            Self::AllowKind { .. } => "allowkind",
+            Self::DisallowKind { .. } => "disallowkind",
+            Self::ListAllowedKinds => "listallowedkinds",
+            Self::ListDisallowedKinds => "listdisallowedkinds",
             Self::ChangeRelayName { .. } => "changerelayname",
             Self::ChangeRelayDescription { .. } => "changerelaydescription",
             Self::ChangeRelayIcon { .. } => "changerelayicon",
@@ -148,6 +197,8 @@ impl Call {
                 | Self::ListAllowedPubkeys
                 | Self::ListEventsNeedingModeration
                 | Self::ListBannedEvents
+                | Self::ListAllowedKinds
+                | Self::ListDisallowedKinds
         )
     }
 }
@@ -177,7 +228,10 @@ pub fn call(method: &str, params: &[Value]) -> Result<Call, String> {
         | "listbannedpubkeys"
         | "listallowedpubkeys"
         | "listeventsneedingmoderation"
-        | "listbannedevents" => (0, 0),
+        | "listbannedevents"
+        | "listallowedkinds"
+        | "listdisallowedkinds" => (0, 0),
+        "allowkind" | "disallowkind" => (1, 1),
         "banpubkey" | "unbanpubkey" | "allowpubkey" | "unallowpubkey" | "banevent" | "unbanevent"
         | "allowevent" => (1, 2),
         "changerelayname" | "changerelaydescription" | "changerelayicon" => (1, 1),
@@ -197,6 +251,12 @@ pub fn call(method: &str, params: &[Value]) -> Result<Call, String> {
     let event_id = || {
         EventId::parse(text(0, "id")?).map_err(|_| "id must be a 64-char lowercase hex event id".to_owned())
     };
+    let kind = || {
+        params[0]
+            .as_u64()
+            .and_then(|k| u32::try_from(k).ok())
+            .ok_or_else(|| "kind must be an integer from 0 to 4294967295".to_owned())
+    };
     let reason = || -> Result<Option<String>, String> {
         match params.get(1) {
             None | Some(Value::Null) => Ok(None),
@@ -209,6 +269,10 @@ pub fn call(method: &str, params: &[Value]) -> Result<Call, String> {
         "listallowedpubkeys" => Call::ListAllowedPubkeys,
         "listeventsneedingmoderation" => Call::ListEventsNeedingModeration,
         "listbannedevents" => Call::ListBannedEvents,
+        "listallowedkinds" => Call::ListAllowedKinds,
+        "listdisallowedkinds" => Call::ListDisallowedKinds,
+        "allowkind" => Call::AllowKind { kind: kind()? },
+        "disallowkind" => Call::DisallowKind { kind: kind()? },
         "banevent" => Call::BanEvent { id: event_id()?, reason: reason()? },
         "unbanevent" => Call::UnbanEvent { id: event_id()?, reason: reason()? },
         "allowevent" => Call::AllowEvent { id: event_id()?, reason: reason()? },
@@ -254,6 +318,7 @@ mod tests {
                 "banpubkey" | "unbanpubkey" | "allowpubkey" | "unallowpubkey" | "banevent" | "unbanevent"
                 | "allowevent" => vec![json!(KEY)],
                 "changerelayicon" => vec![json!("https://x.test/i.png")],
+                "allowkind" | "disallowkind" => vec![json!(9)],
                 "changerelayname" | "changerelaydescription" => vec![json!("x")],
                 _ => vec![],
             };
@@ -279,6 +344,16 @@ mod tests {
             let err = parse(body.to_string().as_bytes()).unwrap_err();
             assert!(err.contains(says), "{body}: {err}");
         }
+    }
+
+    #[test]
+    fn kind_rules_refuse_disallowed_kinds_and_with_an_allowlist_every_other() {
+        let open = KindRules::default();
+        assert!(open.is_open() && open.admits(9) && open.admits(45010));
+        let rules = KindRules { allowed: vec![9, 9007], disallowed: vec![9007] };
+        assert!(rules.admits(9) && !rules.admits(9007) && !rules.admits(45010));
+        let rules = KindRules { allowed: vec![], disallowed: vec![5] };
+        assert!(rules.admits(9) && !rules.admits(5));
     }
 
     #[test]

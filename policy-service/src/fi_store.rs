@@ -240,7 +240,9 @@ pub async fn insert_receipt(
 /// this build runs on both; docs/operations.md "Changing the schema").
 pub const PROFILE_COLUMNS: &str = "to_jsonb(communities) ->> 'name' AS profile_name, \
      to_jsonb(communities) ->> 'description' AS profile_description, \
-     to_jsonb(communities) ->> 'icon' AS profile_icon";
+     to_jsonb(communities) ->> 'icon' AS profile_icon, \
+     nullif(to_jsonb(communities) -> 'allowed_kinds', 'null') AS allowed_kinds, \
+     nullif(to_jsonb(communities) -> 'disallowed_kinds', 'null') AS disallowed_kinds";
 
 /// [`Current`] and the community's profile, as a host lease answers them.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -254,6 +256,10 @@ pub struct LeaseRow {
     pub profile_description: Option<String>,
     /// NIP-11 `icon`, when set.
     pub profile_icon: Option<String>,
+    /// NIP-86 kind allowlist (schema 4; `NULL` before it and when unset).
+    pub allowed_kinds: Option<sqlx::types::Json<Vec<u32>>>,
+    /// NIP-86 disallowed kinds.
+    pub disallowed_kinds: Option<sqlx::types::Json<Vec<u32>>>,
 }
 
 impl LeaseRow {
@@ -265,6 +271,24 @@ impl LeaseRow {
             description: self.profile_description.clone(),
             icon: self.profile_icon.clone(),
         }
+    }
+
+    /// The kind rules of the lease.
+    #[must_use]
+    pub fn kinds(&self) -> buzz_core::nip86::KindRules {
+        kind_rules(self.allowed_kinds.as_ref(), self.disallowed_kinds.as_ref())
+    }
+}
+
+/// Kind rules from the two columns as read through `to_jsonb` (`NULL`: none).
+#[must_use]
+pub fn kind_rules(
+    allowed: Option<&sqlx::types::Json<Vec<u32>>>,
+    disallowed: Option<&sqlx::types::Json<Vec<u32>>>,
+) -> buzz_core::nip86::KindRules {
+    buzz_core::nip86::KindRules {
+        allowed: allowed.map(|j| j.0.clone()).unwrap_or_default(),
+        disallowed: disallowed.map(|j| j.0.clone()).unwrap_or_default(),
     }
 }
 

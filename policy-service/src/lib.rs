@@ -182,6 +182,7 @@ pub async fn handle_lease(
     let (outcome, answer) = match read {
         Ok(fi_store::Lease::Bound(row, fi_issuers)) => {
             let profile = row.profile();
+            let kinds = row.kinds();
             let c = row.current;
             let community = buzz_bus::CommunityLease {
                 community_id: c.community_id,
@@ -191,6 +192,7 @@ pub async fn handle_lease(
                 policy_generation: c.policy_generation,
                 fi_issuers,
                 profile,
+                kinds,
             };
             ("bound", Ok(LeaseReply { community: Some(community), lease_ms }))
         }

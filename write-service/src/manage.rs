@@ -98,6 +98,17 @@ pub async fn handle(
             answered(json!(true))
         }
         Call::ListBannedEvents => answered(crate::manage_events::list(&mut tx, community, actor).await?),
+        Call::AllowKind { kind } | Call::DisallowKind { kind } => {
+            let allow = matches!(call, Call::AllowKind { .. });
+            mstore::set_kind(&mut tx, community, *kind, allow).await.map_err(storage)?;
+            answered(json!(true))
+        }
+        Call::ListAllowedKinds => {
+            answered(json!(mstore::kinds(&mut tx, community).await.map_err(storage)?.0))
+        }
+        Call::ListDisallowedKinds => {
+            answered(json!(mstore::kinds(&mut tx, community).await.map_err(storage)?.1))
+        }
         Call::ChangeRelayName { name } => profile(&mut tx, community, ProfileField::Name, name).await?,
         Call::ChangeRelayDescription { description } => {
             profile(&mut tx, community, ProfileField::Description, description).await?

@@ -9,10 +9,42 @@ use sqlx::PgConnection;
 
 use crate::error::WriteError;
 
-/// True for "relation does not exist" (42P01): the 0004 migration has not run yet.
+/// True for "relation does not exist" (42P01) or "column does not exist" (42703): the 0004
+/// migration has not run yet.
 #[must_use]
 pub fn is_schema_pending(e: &sqlx::Error) -> bool {
-    matches!(e, sqlx::Error::Database(db) if db.code().as_deref() == Some("42P01"))
+    matches!(e, sqlx::Error::Database(db) if matches!(db.code().as_deref(), Some("42P01" | "42703")))
+}
+
+/// `allowkind` (`allow`) or `disallowkind`: `kind` joins one list and leaves the other.
+pub async fn set_kind(
+    conn: &mut PgConnection,
+    community: CommunityId,
+    kind: u32,
+    allow: bool,
+) -> Result<(), sqlx::Error> {
+    let (to, from) =
+        if allow { ("allowed_kinds", "disallowed_kinds") } else { ("disallowed_kinds", "allowed_kinds") };
+    let sql = format!(
+        "UPDATE communities SET {to} = (SELECT array_agg(DISTINCT k ORDER BY k) \
+                FROM unnest(coalesce({to}, '{{}}') || $2::bigint) k), \
+            {from} = array_remove({from}, $2::bigint) WHERE id = $1"
+    );
+    sqlx::query(&sql).bind(community).bind(i64::from(kind)).execute(conn).await?;
+    Ok(())
+}
+
+/// The community's (allowed, disallowed) kinds.
+pub async fn kinds(
+    conn: &mut PgConnection,
+    community: CommunityId,
+) -> Result<(Vec<i64>, Vec<i64>), sqlx::Error> {
+    sqlx::query_as(
+        "SELECT coalesce(allowed_kinds, '{}'), coalesce(disallowed_kinds, '{}') FROM communities WHERE id = $1",
+    )
+    .bind(community)
+    .fetch_one(conn)
+    .await
 }
 
 /// A statement failed: before migration 0004 a NIP-86 change is refused with what to do.
