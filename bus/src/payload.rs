@@ -380,6 +380,9 @@ pub struct CommunityLease {
     /// policy-services' replies: no rules).
     #[serde(default, skip_serializing_if = "buzz_core::nip86::KindRules::is_open")]
     pub kinds: buzz_core::nip86::KindRules,
+    /// Addresses the community's host refuses (NIP-86 `blockip`; 0.3.0, left out when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocked_ips: Vec<std::net::IpAddr>,
 }
 
 /// What a community's host answers in its NIP-11 document instead of the relay's defaults; each

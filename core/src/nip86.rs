@@ -15,9 +15,8 @@ pub const MAX_REASON_CHARS: usize = 1024;
 
 /// The methods `supportedmethods` lists, in the NIP's order. Left out: `grantadmin` and
 /// `revokeadmin` (they grant single methods; community roles grant all of them, so they do not fit),
-/// and `blockip`/`unblockip`/`listblockedips` until they are built (docs/design.md, "NIP-86
-/// community management").
-pub const SUPPORTED: [&str; 19] = [
+/// (docs/design.md, "NIP-86 community management").
+pub const SUPPORTED: [&str; 22] = [
     "supportedmethods",
     "banpubkey",
     "unbanpubkey",
@@ -37,6 +36,9 @@ pub const SUPPORTED: [&str; 19] = [
     "disallowkind",
     "listallowedkinds",
     "listdisallowedkinds",
+    "blockip",
+    "unblockip",
+    "listblockedips",
 ];
 
 /// A community's kind rules (`allowkind`, `disallowkind`), checked when a gateway admits an
@@ -143,6 +145,22 @@ pub enum Call {
     ListAllowedKinds,
     /// `listdisallowedkinds []`.
     ListDisallowedKinds,
+    /// `blockip [ip, reason?]`: the community's host refuses requests from the address.
+    BlockIp {
+        /// The address (IPv4-mapped IPv6 addresses as IPv4).
+        ip: std::net::IpAddr,
+        /// Why, as the caller said.
+        reason: Option<String>,
+    },
+    /// `unblockip [ip, reason?]`.
+    UnblockIp {
+        /// The address.
+        ip: std::net::IpAddr,
+        /// Why, as the caller said.
+        reason: Option<String>,
+    },
+    /// `listblockedips []`.
+    ListBlockedIps,
     /// `changerelayname [name]`: the community's NIP-11 `name`.
     ChangeRelayName {
         /// 1 to 64 characters, no control characters.
@@ -181,6 +199,9 @@ impl Call {
             Self::DisallowKind { .. } => "disallowkind",
             Self::ListAllowedKinds => "listallowedkinds",
             Self::ListDisallowedKinds => "listdisallowedkinds",
+            Self::BlockIp { .. } => "blockip",
+            Self::UnblockIp { .. } => "unblockip",
+            Self::ListBlockedIps => "listblockedips",
             Self::ChangeRelayName { .. } => "changerelayname",
             Self::ChangeRelayDescription { .. } => "changerelaydescription",
             Self::ChangeRelayIcon { .. } => "changerelayicon",
@@ -199,6 +220,7 @@ impl Call {
                 | Self::ListBannedEvents
                 | Self::ListAllowedKinds
                 | Self::ListDisallowedKinds
+                | Self::ListBlockedIps
         )
     }
 }
@@ -230,7 +252,9 @@ pub fn call(method: &str, params: &[Value]) -> Result<Call, String> {
         | "listeventsneedingmoderation"
         | "listbannedevents"
         | "listallowedkinds"
-        | "listdisallowedkinds" => (0, 0),
+        | "listdisallowedkinds"
+        | "listblockedips" => (0, 0),
+        "blockip" | "unblockip" => (1, 2),
         "allowkind" | "disallowkind" => (1, 1),
         "banpubkey" | "unbanpubkey" | "allowpubkey" | "unallowpubkey" | "banevent" | "unbanevent"
         | "allowevent" => (1, 2),
@@ -257,6 +281,12 @@ pub fn call(method: &str, params: &[Value]) -> Result<Call, String> {
             .and_then(|k| u32::try_from(k).ok())
             .ok_or_else(|| "kind must be an integer from 0 to 4294967295".to_owned())
     };
+    let ip = || {
+        text(0, "ip")?
+            .parse::<std::net::IpAddr>()
+            .map(|a| a.to_canonical())
+            .map_err(|_| "ip must be an IPv4 or IPv6 address".to_owned())
+    };
     let reason = || -> Result<Option<String>, String> {
         match params.get(1) {
             None | Some(Value::Null) => Ok(None),
@@ -271,6 +301,9 @@ pub fn call(method: &str, params: &[Value]) -> Result<Call, String> {
         "listbannedevents" => Call::ListBannedEvents,
         "listallowedkinds" => Call::ListAllowedKinds,
         "listdisallowedkinds" => Call::ListDisallowedKinds,
+        "listblockedips" => Call::ListBlockedIps,
+        "blockip" => Call::BlockIp { ip: ip()?, reason: reason()? },
+        "unblockip" => Call::UnblockIp { ip: ip()?, reason: reason()? },
         "allowkind" => Call::AllowKind { kind: kind()? },
         "disallowkind" => Call::DisallowKind { kind: kind()? },
         "banevent" => Call::BanEvent { id: event_id()?, reason: reason()? },
@@ -319,6 +352,7 @@ mod tests {
                 | "allowevent" => vec![json!(KEY)],
                 "changerelayicon" => vec![json!("https://x.test/i.png")],
                 "allowkind" | "disallowkind" => vec![json!(9)],
+                "blockip" | "unblockip" => vec![json!("::ffff:10.0.0.1")],
                 "changerelayname" | "changerelaydescription" => vec![json!("x")],
                 _ => vec![],
             };
@@ -336,7 +370,7 @@ mod tests {
             (json!({"method": "banpubkey", "params": ["ABC"]}), "64 lowercase hex"),
             (json!({"method": "banpubkey", "params": [KEY, 5]}), "reason must be a string"),
             (json!({"method": "grantadmin", "params": [KEY, []]}), "unsupported method"),
-            (json!({"method": "blockip", "params": ["1.2.3.4"]}), "unsupported method"),
+            (json!({"method": "blockip", "params": ["1.2.3"]}), "IPv4 or IPv6"),
             (json!({"method": "changerelayname", "params": [""]}), "1 to 64"),
             (json!({"method": "changerelayicon", "params": ["ftp://x"]}), "http:// or https://"),
             (json!({"method": "supportedmethods", "id": 1}), "unknown field"),

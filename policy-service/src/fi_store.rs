@@ -242,7 +242,8 @@ pub const PROFILE_COLUMNS: &str = "to_jsonb(communities) ->> 'name' AS profile_n
      to_jsonb(communities) ->> 'description' AS profile_description, \
      to_jsonb(communities) ->> 'icon' AS profile_icon, \
      nullif(to_jsonb(communities) -> 'allowed_kinds', 'null') AS allowed_kinds, \
-     nullif(to_jsonb(communities) -> 'disallowed_kinds', 'null') AS disallowed_kinds";
+     nullif(to_jsonb(communities) -> 'disallowed_kinds', 'null') AS disallowed_kinds, \
+     nullif(to_jsonb(communities) -> 'blocked_ips', 'null') AS blocked_ips";
 
 /// [`Current`] and the community's profile, as a host lease answers them.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -260,6 +261,8 @@ pub struct LeaseRow {
     pub allowed_kinds: Option<sqlx::types::Json<Vec<u32>>>,
     /// NIP-86 disallowed kinds.
     pub disallowed_kinds: Option<sqlx::types::Json<Vec<u32>>>,
+    /// NIP-86 blocked addresses, `[{"ip", "reason"}]`.
+    pub blocked_ips: Option<sqlx::types::Json<Vec<BlockedIp>>>,
 }
 
 impl LeaseRow {
@@ -273,11 +276,30 @@ impl LeaseRow {
         }
     }
 
+    /// The blocked addresses of the lease.
+    #[must_use]
+    pub fn blocked_ips(&self) -> Vec<std::net::IpAddr> {
+        blocked(self.blocked_ips.as_ref())
+    }
+
     /// The kind rules of the lease.
     #[must_use]
     pub fn kinds(&self) -> buzz_core::nip86::KindRules {
         kind_rules(self.allowed_kinds.as_ref(), self.disallowed_kinds.as_ref())
     }
+}
+
+/// One `blocked_ips` entry (the reason is not needed for a lease).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+pub struct BlockedIp {
+    /// The address.
+    pub ip: std::net::IpAddr,
+}
+
+/// The addresses of the `blocked_ips` column as read through `to_jsonb` (`NULL`: none).
+#[must_use]
+pub fn blocked(column: Option<&sqlx::types::Json<Vec<BlockedIp>>>) -> Vec<std::net::IpAddr> {
+    column.map(|j| j.0.iter().map(|b| b.ip).collect()).unwrap_or_default()
 }
 
 /// Kind rules from the two columns as read through `to_jsonb` (`NULL`: none).

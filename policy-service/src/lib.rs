@@ -183,6 +183,7 @@ pub async fn handle_lease(
         Ok(fi_store::Lease::Bound(row, fi_issuers)) => {
             let profile = row.profile();
             let kinds = row.kinds();
+            let blocked_ips = row.blocked_ips();
             let c = row.current;
             let community = buzz_bus::CommunityLease {
                 community_id: c.community_id,
@@ -193,6 +194,7 @@ pub async fn handle_lease(
                 fi_issuers,
                 profile,
                 kinds,
+                blocked_ips,
             };
             ("bound", Ok(LeaseReply { community: Some(community), lease_ms }))
         }

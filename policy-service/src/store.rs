@@ -37,6 +37,9 @@ pub struct Community {
     /// NIP-86 disallowed kinds, for the host lease.
     #[serde(skip)]
     pub disallowed_kinds: Option<sqlx::types::Json<Vec<u32>>>,
+    /// NIP-86 blocked addresses, for the host lease.
+    #[serde(skip)]
+    pub blocked_ips: Option<sqlx::types::Json<Vec<crate::fi_store::BlockedIp>>>,
 }
 
 /// Why a community could not be created.
@@ -60,7 +63,8 @@ const COLUMNS: &str = "id AS community_id, host, owner_pubkey, lifecycle, requir
                        to_jsonb(communities) ->> 'description' AS description, \
                        to_jsonb(communities) ->> 'icon' AS icon, \
                        nullif(to_jsonb(communities) -> 'allowed_kinds', 'null') AS allowed_kinds, \
-                       nullif(to_jsonb(communities) -> 'disallowed_kinds', 'null') AS disallowed_kinds";
+                       nullif(to_jsonb(communities) -> 'disallowed_kinds', 'null') AS disallowed_kinds, \
+                       nullif(to_jsonb(communities) -> 'blocked_ips', 'null') AS blocked_ips";
 
 /// The community `id`, `None` when it does not exist.
 pub async fn get(pool: &PgPool, id: CommunityId) -> Result<Option<Community>, sqlx::Error> {
@@ -196,6 +200,7 @@ pub async fn lease(pool: &PgPool, host: &str) -> Result<Option<CommunityLease>, 
     .fetch_optional(pool)
     .await?;
     Ok(row.map(|c| CommunityLease {
+        blocked_ips: crate::fi_store::blocked(c.blocked_ips.as_ref()),
         kinds: crate::fi_store::kind_rules(c.allowed_kinds.as_ref(), c.disallowed_kinds.as_ref()),
         community_id: c.community_id,
         host: c.host,

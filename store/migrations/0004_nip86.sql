@@ -4,20 +4,23 @@
 -- communities.allowed_kinds / disallowed_kinds: `allowkind`/`disallowkind`, served in the host
 -- lease and checked by the gateway when it admits an event (NULL or empty: no rule); read through
 -- to_jsonb of the row, so this release also runs before the migration.
+-- communities.blocked_ips: `blockip`, `[{"ip", "reason"}]`, served in the host lease; the gateway
+-- refuses the host's requests from those addresses (not NIP-86 itself).
 -- community_event_bans: the events `banevent` redacted (events.redacted_at, as a kind-9005
 -- redaction), with the reason, so `listbannedevents` lists them and `unbanevent` lifts only these.
 -- community_bans: a community ban (`banpubkey`): the key's membership was removed and adding it
 -- again is refused until `unbanpubkey`. community_audit: every NIP-86 change, who made it, when
 -- and what, read by the operator API (GET /operator/communities/{id}/audit).
 --
--- Expand only (docs/operations.md "Changing the schema"): three new tables and two nullable
+-- Expand only (docs/operations.md "Changing the schema"): three new tables and three nullable
 -- columns without a default (their checks scan `communities`, one row per tenant, once); nothing
 -- existing is rewritten. The previous release never names them; this release
 -- reads a missing community_bans as "nobody is banned" and answers NIP-86 changes
 -- `schema pending` until this migration has run. Nothing to contract later.
 ALTER TABLE communities
     ADD COLUMN allowed_kinds bigint[] CHECK (cardinality(allowed_kinds) <= 1000),
-    ADD COLUMN disallowed_kinds bigint[] CHECK (cardinality(disallowed_kinds) <= 1000);
+    ADD COLUMN disallowed_kinds bigint[] CHECK (cardinality(disallowed_kinds) <= 1000),
+    ADD COLUMN blocked_ips jsonb CHECK (jsonb_typeof(blocked_ips) = 'array' AND jsonb_array_length(blocked_ips) <= 1000);
 
 CREATE TABLE community_bans (
     community_id uuid NOT NULL REFERENCES communities (id) ON DELETE CASCADE,

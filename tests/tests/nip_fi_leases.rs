@@ -28,6 +28,7 @@ fn lease(host: &str) -> CommunityLease {
         fi_issuers: Vec::new(),
         profile: buzz_bus::CommunityProfile::default(),
         kinds: buzz_core::nip86::KindRules::default(),
+        blocked_ips: Vec::new(),
     }
 }
 

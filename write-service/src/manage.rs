@@ -109,6 +109,19 @@ pub async fn handle(
         Call::ListDisallowedKinds => {
             answered(json!(mstore::kinds(&mut tx, community).await.map_err(storage)?.1))
         }
+        Call::BlockIp { ip, reason } => {
+            mstore::block_ip(&mut tx, community, &ip.to_string(), reason.as_deref())
+                .await
+                .map_err(storage)?;
+            answered(json!(true))
+        }
+        Call::UnblockIp { ip, .. } => {
+            if !mstore::unblock_ip(&mut tx, community, &ip.to_string()).await.map_err(storage)? {
+                return Err(Refusal::NotBlocked.into());
+            }
+            answered(json!(true))
+        }
+        Call::ListBlockedIps => answered(mstore::blocked_ips(&mut tx, community).await.map_err(storage)?),
         Call::ChangeRelayName { name } => profile(&mut tx, community, ProfileField::Name, name).await?,
         Call::ChangeRelayDescription { description } => {
             profile(&mut tx, community, ProfileField::Description, description).await?

@@ -34,6 +34,53 @@ pub async fn set_kind(
     Ok(())
 }
 
+/// `blockip`: `ip` joins `blocked_ips` (again: its reason is replaced).
+pub async fn block_ip(
+    conn: &mut PgConnection,
+    community: CommunityId,
+    ip: &str,
+    reason: Option<&str>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE communities SET blocked_ips = coalesce((SELECT jsonb_agg(e) FROM jsonb_array_elements(blocked_ips) e \
+                WHERE e ->> 'ip' <> $2), '[]'::jsonb) || jsonb_build_array(jsonb_build_object('ip', $2::text, 'reason', $3::text)) \
+         WHERE id = $1",
+    )
+    .bind(community)
+    .bind(ip)
+    .bind(reason)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// `unblockip`: false when `ip` was not blocked.
+pub async fn unblock_ip(
+    conn: &mut PgConnection,
+    community: CommunityId,
+    ip: &str,
+) -> Result<bool, sqlx::Error> {
+    let n = sqlx::query(
+        "UPDATE communities SET blocked_ips = coalesce((SELECT jsonb_agg(e) FROM jsonb_array_elements(blocked_ips) e \
+                WHERE e ->> 'ip' <> $2), '[]'::jsonb) \
+         WHERE id = $1 AND blocked_ips @> jsonb_build_array(jsonb_build_object('ip', $2::text))",
+    )
+    .bind(community)
+    .bind(ip)
+    .execute(conn)
+    .await?
+    .rows_affected();
+    Ok(n == 1)
+}
+
+/// `[{ip, reason}]` of the community's blocked addresses.
+pub async fn blocked_ips(conn: &mut PgConnection, community: CommunityId) -> Result<Value, sqlx::Error> {
+    sqlx::query_scalar("SELECT coalesce(blocked_ips, '[]'::jsonb) FROM communities WHERE id = $1")
+        .bind(community)
+        .fetch_one(conn)
+        .await
+}
+
 /// The community's (allowed, disallowed) kinds.
 pub async fn kinds(
     conn: &mut PgConnection,

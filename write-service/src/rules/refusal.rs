@@ -166,6 +166,8 @@ pub enum Refusal {
     BannedKey,
     /// `unbanpubkey` of a key that is not banned.
     NotBanned,
+    /// `unblockip` of an address that is not blocked.
+    NotBlocked,
     /// `unbanevent` of a banned current artifact revision (its ban retired the artifact).
     CurrentRevisionBanned,
 }
@@ -263,6 +265,7 @@ impl Refusal {
             Self::NotCommunityManager => (Restricted, "only the community's owner and admins manage it"),
             Self::BannedKey => (Blocked, "that key is banned from this community"),
             Self::NotBanned => (NotFound, "that key is not banned"),
+            Self::NotBlocked => (NotFound, "that address is not blocked"),
             Self::CurrentRevisionBanned => (
                 Invalid,
                 "a banned current revision retired its artifact; a revision naming it in prev brings it back",
