@@ -318,7 +318,7 @@ pub fn kind_rules(
 #[derive(Debug)]
 pub enum Lease {
     /// The active community bound to the host, and its bound FI issuers.
-    Bound(LeaseRow, Vec<String>),
+    Bound(Box<LeaseRow>, Vec<String>),
     /// No active community is bound to the host.
     Unknown,
     /// An optional→required transition is draining this host's leases, and this request may not
@@ -374,7 +374,7 @@ pub async fn lease(pool: &PgPool, host: &str, waiters: &Semaphore) -> Result<Lea
 pub async fn identity(pool: &PgPool, host: &str) -> Result<Lease, sqlx::Error> {
     let mut conn = pool.acquire().await?;
     Ok(match bound_row(&mut conn, host).await? {
-        Some(row) => Lease::Bound(row, Vec::new()),
+        Some(row) => Lease::Bound(Box::new(row), Vec::new()),
         None => Lease::Unknown,
     })
 }
@@ -396,7 +396,7 @@ async fn read_lease(tx: &mut PgConnection, host: &str) -> Result<Lease, sqlx::Er
     .bind(row.current.community_id)
     .fetch_all(&mut *tx)
     .await?;
-    Ok(Lease::Bound(row, issuers))
+    Ok(Lease::Bound(Box::new(row), issuers))
 }
 
 /// Communities whose stored policy requires FI, read without row locks (the revalidator).
