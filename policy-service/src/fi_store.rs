@@ -262,7 +262,7 @@ pub struct LeaseRow {
     /// NIP-86 disallowed kinds.
     pub disallowed_kinds: Option<sqlx::types::Json<Vec<u32>>>,
     /// NIP-86 blocked addresses, `[{"ip", "reason"}]`.
-    pub blocked_ips: Option<sqlx::types::Json<Vec<BlockedIp>>>,
+    pub blocked_ips: Option<sqlx::types::Json<Vec<crate::lease_rules::BlockedIp>>>,
 }
 
 impl LeaseRow {
@@ -279,38 +279,13 @@ impl LeaseRow {
     /// The blocked addresses of the lease.
     #[must_use]
     pub fn blocked_ips(&self) -> Vec<std::net::IpAddr> {
-        blocked(self.blocked_ips.as_ref())
+        crate::lease_rules::blocked(self.blocked_ips.as_ref())
     }
 
     /// The kind rules of the lease.
     #[must_use]
     pub fn kinds(&self) -> buzz_core::nip86::KindRules {
-        kind_rules(self.allowed_kinds.as_ref(), self.disallowed_kinds.as_ref())
-    }
-}
-
-/// One `blocked_ips` entry (the reason is not needed for a lease).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
-pub struct BlockedIp {
-    /// The address.
-    pub ip: std::net::IpAddr,
-}
-
-/// The addresses of the `blocked_ips` column as read through `to_jsonb` (`NULL`: none).
-#[must_use]
-pub fn blocked(column: Option<&sqlx::types::Json<Vec<BlockedIp>>>) -> Vec<std::net::IpAddr> {
-    column.map(|j| j.0.iter().map(|b| b.ip).collect()).unwrap_or_default()
-}
-
-/// Kind rules from the two columns as read through `to_jsonb` (`NULL`: none).
-#[must_use]
-pub fn kind_rules(
-    allowed: Option<&sqlx::types::Json<Vec<u32>>>,
-    disallowed: Option<&sqlx::types::Json<Vec<u32>>>,
-) -> buzz_core::nip86::KindRules {
-    buzz_core::nip86::KindRules {
-        allowed: allowed.map(|j| j.0.clone()).unwrap_or_default(),
-        disallowed: disallowed.map(|j| j.0.clone()).unwrap_or_default(),
+        crate::lease_rules::kind_rules(self.allowed_kinds.as_ref(), self.disallowed_kinds.as_ref())
     }
 }
 

@@ -8,6 +8,7 @@ pub mod fi_request;
 pub mod fi_routes;
 pub mod fi_store;
 pub mod fi_view;
+pub mod lease_rules;
 pub mod lifecycle;
 pub mod lifecycle_store;
 pub mod operator;
