@@ -104,23 +104,25 @@ pub fn storage(e: sqlx::Error) -> WriteError {
     WriteError::Storage(e)
 }
 
-/// Whether `pubkey` is banned from `community` (no: before migration 0004).
+/// Whether `pubkey` is banned from `community` (no: before migration 0004). The table is looked
+/// up first: a statement naming a missing table would abort the caller's transaction.
 pub async fn is_banned(
     conn: &mut PgConnection,
     community: CommunityId,
     pubkey: &Pubkey,
 ) -> Result<bool, sqlx::Error> {
-    let found: Result<Option<i32>, _> =
+    let migrated: bool =
+        sqlx::query_scalar("SELECT to_regclass('community_bans') IS NOT NULL").fetch_one(&mut *conn).await?;
+    if !migrated {
+        return Ok(false);
+    }
+    let found: Option<i32> =
         sqlx::query_scalar("SELECT 1 FROM community_bans WHERE community_id = $1 AND pubkey = $2")
             .bind(community)
             .bind(pubkey)
             .fetch_optional(conn)
-            .await;
-    match found {
-        Ok(row) => Ok(row.is_some()),
-        Err(e) if is_schema_pending(&e) => Ok(false),
-        Err(e) => Err(e),
-    }
+            .await?;
+    Ok(found.is_some())
 }
 
 /// Bans `pubkey` (again: the reason and who banned are replaced).
