@@ -114,7 +114,13 @@ CREATE TABLE public.communities (
     name text,
     description text,
     icon text,
+    allowed_kinds bigint[],
+    disallowed_kinds bigint[],
+    blocked_ips jsonb,
+    CONSTRAINT communities_allowed_kinds_check CHECK ((cardinality(allowed_kinds) <= 1000)),
+    CONSTRAINT communities_blocked_ips_check CHECK (((jsonb_typeof(blocked_ips) = 'array'::text) AND (jsonb_array_length(blocked_ips) <= 1000))),
     CONSTRAINT communities_description_check CHECK (((char_length(description) >= 1) AND (char_length(description) <= 1024))),
+    CONSTRAINT communities_disallowed_kinds_check CHECK ((cardinality(disallowed_kinds) <= 1000)),
     CONSTRAINT communities_host_check CHECK (((host <> ''::text) AND (host = lower(host)))),
     CONSTRAINT communities_icon_check CHECK ((((char_length(icon) >= 1) AND (char_length(icon) <= 2048)) AND (icon ~ '^https?://'::text))),
     CONSTRAINT communities_lifecycle_check CHECK ((lifecycle = ANY (ARRAY['active'::text, 'archived'::text, 'deleting'::text]))),
@@ -125,6 +131,28 @@ CREATE TABLE public.communities (
 );
 
 COMMENT ON TABLE public.communities IS 'One tenant, bound to its host. Written by the policy-service; access_version by the write-service.';
+
+CREATE TABLE public.community_audit (
+    community_id uuid NOT NULL,
+    seq bigint NOT NULL,
+    actor text NOT NULL,
+    method text NOT NULL,
+    params jsonb NOT NULL,
+    at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT community_audit_actor_check CHECK (((octet_length(actor) = 64) AND (actor ~ '^[0-9a-f]*$'::text))),
+    CONSTRAINT community_audit_method_check CHECK ((method ~ '^[a-z]{1,64}$'::text))
+);
+
+COMMENT ON TABLE public.community_audit IS 'NIP-86 changes: who, when, what. Written by the write-service, read by the operator API.';
+
+ALTER TABLE public.community_audit ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.community_audit_seq_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
 
 CREATE TABLE public.community_auth_upgrades (
     operation_id uuid NOT NULL,
@@ -149,6 +177,32 @@ CREATE TABLE public.community_auth_upgrades (
 );
 
 COMMENT ON TABLE public.community_auth_upgrades IS 'NIP-FI operation receipts (history; no foreign keys). Written by the policy-service.';
+
+CREATE TABLE public.community_bans (
+    community_id uuid NOT NULL,
+    pubkey text NOT NULL,
+    reason text,
+    banned_by text NOT NULL,
+    banned_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT community_bans_banned_by_check CHECK (((octet_length(banned_by) = 64) AND (banned_by ~ '^[0-9a-f]*$'::text))),
+    CONSTRAINT community_bans_pubkey_check CHECK (((octet_length(pubkey) = 64) AND (pubkey ~ '^[0-9a-f]*$'::text))),
+    CONSTRAINT community_bans_reason_check CHECK ((char_length(reason) <= 1024))
+);
+
+COMMENT ON TABLE public.community_bans IS 'NIP-86 community bans: no membership while banned. Written by the write-service.';
+
+CREATE TABLE public.community_event_bans (
+    community_id uuid NOT NULL,
+    event_id text NOT NULL,
+    reason text,
+    banned_by text NOT NULL,
+    banned_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT community_event_bans_banned_by_check CHECK (((octet_length(banned_by) = 64) AND (banned_by ~ '^[0-9a-f]*$'::text))),
+    CONSTRAINT community_event_bans_event_id_check CHECK (((octet_length(event_id) = 64) AND (event_id ~ '^[0-9a-f]*$'::text))),
+    CONSTRAINT community_event_bans_reason_check CHECK ((char_length(reason) <= 1024))
+);
+
+COMMENT ON TABLE public.community_event_bans IS 'NIP-86 banevent: events redacted by a NIP-86 call (the redaction is events.redacted_at). Written by the write-service.';
 
 CREATE TABLE public.community_fi_bindings (
     community_id uuid NOT NULL,
@@ -273,8 +327,17 @@ ALTER TABLE ONLY public.communities
 ALTER TABLE ONLY public.communities
     ADD CONSTRAINT communities_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY public.community_audit
+    ADD CONSTRAINT community_audit_pkey PRIMARY KEY (community_id, seq);
+
 ALTER TABLE ONLY public.community_auth_upgrades
     ADD CONSTRAINT community_auth_upgrades_pkey PRIMARY KEY (operation_id);
+
+ALTER TABLE ONLY public.community_bans
+    ADD CONSTRAINT community_bans_pkey PRIMARY KEY (community_id, pubkey);
+
+ALTER TABLE ONLY public.community_event_bans
+    ADD CONSTRAINT community_event_bans_pkey PRIMARY KEY (community_id, event_id);
 
 ALTER TABLE ONLY public.community_fi_bindings
     ADD CONSTRAINT community_fi_bindings_pkey PRIMARY KEY (community_id, issuer);
@@ -358,6 +421,15 @@ ALTER TABLE ONLY public.channel_members
 
 ALTER TABLE ONLY public.channels
     ADD CONSTRAINT channels_community_id_fkey FOREIGN KEY (community_id) REFERENCES public.communities(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.community_audit
+    ADD CONSTRAINT community_audit_community_id_fkey FOREIGN KEY (community_id) REFERENCES public.communities(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.community_bans
+    ADD CONSTRAINT community_bans_community_id_fkey FOREIGN KEY (community_id) REFERENCES public.communities(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.community_event_bans
+    ADD CONSTRAINT community_event_bans_community_id_fkey FOREIGN KEY (community_id) REFERENCES public.communities(id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.community_fi_bindings
     ADD CONSTRAINT community_fi_bindings_community_id_fkey FOREIGN KEY (community_id) REFERENCES public.communities(id) ON DELETE CASCADE;

@@ -4,6 +4,7 @@
 pub mod chat;
 pub mod error;
 pub mod latency;
+pub mod manage;
 pub mod mux;
 pub mod nats;
 pub mod payload;

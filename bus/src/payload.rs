@@ -376,6 +376,13 @@ pub struct CommunityLease {
     /// policy-services' replies, and ignored by 0.1.0 gateways).
     #[serde(default, skip_serializing_if = "CommunityProfile::is_empty")]
     pub profile: CommunityProfile,
+    /// The community's kind rules (NIP-86 `allowkind`/`disallowkind`; 0.3.0, absent from older
+    /// policy-services' replies: no rules).
+    #[serde(default, skip_serializing_if = "buzz_core::nip86::KindRules::is_open")]
+    pub kinds: buzz_core::nip86::KindRules,
+    /// Addresses the community's host refuses (NIP-86 `blockip`; 0.3.0, left out when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocked_ips: Vec<std::net::IpAddr>,
 }
 
 /// What a community's host answers in its NIP-11 document instead of the relay's defaults; each
@@ -461,6 +468,13 @@ pub enum AccessChanged {
     /// A community member was removed: their sockets lose authentication.
     MemberRemoved {
         /// The removed member's key.
+        pubkey: Pubkey,
+    },
+    /// A key was banned from the community (NIP-86 `banpubkey`): its sockets are closed. Sent
+    /// after a `MemberRemoved` for the same key, so a previous release's gateway (which cannot
+    /// read this variant and logs it) still drops the key's authentication.
+    Banned {
+        /// The banned key.
         pubkey: Pubkey,
     },
 }

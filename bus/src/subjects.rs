@@ -58,6 +58,12 @@ impl Subjects {
     pub fn chat(&self) -> String {
         format!("{}.v1.chat", self.prefix)
     }
+    /// `<p>.v1.manage`: [`ManageRequest`](crate::manage::ManageRequest)s (NIP-86), sent by the
+    /// gateway, answered by the write-service (queue group `write`).
+    #[must_use]
+    pub fn manage(&self) -> String {
+        format!("{}.v1.manage", self.prefix)
+    }
     /// `<p>.v1.snapshot`: snapshot requests, sent by the gateway's `POST /query`, answered in frames by
     /// the snapshot-service (queue group `snapshot`).
     #[must_use]

@@ -109,6 +109,7 @@ fn a_lease_reply_without_a_profile_reads_both_ways_across_0_1_and_0_2() {
     }
     let with_profile = CommunityLease {
         profile: CommunityProfile { name: Some("Acme".into()), description: None, icon: None },
+        kinds: buzz_core::nip86::KindRules { allowed: vec![9], disallowed: Vec::new() },
         ..community
     };
     let wire = serde_json::to_value(&with_profile).unwrap_or_else(|e| unreachable!("{e}"));

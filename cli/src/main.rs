@@ -1,6 +1,7 @@
 //! `buzz`: the operator tool of buzz-relay. Migrate the database, run the whole relay locally,
 //! provision communities and members.
 
+mod admin;
 mod dev;
 mod dev_banner;
 mod dev_community;
@@ -42,6 +43,9 @@ enum Command {
     /// Community member management (NIP-98 signed by the owner or an admin).
     #[command(subcommand)]
     Members(http::MembersCommand),
+    /// NIP-86 community management: one call, NIP-98 signed by the owner or an admin
+    /// (`buzz admin supportedmethods` lists the methods).
+    Admin(admin::AdminArgs),
     /// Every current artifact of a query through the NIP-AR snapshot transport (reference client).
     Snapshot(snapshot_cmd::SnapshotArgs),
 }
@@ -62,6 +66,7 @@ async fn main() {
         }
         Command::Operator(cmd) => http::operator(cmd).await,
         Command::Members(cmd) => http::members(cmd).await,
+        Command::Admin(args) => admin::run(args).await,
         Command::Snapshot(args) => snapshot_cmd::run(args).await,
     };
     std::process::exit(code);

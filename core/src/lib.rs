@@ -14,6 +14,7 @@ pub mod kinds;
 pub mod limits;
 pub mod message;
 pub mod nip42;
+pub mod nip86;
 pub mod nip98;
 pub mod nipar;
 pub mod nipoa;

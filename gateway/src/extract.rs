@@ -30,6 +30,16 @@ impl FromRequestParts<Arc<AppState>> for Tenant {
 
     async fn from_request_parts(parts: &mut Parts, state: &Arc<AppState>) -> Result<Self, ApiError> {
         let (host, community) = community_for(state, &parts.headers).await?;
+        // NIP-86 `blockip`: the host refuses the address (NIP-86 itself does not go through
+        // here, so its owner and admins can always unblock).
+        let peer = parts.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>();
+        if peer.is_some_and(|p| community.blocked_ips.contains(&p.0.ip().to_canonical())) {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "blocked",
+                "this address is blocked on this host",
+            ));
+        }
         Ok(Self { host, community })
     }
 }

@@ -28,7 +28,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     let ready = readiness(state.nats.clone(), state.fi_sockets.clone(), state.settings.nip_fi.mode);
     let max_body = state.settings.limits.max_message_length;
     Router::new()
-        .route("/", get(root))
+        .route("/", get(root).post(crate::manage::rpc))
         .route("/api/members", post(put_member))
         .route("/api/members/{pubkey}", delete(remove_member))
         .route("/api/tokens", post(crate::tokens::issue))
@@ -103,10 +103,10 @@ async fn root(
 
 /// The NIPs this relay serves, each checked against what it does (docs/design.md, "Supported
 /// NIPs"): 1 (protocol), 9 (kind-5 deletion of one's own events), 11 (this document), 29
-/// (channels as relay-based groups), 42 (AUTH), 45 (COUNT), 50 (`search`, no extensions), 98
-/// (HTTP auth). NIP-AR is listed in
-/// `supported_extensions`; NIP-FI and NIP-OA have no number.
-pub const SUPPORTED_NIPS: [u32; 8] = [1, 9, 11, 29, 42, 45, 50, 98];
+/// (channels as relay-based groups), 42 (AUTH), 45 (COUNT), 50 (`search`, no extensions), 86
+/// (community management, the methods `supportedmethods` lists), 98 (HTTP auth). NIP-AR is listed
+/// in `supported_extensions`; NIP-FI and NIP-OA have no number.
+pub const SUPPORTED_NIPS: [u32; 9] = [1, 9, 11, 29, 42, 45, 50, 86, 98];
 
 /// NIP-11 relay information document of a community's host: its own profile's name,
 /// description and icon where the operator set them, else the relay's.

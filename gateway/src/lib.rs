@@ -13,6 +13,7 @@ pub mod hosts;
 pub mod http;
 pub mod listener;
 pub mod live;
+pub mod manage;
 pub mod query_api;
 pub mod ratelimit;
 pub mod request;

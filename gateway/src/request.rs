@@ -36,13 +36,18 @@ pub async fn community_for(
 }
 
 /// The URL forms a NIP-98 `u` tag may take for this host and path: https always, http for
-/// loopback dev hosts.
+/// loopback dev hosts. The root (NIP-86's relay URL) may also be named without its slash and
+/// with the WebSocket scheme, as clients name the relay.
 fn signed_urls(host: &str, path: &str) -> Vec<String> {
-    let mut urls = vec![format!("https://{host}{path}")];
-    if buzz_core::host::is_loopback_host(host) {
-        urls.push(format!("http://{host}{path}"));
-    }
-    urls
+    let loopback = buzz_core::host::is_loopback_host(host);
+    let schemes: &[&str] = match (path == "/", loopback) {
+        (false, false) => &["https"],
+        (false, true) => &["https", "http"],
+        (true, false) => &["https", "wss"],
+        (true, true) => &["https", "http", "wss", "ws"],
+    };
+    let paths: &[&str] = if path == "/" { &["/", ""] } else { &[path] };
+    schemes.iter().flat_map(|s| paths.iter().map(move |p| format!("{s}://{host}{p}"))).collect()
 }
 
 /// Authenticates a tenant HTTP request and returns who is acting: `Authorization: Bearer <token>`

@@ -240,7 +240,10 @@ pub async fn insert_receipt(
 /// this build runs on both; docs/operations.md "Changing the schema").
 pub const PROFILE_COLUMNS: &str = "to_jsonb(communities) ->> 'name' AS profile_name, \
      to_jsonb(communities) ->> 'description' AS profile_description, \
-     to_jsonb(communities) ->> 'icon' AS profile_icon";
+     to_jsonb(communities) ->> 'icon' AS profile_icon, \
+     nullif(to_jsonb(communities) -> 'allowed_kinds', 'null') AS allowed_kinds, \
+     nullif(to_jsonb(communities) -> 'disallowed_kinds', 'null') AS disallowed_kinds, \
+     nullif(to_jsonb(communities) -> 'blocked_ips', 'null') AS blocked_ips";
 
 /// [`Current`] and the community's profile, as a host lease answers them.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -254,6 +257,12 @@ pub struct LeaseRow {
     pub profile_description: Option<String>,
     /// NIP-11 `icon`, when set.
     pub profile_icon: Option<String>,
+    /// NIP-86 kind allowlist (schema 4; `NULL` before it and when unset).
+    pub allowed_kinds: Option<sqlx::types::Json<Vec<u32>>>,
+    /// NIP-86 disallowed kinds.
+    pub disallowed_kinds: Option<sqlx::types::Json<Vec<u32>>>,
+    /// NIP-86 blocked addresses, `[{"ip", "reason"}]`.
+    pub blocked_ips: Option<sqlx::types::Json<Vec<crate::lease_rules::BlockedIp>>>,
 }
 
 impl LeaseRow {
@@ -266,13 +275,25 @@ impl LeaseRow {
             icon: self.profile_icon.clone(),
         }
     }
+
+    /// The blocked addresses of the lease.
+    #[must_use]
+    pub fn blocked_ips(&self) -> Vec<std::net::IpAddr> {
+        crate::lease_rules::blocked(self.blocked_ips.as_ref())
+    }
+
+    /// The kind rules of the lease.
+    #[must_use]
+    pub fn kinds(&self) -> buzz_core::nip86::KindRules {
+        crate::lease_rules::kind_rules(self.allowed_kinds.as_ref(), self.disallowed_kinds.as_ref())
+    }
 }
 
 /// What a host lease read found.
 #[derive(Debug)]
 pub enum Lease {
     /// The active community bound to the host, and its bound FI issuers.
-    Bound(LeaseRow, Vec<String>),
+    Bound(Box<LeaseRow>, Vec<String>),
     /// No active community is bound to the host.
     Unknown,
     /// An optional→required transition is draining this host's leases, and this request may not
@@ -328,7 +349,7 @@ pub async fn lease(pool: &PgPool, host: &str, waiters: &Semaphore) -> Result<Lea
 pub async fn identity(pool: &PgPool, host: &str) -> Result<Lease, sqlx::Error> {
     let mut conn = pool.acquire().await?;
     Ok(match bound_row(&mut conn, host).await? {
-        Some(row) => Lease::Bound(row, Vec::new()),
+        Some(row) => Lease::Bound(Box::new(row), Vec::new()),
         None => Lease::Unknown,
     })
 }
@@ -350,7 +371,7 @@ async fn read_lease(tx: &mut PgConnection, host: &str) -> Result<Lease, sqlx::Er
     .bind(row.current.community_id)
     .fetch_all(&mut *tx)
     .await?;
-    Ok(Lease::Bound(row, issuers))
+    Ok(Lease::Bound(Box::new(row), issuers))
 }
 
 /// Communities whose stored policy requires FI, read without row locks (the revalidator).

@@ -1,12 +1,14 @@
 //! Policy-service of buzz-relay: the operator HTTP API (communities) and the host → community
 //! answers gateways lease over the bus.
 
+pub mod audit;
 pub mod fi_accept;
 pub mod fi_bindings;
 pub mod fi_request;
 pub mod fi_routes;
 pub mod fi_store;
 pub mod fi_view;
+pub mod lease_rules;
 pub mod lifecycle;
 pub mod lifecycle_store;
 pub mod operator;
@@ -76,7 +78,9 @@ impl Application {
             }
         };
         let admin_router = buzz_telemetry::admin_router(ready.clone());
+        let audit_router = audit::router(state.clone());
         let router = operator::router(state)
+            .merge(audit_router)
             .merge(fi_routes::router(fi_state))
             .merge(lifecycle::router(lifecycle_state))
             .merge(buzz_telemetry::probe_router(ready))
@@ -179,6 +183,8 @@ pub async fn handle_lease(
     let (outcome, answer) = match read {
         Ok(fi_store::Lease::Bound(row, fi_issuers)) => {
             let profile = row.profile();
+            let kinds = row.kinds();
+            let blocked_ips = row.blocked_ips();
             let c = row.current;
             let community = buzz_bus::CommunityLease {
                 community_id: c.community_id,
@@ -188,6 +194,8 @@ pub async fn handle_lease(
                 policy_generation: c.policy_generation,
                 fi_issuers,
                 profile,
+                kinds,
+                blocked_ips,
             };
             ("bound", Ok(LeaseReply { community: Some(community), lease_ms }))
         }

@@ -31,6 +31,15 @@ pub struct Community {
     /// Its host's NIP-11 `icon`, when set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub icon: Option<String>,
+    /// NIP-86 kind allowlist (schema 4), for the host lease; not part of the operator's answer.
+    #[serde(skip)]
+    pub allowed_kinds: Option<sqlx::types::Json<Vec<u32>>>,
+    /// NIP-86 disallowed kinds, for the host lease.
+    #[serde(skip)]
+    pub disallowed_kinds: Option<sqlx::types::Json<Vec<u32>>>,
+    /// NIP-86 blocked addresses, for the host lease.
+    #[serde(skip)]
+    pub blocked_ips: Option<sqlx::types::Json<Vec<crate::lease_rules::BlockedIp>>>,
 }
 
 /// Why a community could not be created.
@@ -52,7 +61,10 @@ pub enum CreateError {
 const COLUMNS: &str = "id AS community_id, host, owner_pubkey, lifecycle, requires_nip_fi, \
                        policy_generation, retention_days, to_jsonb(communities) ->> 'name' AS name, \
                        to_jsonb(communities) ->> 'description' AS description, \
-                       to_jsonb(communities) ->> 'icon' AS icon";
+                       to_jsonb(communities) ->> 'icon' AS icon, \
+                       nullif(to_jsonb(communities) -> 'allowed_kinds', 'null') AS allowed_kinds, \
+                       nullif(to_jsonb(communities) -> 'disallowed_kinds', 'null') AS disallowed_kinds, \
+                       nullif(to_jsonb(communities) -> 'blocked_ips', 'null') AS blocked_ips";
 
 /// The community `id`, `None` when it does not exist.
 pub async fn get(pool: &PgPool, id: CommunityId) -> Result<Option<Community>, sqlx::Error> {
@@ -188,6 +200,8 @@ pub async fn lease(pool: &PgPool, host: &str) -> Result<Option<CommunityLease>, 
     .fetch_optional(pool)
     .await?;
     Ok(row.map(|c| CommunityLease {
+        blocked_ips: crate::lease_rules::blocked(c.blocked_ips.as_ref()),
+        kinds: crate::lease_rules::kind_rules(c.allowed_kinds.as_ref(), c.disallowed_kinds.as_ref()),
         community_id: c.community_id,
         host: c.host,
         owner_pubkey: c.owner_pubkey,

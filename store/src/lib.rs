@@ -15,7 +15,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 
 /// The newest migration this build knows: `buzz migrate` brings a database to it.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// The oldest schema this build's services run on: the previous release's (expand/contract,
 /// docs/operations.md "Changing the schema"). A service refuses to start below it.

@@ -7,6 +7,7 @@
 pub mod client;
 pub mod cluster;
 pub mod helpers;
+pub mod nip86;
 pub mod nip_fi;
 pub mod processes;
 pub mod props;

@@ -203,7 +203,7 @@ async fn nip11_advertises_the_relay_key_and_every_enforced_limit() {
     // Exactly the NIPs the relay serves: 9 with kind-5 deletion (tests/tests/channels.rs), 45
     // with COUNT, 50 with `search` (tests/tests/search.rs); nothing it does not serve (no NIP-40
     // expiration tags).
-    assert_eq!(doc["supported_nips"], json!([1, 9, 11, 29, 42, 45, 50, 98]));
+    assert_eq!(doc["supported_nips"], json!([1, 9, 11, 29, 42, 45, 50, 86, 98]));
     let lim = &doc["limitation"];
     for field in [
         "max_message_length",

@@ -27,6 +27,8 @@ fn lease(host: &str) -> CommunityLease {
         policy_generation: 0,
         fi_issuers: Vec::new(),
         profile: buzz_bus::CommunityProfile::default(),
+        kinds: buzz_core::nip86::KindRules::default(),
+        blocked_ips: Vec::new(),
     }
 }
 

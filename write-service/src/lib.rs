@@ -7,6 +7,9 @@ pub mod channels;
 pub mod create_channel;
 pub mod error;
 pub mod events;
+pub mod manage;
+pub mod manage_events;
+pub mod manage_store;
 pub mod members;
 pub mod read_model;
 pub mod revisions;
@@ -109,6 +112,16 @@ impl Writer {
         }
     }
 
+    /// Handles one NIP-86 call: decide and commit, then publish its access changes, then answer.
+    pub async fn manage(&self, req: buzz_bus::manage::ManageRequest) -> buzz_bus::manage::ManageReply {
+        let managed = manage::handle(&self.pool, req.community_id, &req.actor, &req.call).await?;
+        metrics::counter!("buzz_manage_calls_total", "method" => req.call.method()).increment(1);
+        for changed in &managed.access {
+            self.publish(self.subjects.access_changed(req.community_id), changed).await;
+        }
+        Ok(managed.result)
+    }
+
     async fn publish<T: serde::Serialize>(&self, subject: String, body: &T) {
         match serde_json::to_vec(body) {
             Ok(bytes) => {
@@ -191,15 +204,28 @@ impl Application {
                 async move { Some(writer.handle(m.body).await) }
             },
         );
+        let writer = self.writer.clone();
+        let manage = serve::serve(
+            self.writer.nats.clone(),
+            self.writer.subjects.manage(),
+            buzz_bus::subjects::WRITE_GROUP,
+            self.concurrency,
+            shutdown.clone(),
+            move |m: Incoming<buzz_bus::manage::ManageRequest>| {
+                let writer = writer.clone();
+                async move { Some(writer.manage(m.body).await) }
+            },
+        );
         tokio::spawn(sweep_loop(self.writer.pool.clone(), self.sweep_every, shutdown.clone()));
         let pool = self.writer.pool.clone();
         let nats = self.writer.nats.clone();
         let admin = axum::serve(self.admin, ready_router(pool, nats))
             .with_graceful_shutdown(shutdown.cancelled_owned());
         tracing::info!(admin = %self.admin_addr, "write-service running");
-        let (a, b) = tokio::join!(bus, admin);
+        let (a, b, c) = tokio::join!(bus, admin, manage);
         a?;
         b?;
+        c?;
         self.writer.nats.flush().await.ok();
         Ok(())
     }

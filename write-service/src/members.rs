@@ -11,10 +11,20 @@ use crate::store;
 
 /// Who may grant what: owners grant admin or member; admins grant member. Nobody grants owner
 /// (the owner is set when the operator provisions the community) and nobody changes the owner.
-fn may_grant(actor: Role, target_previous: Option<Role>, role: Role) -> bool {
+pub(crate) fn may_grant(actor: Role, target_previous: Option<Role>, role: Role) -> bool {
     match actor {
         Role::Owner => role != Role::Owner && target_previous != Some(Role::Owner),
         Role::Admin => role == Role::Member && target_previous.is_none_or(|r| r == Role::Member),
+        Role::Member => false,
+    }
+}
+
+/// Who may remove whom: owners anyone but the owner, admins members (the rule of `DELETE
+/// /api/members`, NIP-86 `unallowpubkey` and `banpubkey`).
+pub(crate) fn may_remove(actor: Role, target: Role) -> bool {
+    match actor {
+        Role::Owner => target != Role::Owner,
+        Role::Admin => target == Role::Member,
         Role::Member => false,
     }
 }
@@ -57,6 +67,9 @@ pub async fn put_member(
     if !may_grant(me, previous, role) {
         return Err(Refusal::RoleNotGrantable.into());
     }
+    if crate::manage_store::is_banned(&mut tx, community, pubkey).await? {
+        return Err(Refusal::BannedKey.into());
+    }
     store::put_member(&mut tx, community, pubkey, role).await?;
     tx.commit().await.map_err(WriteError::Commit)?;
     let unchanged = previous == Some(role);
@@ -81,12 +94,7 @@ pub async fn remove_member(
     let Some(target) = target else {
         return Err(Refusal::NoSuchMember.into());
     };
-    let allowed = match me {
-        Role::Owner => target != Role::Owner,
-        Role::Admin => target == Role::Member,
-        Role::Member => false,
-    };
-    if !allowed {
+    if !may_remove(me, target) {
         return Err(Refusal::MemberNotRemovable.into());
     }
     let removed = store::remove_member(&mut tx, community, pubkey).await?;

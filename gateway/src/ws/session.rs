@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::ws::{Message, WebSocket};
-use buzz_bus::{AccessChanged, Actor, BusError, CommunityLease, QueryKind};
+use buzz_bus::{Actor, BusError, CommunityLease, QueryKind};
 use buzz_core::{ChannelId, ClientMessage, ParseError, Pubkey, RelayMessage};
 use futures::stream::SplitStream;
 use futures::StreamExt;
@@ -45,6 +45,12 @@ pub(super) struct Session {
     /// NIP-FI: set when the socket was admitted with valid evidence (AUTH must prove its key;
     /// the socket closes at its deadline).
     pub(super) fi: Option<crate::fi::Admission>,
+    /// The key whose membership removal last dropped this socket's authentication, so that a
+    /// ban of that key which follows the removal still closes the socket.
+    pub(super) removed_key: Option<Pubkey>,
+    /// Set when the socket's key was banned from the community: the loop ends after the close
+    /// frame queued with it.
+    pub(super) banned: bool,
 }
 
 /// How a socket's loop ended early.
@@ -90,6 +96,8 @@ pub async fn run(
         queries: q_tx,
         unauthenticated_until,
         fi,
+        removed_key: None,
+        banned: false,
     };
     s.send(RelayMessage::Auth(s.challenge.clone()));
     let ended = s.serve(stream, push_rx, q_rx, lagged, fi_registration.revoked.clone()).await;
@@ -164,7 +172,12 @@ impl Session {
                 }
                 Some(update) = q_rx.recv(), if paced => self.on_query(update),
                 () = self.out.drained(), if !paced => {}
-                Some(push) = push_rx.recv() => self.on_push(push).await,
+                Some(push) = push_rx.recv() => {
+                    self.on_push(push).await;
+                    if self.banned {
+                        return End::Closed;
+                    }
+                }
                 _ = ping.tick() => {
                     if last_seen.elapsed() > state.settings.idle_timeout {
                         self.close(1000, "idle timeout");
@@ -201,7 +214,7 @@ impl Session {
     }
 
     /// Queues a close frame without waiting; the writer sends it after what is queued before it.
-    fn close(&self, code: u16, reason: &str) {
+    pub(super) fn close(&self, code: u16, reason: &str) {
         self.out.push(Frame::Close(code, reason.to_owned()));
     }
 
@@ -276,16 +289,7 @@ impl Session {
                     None => self.interrupt(&ev),
                 }
             }
-            Push::Access(change) => match change.as_ref() {
-                AccessChanged::MemberRemoved { pubkey } => {
-                    if self.actor.as_ref().is_some_and(|a| &a.pubkey == pubkey || a.member_key() == pubkey) {
-                        self.deauthenticate();
-                    }
-                }
-                AccessChanged::Channel { channel_id } => {
-                    self.read_cache.remove(channel_id);
-                }
-            },
+            Push::Access(change) => self.on_access(&change),
         }
     }
 
@@ -297,17 +301,6 @@ impl Session {
         let ids: Vec<String> = self.subs.map.drain().map(|(id, _)| id).collect();
         for sub_id in ids {
             self.send(RelayMessage::Closed { sub_id, message: "auth-required: token expired".into() });
-        }
-    }
-
-    /// The socket's key lost its community membership: drop authentication and every subscription.
-    fn deauthenticate(&mut self) {
-        self.actor = None;
-        self.read_cache.clear();
-        let ids: Vec<String> = self.subs.map.drain().map(|(id, _)| id).collect();
-        for sub_id in ids {
-            let message = "restricted: no longer a member of this community".to_owned();
-            self.send(RelayMessage::Closed { sub_id, message });
         }
     }
 

@@ -27,11 +27,23 @@ impl Session {
         let state = self.state.clone();
         let out = self.out.clone();
         let community_id = self.community.community_id;
+        let (host, connect_kinds) = (self.host.clone(), self.community.kinds.clone());
         let span = tracing::info_span!("gateway.event", event_id = %event.id, kind = event.kind);
         tokio::spawn(async move {
             let _permit = permit;
             let id = event.id.clone();
             if let Err(message) = state.rate.check(community_id, &actor.pubkey).await {
+                out.push(Frame::reply(&RelayMessage::Ok { id, accepted: false, message }));
+                return;
+            }
+            // The community's kind rules (NIP-86) as its current host lease says (at most a second
+            // old); without an answer, as they were when the socket connected.
+            let kinds = match state.hosts.lookup(&host).await {
+                Ok(Some(lease)) => lease.kinds,
+                _ => connect_kinds,
+            };
+            if !kinds.admits(event.kind) {
+                let message = format!("blocked: kind {} is not allowed in this community", event.kind);
                 out.push(Frame::reply(&RelayMessage::Ok { id, accepted: false, message }));
                 return;
             }

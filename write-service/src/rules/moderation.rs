@@ -140,13 +140,7 @@ pub fn decide(
         }
         REDACT => {
             let target = redaction_target(event)?;
-            let Some(author) = view.redacted_author else { return Err(Refusal::NoSuchEvent) };
-            if *author == actor.pubkey {
-                need(actor, Scope::MessagesWrite)?;
-            } else {
-                need(actor, Scope::ChannelsWrite)?;
-                moderator(standing)?;
-            }
+            may_redact(actor, standing, view.redacted_author)?;
             Change::Redact { target }
         }
         DELETE_CHANNEL => {
@@ -159,6 +153,37 @@ pub fn decide(
         kind => return Err(Refusal::KindNotAccepted(kind)),
     };
     Ok((channel, change))
+}
+
+/// The channel's message-removal rule (kind 9005 and NIP-86 `banevent`/`unbanevent`): an author
+/// removes their own event, a channel or community moderator anyone's. `author`: the event's,
+/// when it is an event of this channel.
+fn may_redact(actor: &Actor, standing: Standing, author: Option<&Pubkey>) -> Result<(), Refusal> {
+    let Some(author) = author else { return Err(Refusal::NoSuchEvent) };
+    if *author == actor.pubkey {
+        need(actor, Scope::MessagesWrite)
+    } else {
+        need(actor, Scope::ChannelsWrite)?;
+        moderator(standing)
+    }
+}
+
+/// A redaction that comes without a kind-9005 event (NIP-86 `banevent`, `unbanevent`): the
+/// channel must exist for the sender and the credential cover it, as for every channel change,
+/// then [`may_redact`] decides. The view's `redacted_author` is the target's.
+pub fn decide_redaction(
+    actor: &Actor,
+    channel_id: ChannelId,
+    view: &ModerationView<'_>,
+) -> Result<(), Refusal> {
+    let standing = view.standing;
+    if !view.channel.as_ref().is_some_and(|c| access::can_read(c, standing, UNRESTRICTED)) {
+        return Err(Refusal::Denied(WriteDenial::NotFound));
+    }
+    if actor.channel_ids.as_ref().is_some_and(|ids| !ids.contains(&channel_id)) {
+        return Err(Refusal::Denied(WriteDenial::Scope));
+    }
+    may_redact(actor, standing, view.redacted_author)
 }
 
 /// 9002: any of `name`, `visibility` (not for DMs), `archived` ("true"/"false").

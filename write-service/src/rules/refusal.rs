@@ -158,6 +158,18 @@ pub enum Refusal {
     MembersWriteGrant,
     /// The token hash is already stored.
     TokenIssued,
+
+    // NIP-86 community management.
+    /// Neither the community's owner nor an admin calls NIP-86.
+    NotCommunityManager,
+    /// The key is banned from the community (`banpubkey`): no membership until unbanned.
+    BannedKey,
+    /// `unbanpubkey` of a key that is not banned.
+    NotBanned,
+    /// `unblockip` of an address that is not blocked.
+    NotBlocked,
+    /// `unbanevent` of a banned current artifact revision (its ban retired the artifact).
+    CurrentRevisionBanned,
 }
 
 const CHANNEL_NOT_FOUND: &str = "channel not found or not accessible";
@@ -250,6 +262,14 @@ impl Refusal {
             Self::RoleNotGrantable => (Restricted, "your role cannot grant that role"),
             Self::NoSuchMember => (NotFound, "not a member"),
             Self::MemberNotRemovable => (Restricted, "your role cannot remove that member"),
+            Self::NotCommunityManager => (Restricted, "only the community's owner and admins manage it"),
+            Self::BannedKey => (Blocked, "that key is banned from this community"),
+            Self::NotBanned => (NotFound, "that key is not banned"),
+            Self::NotBlocked => (NotFound, "that address is not blocked"),
+            Self::CurrentRevisionBanned => (
+                Invalid,
+                "a banned current revision retired its artifact; a revision naming it in prev brings it back",
+            ),
             Self::NoScopes => (Invalid, "scopes must not be empty"),
             Self::RepeatedScope => (Invalid, "scopes must not repeat"),
             Self::NoChannelIds => (Invalid, "channel_ids must not be empty (omit it for no restriction)"),

@@ -1,0 +1,93 @@
+//! NIP-86 calls for the tests: `POST /` of a community's host with `Content-Type:
+//! application/nostr+json+rpc`, NIP-98 signed over the relay URL with the `payload` tag.
+
+use buzz_core::Keys;
+use serde_json::{json, Value};
+
+use crate::{Cluster, Community};
+
+/// How a call is authorised.
+pub enum Auth<'a> {
+    /// NIP-98 signed by this key (with `payload`, as NIP-86 requires).
+    Signed(&'a Keys),
+    /// NIP-98 signed by this key without the `payload` tag.
+    NoPayload(&'a Keys),
+    /// `Authorization: Bearer <token>`.
+    Bearer(&'a str),
+    /// No `Authorization` header.
+    None,
+}
+
+/// A NIP-98 header for `POST url` without the `payload` tag.
+fn header_without_payload(keys: &Keys, url: &str) -> String {
+    use base64::Engine as _;
+    let tags = vec![
+        vec!["u".to_owned(), url.to_owned()],
+        vec!["method".to_owned(), "POST".to_owned()],
+        vec!["nonce".to_owned(), uuid::Uuid::new_v4().simple().to_string()],
+    ];
+    let event = keys.sign_new(buzz_core::nip98::HTTP_AUTH_KIND, tags, "");
+    format!("Nostr {}", base64::engine::general_purpose::STANDARD.encode(event.to_json()))
+}
+
+/// `method` with `params` through gateway `g` to `host`: the status and the body (`Null` when it
+/// is not JSON). The signed `u` is `https://<host>/`.
+pub async fn call_host(
+    cluster: &Cluster,
+    g: usize,
+    host: &str,
+    auth: &Auth<'_>,
+    method: &str,
+    params: &Value,
+) -> (u16, Value) {
+    let body = json!({ "method": method, "params": params }).to_string().into_bytes();
+    let url = format!("https://{host}/");
+    let mut req = reqwest::Client::new()
+        .post(format!("http://{}/", cluster.gateways[g]))
+        .header("host", host)
+        .header("content-type", buzz_core::nip86::CONTENT_TYPE);
+    match auth {
+        Auth::Signed(k) => {
+            req = req.header("authorization", buzz_core::nip98::authorization_header(k, "POST", &url, &body));
+        }
+        Auth::NoPayload(k) => req = req.header("authorization", header_without_payload(k, &url)),
+        Auth::Bearer(t) => req = req.header("authorization", format!("Bearer {t}")),
+        Auth::None => {}
+    }
+    let res = req.body(body).send().await.unwrap();
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or_default())
+}
+
+/// [`call_host`] on `community`'s host, NIP-98 signed by `signer`.
+pub async fn call(
+    cluster: &Cluster,
+    g: usize,
+    community: &Community,
+    signer: &Keys,
+    method: &str,
+    params: &Value,
+) -> (u16, Value) {
+    call_host(cluster, g, &community.host, &Auth::Signed(signer), method, params).await
+}
+
+/// [`call`] that must answer 200; returns the `result`.
+pub async fn ok(
+    cluster: &Cluster,
+    g: usize,
+    community: &Community,
+    signer: &Keys,
+    method: &str,
+    params: &Value,
+) -> Value {
+    let (status, v) = call(cluster, g, community, signer, method, params).await;
+    assert_eq!(status, 200, "{method} {params}: {v}");
+    assert!(v["error"].is_null(), "{v}");
+    v["result"].clone()
+}
+
+/// The pubkeys of a `listbannedpubkeys`/`listallowedpubkeys` result.
+#[must_use]
+pub fn keys_of(result: &Value) -> Vec<String> {
+    result.as_array().unwrap().iter().map(|e| e["pubkey"].as_str().unwrap().to_owned()).collect()
+}

@@ -1,0 +1,89 @@
+//! NIP-86 `banevent`, `unbanevent`/`allowevent` and `listbannedevents`: a ban is a redaction
+//! (`events.redacted_at`) under the channel's message-removal rule of kind 9005
+//! (`rules::moderation::decide_redaction`), so the spec's redaction rules hold: the event is
+//! withheld from every surface, and a banned artifact revision never changes which revision is
+//! current. An event in a channel the caller cannot read is answered as one that does not exist.
+
+use buzz_bus::Actor;
+use buzz_core::{ChannelId, CommunityId, EventId, Pubkey};
+use buzz_store::access::{self, WriteDenial};
+use serde_json::{json, Value};
+use sqlx::PgConnection;
+
+use crate::error::WriteResult;
+use crate::manage_store::{self as mstore, storage};
+use crate::rules::moderation::{self, ModerationView, UNRESTRICTED};
+use crate::rules::Refusal;
+use crate::store;
+
+/// The removal rule for `author`'s event in `channel_id`, decided on the locked channel; what
+/// the caller may not read is "no such event", like an event that does not exist.
+async fn may_redact(
+    conn: &mut PgConnection,
+    community: CommunityId,
+    actor: &Actor,
+    channel_id: ChannelId,
+    author: &Pubkey,
+) -> WriteResult<()> {
+    let channel = store::lock_channel(conn, community, channel_id).await?;
+    let standing = access::standing(conn, community, channel_id, actor.member_key()).await?;
+    let view =
+        ModerationView { channel, standing, redacted_author: Some(author), ..ModerationView::default() };
+    moderation::decide_redaction(actor, channel_id, &view).map_err(|r| match r {
+        Refusal::Denied(WriteDenial::NotFound) => Refusal::NoSuchEvent.into(),
+        other => other.into(),
+    })
+}
+
+/// `banevent`: redacts a live event of a channel and records the ban.
+pub async fn ban(
+    conn: &mut PgConnection,
+    community: CommunityId,
+    actor: &Actor,
+    id: &EventId,
+    reason: Option<&str>,
+) -> WriteResult<()> {
+    let Some((author, Some(channel_id), _)) = store::event_owner(conn, community, id).await? else {
+        return Err(Refusal::NoSuchEvent.into());
+    };
+    may_redact(conn, community, actor, channel_id, &author).await?;
+    mstore::ban_event(conn, community, id, reason, &actor.pubkey).await.map_err(storage)?;
+    store::redact_event(conn, community, id).await?;
+    Ok(())
+}
+
+/// `unbanevent`/`allowevent`: lifts a `banevent` under the same rule. A banned current artifact
+/// revision retired its artifact (it left the current-state index); that is not undone here:
+/// the artifact comes back with a new revision, so the call is refused saying so.
+pub async fn unban(
+    conn: &mut PgConnection,
+    community: CommunityId,
+    actor: &Actor,
+    id: &EventId,
+) -> WriteResult<()> {
+    let found = mstore::banned_event(conn, community, id).await.map_err(storage)?;
+    let Some((author, Some(channel_id), current)) = found else {
+        return Err(Refusal::NoSuchEvent.into());
+    };
+    may_redact(conn, community, actor, channel_id, &author).await?;
+    if current {
+        return Err(Refusal::CurrentRevisionBanned.into());
+    }
+    mstore::unban_event(conn, community, id).await?;
+    Ok(())
+}
+
+/// `listbannedevents`: `[{id, reason}]` of the banned events in channels the caller reads.
+pub async fn list(conn: &mut PgConnection, community: CommunityId, actor: &Actor) -> WriteResult<Value> {
+    let rows = mstore::banned_events(conn, community).await.map_err(storage)?;
+    let mut out = Vec::with_capacity(rows.len());
+    for (id, reason, channel_id) in rows {
+        let Some(channel_id) = channel_id else { continue };
+        let channel = access::load_channel(conn, community, channel_id, false).await?;
+        let standing = access::standing(conn, community, channel_id, actor.member_key()).await?;
+        if channel.is_some_and(|c| access::can_read(&c, standing, UNRESTRICTED)) {
+            out.push(json!({ "id": id, "reason": reason }));
+        }
+    }
+    Ok(Value::Array(out))
+}
