@@ -21,7 +21,6 @@ use sqlx::{PgConnection, PgPool};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, Lines};
 
 use crate::export_format::{section_of, Section, COMMUNITY_COLUMNS, FORMAT, SECTIONS, VERSION};
-use crate::fi_store;
 
 /// Rows inserted per statement.
 const BATCH: usize = 1000;
@@ -113,10 +112,11 @@ pub async fn import<R: AsyncBufRead + Unpin>(
     let host = buzz_core::host::community_host(host.unwrap_or(text(&community, "host")?))
         .map_err(|e| invalid(e.to_string()))?;
     let owner = text(&community, "owner_pubkey")?.to_owned();
+    // No lock: the new row is invisible (and its host unleased) until the commit, and a rerun's
+    // check only reads, so neither holds back leases, writes or operator calls meanwhile.
     let mut tx = pool.begin().await?;
-    fi_store::lock_host_lease(&mut tx, &host).await?;
     let existing: Option<(String, String)> =
-        sqlx::query_as("SELECT host, owner_pubkey FROM communities WHERE id = $1 FOR UPDATE")
+        sqlx::query_as("SELECT host, owner_pubkey FROM communities WHERE id = $1")
             .bind(id)
             .fetch_optional(&mut *tx)
             .await?;
@@ -190,6 +190,10 @@ async fn insert_community(
         Ok(_) => Ok(()),
         Err(sqlx::Error::Database(e)) if e.constraint() == Some("communities_host_key") => {
             Err(ImportError::HostConflict)
+        }
+        // A concurrent import of the same id committed first.
+        Err(sqlx::Error::Database(e)) if e.constraint() == Some("communities_pkey") => {
+            Err(ImportError::CommunityConflict)
         }
         Err(e) => Err(rejected(e, "communities")),
     }
