@@ -12,7 +12,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::get;
 use axum::Router;
 use buzz_core::{CommunityId, Keys};
 use futures::TryStreamExt;
@@ -54,15 +54,10 @@ impl ExportState {
     }
 }
 
-/// `GET /operator/communities/{id}/export` and `POST /operator/communities/import` (whose body
-/// is streamed: no body limit).
+/// `GET /operator/communities/{id}/export`.
 pub fn router(state: Arc<ExportState>) -> Router {
     Router::new()
         .route("/operator/communities/{id}/export", get(export))
-        .route(
-            "/operator/communities/import",
-            post(crate::import::import).layer(axum::extract::DefaultBodyLimit::disable()),
-        )
         .with_state(state)
         .layer(axum::middleware::map_response(no_store))
 }

@@ -24,7 +24,18 @@ use tokio::io::AsyncWriteExt;
 
 use crate::export::ExportState;
 use crate::import_store::{self, ImportError};
-use crate::operator::{unavailable, ApiError, OperatorState};
+use crate::operator::{no_store, unavailable, ApiError, OperatorState};
+
+/// `POST /operator/communities/import`, its body streamed (no body limit).
+pub fn router(state: Arc<ExportState>) -> axum::Router {
+    axum::Router::new()
+        .route(
+            "/operator/communities/import",
+            axum::routing::post(import).layer(axum::extract::DefaultBodyLimit::disable()),
+        )
+        .with_state(state)
+        .layer(axum::middleware::map_response(no_store))
+}
 
 /// The request's NIP-98 event, checked except for its body.
 async fn authorize_head(
@@ -98,15 +109,15 @@ fn host_param(uri: &OriginalUri) -> Result<Option<String>, ApiError> {
     Ok(host)
 }
 
-pub(crate) async fn import(
+async fn import(
     State(state): State<Arc<ExportState>>,
     uri: OriginalUri,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
     let host = host_param(&uri)?;
-    let relay = state.relay()?;
     let (auth, payload) = authorize_head(&state.op, &uri, &headers).await?;
+    let relay = state.relay()?;
     let (file, digest) = spool(body).await?;
     if digest != payload {
         return Err(HttpAuthError::from(Nip98Error::PayloadMismatch).into());
