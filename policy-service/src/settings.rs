@@ -165,6 +165,15 @@ mod tests {
             (vec![buzz_core::Pubkey::parse(&key).unwrap()], "https://ops.x", 1000)
         );
         assert_eq!(s.admin_listen, SocketAddr::from(([127, 0, 0, 1], 7085)));
+        assert_eq!(s.relay_secret_key, None, "optional: export and import answer 503 without it");
+        let err = Settings::parse_from(args.iter().chain(&[
+            "--operator-pubkeys",
+            &key,
+            "--relay-secret-key",
+            "ab",
+        ]))
+        .unwrap_err();
+        assert!(err.to_string().contains("BUZZ_RELAY_SECRET_KEY is not a valid"), "{err}");
         let err = Settings::parse_from(args.iter().chain(&["--operator-pubkeys", ","])).unwrap_err();
         assert!(err.to_string().contains("RELAY_OPERATOR_PUBKEYS: must name at least one key"), "{err}");
         let err =
