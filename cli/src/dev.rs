@@ -158,6 +158,7 @@ async fn build(
         operator_origin: operator_origin.to_owned(),
         lease_ms: 1000,
         nip_fi: args.nip_fi.clone().into(),
+        relay_secret_key: Some(keys.relay.secret_hex()),
     })
     .await?;
     let write = buzz_write::Application::build(buzz_write::Settings {

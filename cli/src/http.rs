@@ -30,6 +30,33 @@ pub enum OperatorCommand {
         #[arg(long)]
         community_id: uuid::Uuid,
     },
+    /// Export a community (NDJSON, every table and event) into a file, with a progress counter.
+    Export {
+        #[arg(long, env = "BUZZ_OPERATOR_URL", default_value = "http://127.0.0.1:7070")]
+        url: String,
+        #[arg(long, env = "BUZZ_OPERATOR_SECRET_KEY", hide_env_values = true)]
+        secret_key: String,
+        #[arg(long)]
+        community_id: uuid::Uuid,
+        /// The file to write
+        #[arg(long)]
+        out: std::path::PathBuf,
+        /// No progress counter
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Import an exported community into this deployment, optionally under another host.
+    Import {
+        #[arg(long, env = "BUZZ_OPERATOR_URL", default_value = "http://127.0.0.1:7070")]
+        url: String,
+        #[arg(long, env = "BUZZ_OPERATOR_SECRET_KEY", hide_env_values = true)]
+        secret_key: String,
+        /// The export file
+        file: std::path::PathBuf,
+        /// Bind the community to this host instead of the exported one
+        #[arg(long)]
+        host: Option<String>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -129,6 +156,32 @@ pub async fn operator(cmd: OperatorCommand) -> i32 {
             let url =
                 format!("{}/operator/communities?community_id={community_id}", url.trim_end_matches('/'));
             signed(&keys, reqwest::Method::GET, &url, None).await
+        }
+        OperatorCommand::Export { url, secret_key, community_id, out, quiet } => {
+            let Ok(keys) = keys(&secret_key) else { return 1 };
+            match buzz_cli::transfer::export(&keys, &url, community_id, &out, quiet).await {
+                Ok(rows) => {
+                    eprintln!("wrote {rows} lines to {}", out.display());
+                    0
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    5
+                }
+            }
+        }
+        OperatorCommand::Import { url, secret_key, file, host } => {
+            let Ok(keys) = keys(&secret_key) else { return 1 };
+            match buzz_cli::transfer::import(&keys, &url, &file, host.as_deref()).await {
+                Ok(answer) => {
+                    println!("{answer}");
+                    0
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    5
+                }
+            }
         }
     }
 }

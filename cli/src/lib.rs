@@ -1,5 +1,5 @@
 //! The library half of `buzz`: the NIP-AR snapshot reference client (`snapshot_client`), used by
-//! `buzz snapshot` and by the end-to-end tests.
+//! `buzz snapshot` and by the end-to-end tests, and community export and import (`transfer`).
 
 pub mod snapshot_client;
 pub mod snapshot_error;
@@ -9,3 +9,4 @@ pub mod snapshot_live;
 pub mod snapshot_local;
 pub mod snapshot_merge;
 pub mod snapshot_step;
+pub mod transfer;

@@ -2,12 +2,16 @@
 //! answers gateways lease over the bus.
 
 pub mod audit;
+pub mod export;
+pub mod export_format;
 pub mod fi_accept;
 pub mod fi_bindings;
 pub mod fi_request;
 pub mod fi_routes;
 pub mod fi_store;
 pub mod fi_view;
+pub mod import;
+pub mod import_store;
 pub mod lease_rules;
 pub mod lifecycle;
 pub mod lifecycle_store;
@@ -61,6 +65,10 @@ impl Application {
             bus: buzz_bus::Bus::new(nats.clone()),
             purge_subject: subjects.snapshot_purge(),
         });
+        let export_state = Arc::new(export::ExportState {
+            op: state.clone(),
+            relay: settings.relay_secret_key.as_deref().and_then(buzz_core::Keys::from_secret_hex),
+        });
         let fi = &settings.nip_fi;
         let registry = Arc::new(buzz_fi::Registry::new(&fi.issuers, fi.jwks_max_age, fi.jwks_timeout));
         let fi_state = Arc::new(fi_routes::FiState {
@@ -83,6 +91,8 @@ impl Application {
             .merge(audit_router)
             .merge(fi_routes::router(fi_state))
             .merge(lifecycle::router(lifecycle_state))
+            .merge(export::router(export_state.clone()))
+            .merge(import::router(export_state))
             .merge(buzz_telemetry::probe_router(ready))
             .fallback(|| async { operator::not_found("no such route") })
             .layer(axum::extract::DefaultBodyLimit::max(operator::MAX_BODY_BYTES))

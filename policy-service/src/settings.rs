@@ -31,6 +31,10 @@ pub struct Settings {
     pub lease_ms: u64,
     /// The `BUZZ_NIP_FI_*` settings (mode, issuers, provision binding, gate, revalidation).
     pub nip_fi: buzz_fi::FiSettings,
+    /// The relay's own key (`BUZZ_RELAY_SECRET_KEY`, the write-service's): community export names
+    /// its public key and import re-signs relay-signed events with it (docs/design.md "Community
+    /// export and import"). Without it both answer 503 `relay_key_unconfigured`.
+    pub relay_secret_key: Option<String>,
 }
 
 /// The policy-service's flags and environment variables.
@@ -67,6 +71,9 @@ pub struct Args {
     lease_ms: u64,
     #[command(flatten)]
     nip_fi: buzz_fi::FiArgs,
+    /// The relay's secret key (64 hex characters), for community export and import
+    #[arg(long, env = "BUZZ_RELAY_SECRET_KEY", hide_env_values = true, value_parser = trimmed::<String>)]
+    relay_secret_key: Option<String>,
 }
 
 impl Settings {
@@ -87,6 +94,9 @@ impl TryFrom<Args> for Settings {
     type Error = clap::Error;
 
     fn try_from(a: Args) -> Result<Self, clap::Error> {
+        if a.relay_secret_key.as_deref().is_some_and(|k| buzz_core::Keys::from_secret_hex(k).is_none()) {
+            return Err(invalid::<Args>("BUZZ_RELAY_SECRET_KEY is not a valid 64-char hex secret key"));
+        }
         let operator_pubkeys = parse_pubkeys(&a.operator_pubkeys)
             .map_err(|e| invalid::<Args>(format!("invalid value for RELAY_OPERATOR_PUBKEYS: {e}")))?;
         Ok(Self {
@@ -101,6 +111,7 @@ impl TryFrom<Args> for Settings {
             operator_origin: a.operator_api_origin,
             lease_ms: a.lease_ms,
             nip_fi: a.nip_fi.into(),
+            relay_secret_key: a.relay_secret_key,
         })
     }
 }
@@ -154,6 +165,15 @@ mod tests {
             (vec![buzz_core::Pubkey::parse(&key).unwrap()], "https://ops.x", 1000)
         );
         assert_eq!(s.admin_listen, SocketAddr::from(([127, 0, 0, 1], 7085)));
+        assert_eq!(s.relay_secret_key, None, "optional: export and import answer 503 without it");
+        let err = Settings::parse_from(args.iter().chain(&[
+            "--operator-pubkeys",
+            &key,
+            "--relay-secret-key",
+            "ab",
+        ]))
+        .unwrap_err();
+        assert!(err.to_string().contains("BUZZ_RELAY_SECRET_KEY is not a valid"), "{err}");
         let err = Settings::parse_from(args.iter().chain(&["--operator-pubkeys", ","])).unwrap_err();
         assert!(err.to_string().contains("RELAY_OPERATOR_PUBKEYS: must name at least one key"), "{err}");
         let err =

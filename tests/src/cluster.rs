@@ -185,6 +185,7 @@ impl Cluster {
                 operator_origin: format!("http://{policy_addr}"),
                 lease_ms: 1000,
                 nip_fi,
+                relay_secret_key: Some(relay.secret_hex()),
             })
             .await
             .expect("policy-service");
