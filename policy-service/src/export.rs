@@ -19,7 +19,7 @@ use futures::TryStreamExt;
 use sqlx::{PgConnection, Postgres, Transaction};
 use tokio::sync::mpsc;
 
-use crate::export_format::{COMMUNITY_COLUMNS, FORMAT, SECTIONS, VERSION};
+use crate::export_format::{Section, FORMAT, SECTIONS, VERSION};
 use crate::operator::{no_store, not_found, unavailable, ApiError, HasOperator, Operator, OperatorState};
 
 /// Bytes gathered before a chunk is sent.
@@ -75,10 +75,10 @@ async fn export(
         .execute(&mut *tx)
         .await
         .map_err(unavailable)?;
-    let head: Option<(String, String, String)> = sqlx::query_as(&format!(
-        "SELECT to_jsonb(c)::text, c.host, c.lifecycle FROM (SELECT {COMMUNITY_COLUMNS} FROM communities \
-         WHERE id = $1) c"
-    ))
+    let head: Option<(String, String, String)> = sqlx::query_as(
+        "SELECT (to_jsonb(c) - 'access_version')::text, c.host, c.lifecycle FROM communities c \
+         WHERE c.id = $1",
+    )
     .bind(id)
     .fetch_optional(&mut *tx)
     .await
@@ -119,10 +119,25 @@ async fn export(
         .into_response())
 }
 
+/// The sections whose table exists (a source before migration 0004 has no NIP-86 tables).
+async fn present(tx: &mut PgConnection) -> Result<Vec<&'static Section>, sqlx::Error> {
+    let mut out = Vec::with_capacity(SECTIONS.len());
+    for s in &SECTIONS {
+        let found: bool = sqlx::query_scalar("SELECT to_regclass($1) IS NOT NULL")
+            .bind(s.table)
+            .fetch_one(&mut *tx)
+            .await?;
+        if found {
+            out.push(s);
+        }
+    }
+    Ok(out)
+}
+
 /// Rows per section in the export's snapshot, as a JSON object.
 async fn counts(tx: &mut PgConnection, id: CommunityId) -> Result<serde_json::Value, sqlx::Error> {
     let mut counts = serde_json::Map::new();
-    for s in &SECTIONS {
+    for s in present(tx).await? {
         let n: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM {} WHERE community_id = $1", s.table))
             .bind(id)
             .fetch_one(&mut *tx)
@@ -151,7 +166,7 @@ async fn stream_sections(
     id: CommunityId,
     out: &mut Chunks,
 ) -> Result<(), sqlx::Error> {
-    for s in &SECTIONS {
+    for s in present(tx).await? {
         let sql = format!(
             "SELECT to_jsonb(x)::text FROM (SELECT {} FROM {} WHERE community_id = $1) x ORDER BY {}",
             s.columns,

@@ -14,15 +14,20 @@
 //! their offset, `bytea` as `"\\x…"`), so import reads them back with
 //! `jsonb_populate_recordset` and nothing is re-encoded by hand.
 
+use serde_json::{Map, Value};
+
 /// The `format` of the header line.
 pub const FORMAT: &str = "buzz-community-export";
 /// The version of the format this relay writes and reads.
 pub const VERSION: u64 = 1;
 
-/// The columns of the `community` line. `access_version` is left out: it is the target's own
-/// cache epoch and starts again at 0.
+/// The columns of the `community` line import restores. `access_version` is left out: it is the
+/// target's own cache epoch and starts again at 0. Export writes the row as it is (`to_jsonb` of
+/// the row without `access_version`), so a source before migration 0004 exports without the
+/// NIP-86 columns and they import as NULL (no rule).
 pub const COMMUNITY_COLUMNS: &str = "id, host, owner_pubkey, lifecycle, requires_nip_fi, \
-     policy_generation, retention_days, created_at, name, description, icon";
+     policy_generation, retention_days, created_at, name, description, icon, allowed_kinds, \
+     disallowed_kinds, blocked_ips";
 
 /// One table keyed by `community_id`, exported row by row.
 pub struct Section {
@@ -50,7 +55,11 @@ const fn section(
 /// (bearer grants of this deployment; the target issues its own) and `community_auth_upgrades`
 /// (the operator's NIP-FI receipts, history rather than tenant state). The search column of
 /// migration 0003 is generated from `raw` and is rebuilt by the target.
-pub const SECTIONS: [Section; 11] = [
+///
+/// The NIP-86 sections (migration 0004) come last; a section whose table the source lacks is
+/// left out of the file and of its counts, and an export without them (an older one) imports
+/// with none of their rows. Audit rows keep their `seq`, actor and time: they are history.
+pub const SECTIONS: [Section; 14] = [
     section("member", "community_members", "pubkey, role, added_at", "pubkey"),
     section(
         "channel",
@@ -103,12 +112,25 @@ pub const SECTIONS: [Section; 11] = [
     ),
     section("mention", "mentions", "pubkey, event_id, channel_id, seq, created_at", "pubkey, event_id"),
     section("fi_binding", "community_fi_bindings", "issuer, created_at", "issuer"),
+    section("ban", "community_bans", "pubkey, reason, banned_by, banned_at", "pubkey"),
+    section("event_ban", "community_event_bans", "event_id, reason, banned_by, banned_at", "event_id"),
+    section("audit", "community_audit", "seq, actor, method, params, at", "seq"),
 ];
 
 /// The section of line type `kind`, with its position in [`SECTIONS`].
 #[must_use]
 pub fn section_of(kind: &str) -> Option<(usize, &'static Section)> {
     SECTIONS.iter().enumerate().find(|(_, s)| s.kind == kind)
+}
+
+/// The end line's `counts` against the rows read: every section it names must match, and a
+/// section it does not name (an export from before that section existed, or from a source
+/// without its table) must have had no rows.
+#[must_use]
+pub fn counts_agree(end: Option<&Value>, read: &Map<String, Value>) -> bool {
+    let Some(Value::Object(end)) = end else { return false };
+    end.keys().all(|k| read.contains_key(k))
+        && read.iter().all(|(k, n)| end.get(k).map_or(n.as_u64() == Some(0), |e| e == n))
 }
 
 #[cfg(test)]
@@ -122,5 +144,19 @@ mod tests {
             assert!(!s.columns.contains("community_id"), "{}", s.table);
         }
         assert!(section_of("header").is_none() && section_of("end").is_none());
+    }
+
+    #[test]
+    fn end_counts_may_leave_out_only_sections_without_rows() {
+        let read = |ban: u64| -> Map<String, Value> {
+            serde_json::from_value(serde_json::json!({"event": 3, "ban": ban})).unwrap_or_default()
+        };
+        let old = serde_json::json!({"event": 3});
+        assert!(counts_agree(Some(&old), &read(0)), "an older export without the ban section");
+        assert!(!counts_agree(Some(&old), &read(1)), "rows of a section the end line does not count");
+        assert!(counts_agree(Some(&serde_json::json!({"event": 3, "ban": 1})), &read(1)));
+        assert!(!counts_agree(Some(&serde_json::json!({"event": 2, "ban": 1})), &read(1)));
+        assert!(!counts_agree(Some(&serde_json::json!({"event": 3, "x": 0})), &read(0)), "unknown section");
+        assert!(!counts_agree(None, &read(0)) && !counts_agree(Some(&old.clone()["event"]), &read(0)));
     }
 }

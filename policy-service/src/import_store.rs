@@ -9,6 +9,8 @@
 //! - Events the source relay signed (39000/39002 channel state, 45011 removals) are re-signed
 //!   by this relay's key unless it is the same key (docs/design.md "Community export and
 //!   import" says why); their new ids replace the old ones in tag rows, read markers and mentions.
+//! - NIP-86 rows (bans, event bans, the audit log) are restored as they were; audit rows keep
+//!   their `seq` and the identity is raised past them. An export without those sections imports.
 //! - A community id that exists already is a conflict, unless it holds this export already (same
 //!   host and owner and exactly the export's events): then nothing changes and the answer says
 //!   `imported: false`. A host bound to another community is a conflict.
@@ -20,7 +22,7 @@ use serde_json::{Map, Value};
 use sqlx::{PgConnection, PgPool};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, Lines};
 
-use crate::export_format::{section_of, Section, COMMUNITY_COLUMNS, FORMAT, SECTIONS, VERSION};
+use crate::export_format::{counts_agree, section_of, Section, COMMUNITY_COLUMNS, FORMAT, SECTIONS, VERSION};
 
 /// Rows inserted per statement.
 const BATCH: usize = 1000;
@@ -143,7 +145,7 @@ pub async fn import<R: AsyncBufRead + Unpin>(
     }
     let counts: Map<String, Value> =
         SECTIONS.iter().zip(rows.counts).map(|(s, n)| (s.kind.to_owned(), n.into())).collect();
-    if end.get("counts") != Some(&Value::Object(counts.clone())) {
+    if !counts_agree(end.get("counts"), &counts) {
         return Err(invalid("the end line's counts differ from the rows read: the file is incomplete"));
     }
     let imported = Imported { community_id: id, host, imported: !check, resigned: rows.resigned, counts };
@@ -167,6 +169,16 @@ pub async fn import<R: AsyncBufRead + Unpin>(
     .bind(rows.max_seq)
     .execute(&mut *tx)
     .await?;
+    if rows.max_audit_seq > 0 {
+        // Imported audit rows keep their seq; the identity goes on after them.
+        sqlx::query(
+            "SELECT setval(s, $1) FROM (SELECT pg_get_serial_sequence('community_audit', 'seq') AS s) q \
+             WHERE $1 > COALESCE(pg_sequence_last_value(s::regclass), 0)",
+        )
+        .bind(rows.max_audit_seq)
+        .execute(&mut *tx)
+        .await?;
+    }
     tx.commit().await?;
     Ok(imported)
 }
@@ -223,6 +235,8 @@ struct Rows<'k> {
     pending: Vec<Map<String, Value>>,
     counts: [u64; SECTIONS.len()],
     max_seq: i64,
+    /// The highest imported `community_audit.seq`.
+    max_audit_seq: i64,
     resigned: u64,
     /// Events of the file this deployment's community lacks (check mode).
     missing: u64,
@@ -240,6 +254,7 @@ impl<'k> Rows<'k> {
             pending: Vec::with_capacity(BATCH),
             counts: [0; SECTIONS.len()],
             max_seq: 0,
+            max_audit_seq: 0,
             resigned: 0,
             missing: 0,
         }
@@ -260,7 +275,12 @@ impl<'k> Rows<'k> {
         }
         match section.kind {
             "event" => self.event(&mut row)?,
-            "event_tag" | "read_marker" | "mention" => self.rename(&mut row, "event_id"),
+            "event_tag" | "read_marker" | "mention" | "event_ban" => self.rename(&mut row, "event_id"),
+            "audit" => {
+                let seq = row.get("seq").and_then(Value::as_i64);
+                let seq = seq.ok_or_else(|| invalid("audit seq must be an integer"))?;
+                self.max_audit_seq = self.max_audit_seq.max(seq);
+            }
             _ => {}
         }
         self.counts[index] += 1;
@@ -332,7 +352,8 @@ impl<'k> Rows<'k> {
             }
             return Ok(());
         }
-        let overriding = if section.kind == "event" { "OVERRIDING SYSTEM VALUE" } else { "" };
+        let overriding =
+            if matches!(section.kind, "event" | "audit") { "OVERRIDING SYSTEM VALUE" } else { "" };
         let sql = format!(
             "INSERT INTO {table} (community_id, {cols}) {overriding} SELECT $1, {cols} \
              FROM jsonb_populate_recordset(NULL::{table}, $2::jsonb)",
