@@ -90,8 +90,26 @@ async fn an_imported_community_answers_every_read_as_the_original_and_a_rerun_ch
     assert!(
         filled("REQ") > 40 && filled("/summary") >= 6 && filled("mentions") >= 2 && filled("snapshot") >= 4
     );
+    // Searches find things (a reader of the general channel), and the NIP-86 state is there.
+    let found = |label: &str, req: bool| {
+        let kind = if req { "REQ {" } else { "NIP-86" };
+        before.iter().filter(|(l, v)| l.contains(&format!("{kind}{label}")) && v != &json!([])).count()
+    };
+    assert!(found("\"search\":\"payment timeout\"}", true) >= 3 && found("\"search\":\"reply\"}", true) >= 3);
+    assert!(found("\"search\":\"\\\"first reply\\\"\"}", true) >= 3);
+    assert!(found("\"search\":\"hi -bob\"}", true) >= 2);
+    for list in ["listbannedpubkeys", "listbannedevents", "listdisallowedkinds", "listblockedips"] {
+        assert_eq!(found(&format!(" {list}"), false), 1, "{list}");
+    }
+    let audit = before.iter().find(|(l, _)| l.ends_with("/audit")).unwrap();
+    assert_eq!(audit.1[1]["entries"].as_array().map(Vec::len), Some(5), "{}", audit.1);
     let file = export(&source, &team).await;
     let rows = lines(&file);
+    for kind in ["ban", "event_ban", "audit"] {
+        assert!(rows.iter().any(|r| r["type"] == kind), "{kind} lines");
+    }
+    assert_eq!(rows[1]["row"]["disallowed_kinds"], json!([1, 7]), "{}", rows[1]);
+    assert_eq!(rows[1]["row"]["blocked_ips"][0]["ip"], "2001:db8::1", "{}", rows[1]);
     assert_eq!(rows[0]["type"], "header");
     assert_eq!(rows[0]["relay_pubkey"], source.relay.public_hex());
     assert_eq!(rows.last().unwrap()["counts"], rows[0]["counts"]);
@@ -139,6 +157,15 @@ async fn an_imported_community_answers_every_read_as_the_original_and_a_rerun_ch
     // The target's own export is unchanged by the reruns, row for row.
     let again = exported_lines(&target, &team).await;
     assert_eq!(again[1..], imported[1..]);
+    // NIP-86 changes go on in the target after the imported audit history (seq raised past it).
+    let owner = &team.owner;
+    buzz_tests::nip86::ok(&target, 0, &team, owner, "unblockip", &json!(["2001:db8::1"])).await;
+    let path = format!("/operator/communities/{}/audit", team.id);
+    let (_, audit) = target.operator_json(reqwest::Method::GET, &path, None).await;
+    let seqs: Vec<i64> =
+        audit["entries"].as_array().unwrap().iter().map(|e| e["seq"].as_i64().unwrap()).collect();
+    assert_eq!(seqs.len(), 6, "{audit}");
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{audit}");
     std::fs::remove_file(&file).ok();
     target.stop().await;
     source.stop().await;
@@ -214,6 +241,24 @@ async fn imports_are_refused_clearly_on_conflicts_tampering_truncation_and_bad_a
     let export_url = format!("/operator/communities/{}/export", uuid::Uuid::new_v4());
     assert_eq!(cluster.operator_json(reqwest::Method::GET, &export_url, None).await.0, 404);
 
+    // A version-1 export from before NIP-86 (no such sections, counts or columns) still imports.
+    let (old, old_id) = renamed(&file, &team, |l| {
+        for line in l.iter_mut() {
+            let mut v: Value = serde_json::from_str(line).unwrap();
+            let strip = |v: &mut Value, field: &str, keys: [&str; 3]| {
+                if let Some(map) = v.get_mut(field).and_then(Value::as_object_mut) {
+                    keys.iter().for_each(|k| drop(map.remove(*k)));
+                }
+            };
+            strip(&mut v, "counts", ["ban", "event_ban", "audit"]);
+            strip(&mut v, "row", ["allowed_kinds", "disallowed_kinds", "blocked_ips"]);
+            *line = v.to_string();
+        }
+    });
+    assert!(!std::fs::read_to_string(&old).unwrap().contains("\"ban\""));
+    let (code, answer, err) = import(&cluster, &old, Some("old.test")).await;
+    assert_eq!((code, &answer["imported"], &answer["counts"]["ban"]), (0, &json!(true), &json!(0)), "{err}");
+    assert_eq!(community_status(&cluster, old_id).await, 200);
     // Under another host the copy is a community of its own, with the same messages.
     let (code, answer, err) = import(&cluster, &copy, Some("copy.test")).await;
     assert_eq!((code, &answer["imported"], &answer["host"]), (0, &json!(true), &json!("copy.test")), "{err}");
@@ -222,7 +267,7 @@ async fn imports_are_refused_clearly_on_conflicts_tampering_truncation_and_bad_a
     let mut c = buzz_tests::WsClient::authed(cluster.gateways[1], &twin.host, &team.owner).await;
     let got = c.req("r", &[json!({"kinds": [9]})]).await.events;
     assert_eq!(got, vec![hello]);
-    for f in [file, copy, bad, short] {
+    for f in [file, copy, bad, short, old] {
         std::fs::remove_file(f).ok();
     }
     cluster.stop().await;

@@ -11,6 +11,8 @@ use reqwest::Method;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
+pub mod nip86;
+
 /// What the reads ask about: the readers, the channels and the artifacts.
 pub struct World {
     pub readers: Vec<Keys>,
@@ -80,6 +82,7 @@ pub async fn build(cluster: &Cluster, team: &Community) -> World {
     ok(&mut o, &admin(&team.owner, 9005, general, vec![tag("e", &u2.id)])).await;
     let (d3, _) = create(&mut a, &alice, secret, TASK, &[]).await;
     let (d4, _) = create(&mut a, &alice, dm, "buzz.note", &[]).await;
+    nip86::moderate(cluster, team, (general, work), (&bob, &carol)).await;
     World {
         readers: vec![team.owner.clone(), alice, bob, carol],
         channels: vec![general, work, secret, dm],
@@ -104,6 +107,12 @@ fn normal(cluster: &Cluster, e: &Event) -> Value {
 async fn req(cluster: &Cluster, ws: &mut WsClient, filter: Value, sorted: bool) -> Value {
     let r = ws.req("q", std::slice::from_ref(&filter)).await;
     assert!(r.closed.is_none(), "{filter}: {:?}", r.closed);
+    if filter.get("search").is_some() {
+        // A search REQ ends at EOSE, then the relay closes it.
+        let closed = ws.wait_for(|v| v[0] == "CLOSED" && v[1] == "q").await;
+        let why = closed.as_ref().and_then(|c| c[2].as_str()).unwrap_or_default();
+        assert!(why.starts_with("unsupported: search subscriptions end at EOSE"), "{filter}: {closed:?}");
+    }
     let mut events: Vec<Value> = r.events.iter().map(|e| normal(cluster, e)).collect();
     if sorted {
         events.sort_by_key(Value::to_string);
@@ -130,6 +139,11 @@ pub async fn reads(cluster: &Cluster, team: &Community, world: &World) -> Vec<(S
             (json!({"artifact": "current", "#project": ["p2"]}), false),
             (json!({"artifact": "current"}), false),
         ];
+        // NIP-50: words of the messages and of the artifacts' titles, a phrase, an exclusion.
+        for q in ["reply", "payment timeout", "\"first reply\"", "hi -bob", "psst", "watches", "typo"] {
+            filters.push((json!({"search": q}), true));
+            filters.push((json!({"search": q, "kinds": [9]}), true));
+        }
         for ch in &world.channels {
             filters.push((json!({"#h": [ch.to_string()], "limit": 500}), true));
         }
@@ -153,7 +167,7 @@ pub async fn reads(cluster: &Cluster, team: &Community, world: &World) -> Vec<(S
             let got = if status == 200 { json!(entries(&body)) } else { body };
             out.push((format!("reader {r} snapshot start {q}"), json!([status, got])));
         }
-        // Search (NIP-50) is compared here once it lands: the same `search` filters per reader.
     }
+    out.extend(nip86::reads(cluster, team).await);
     out
 }
