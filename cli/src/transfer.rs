@@ -4,8 +4,8 @@
 //! Export streams the answer to the file chunk by chunk with a progress counter on stderr (the
 //! header line carries the row counts) and fails unless the file ends with the `end` line.
 //! Import sends the file with a `payload` tag (sha256 of the body, which the relay requires for
-//! this route). It holds the file in memory to send it: the workspace's reqwest is built without
-//! its `stream` feature; the relay side spools the body to disk and stays bounded.
+//! this route). The file is read twice, in chunks: a first pass hashes it for that tag, a second
+//! streams it as the body, so memory stays bounded whatever the file's size.
 
 use std::io::Write;
 use std::path::Path;
@@ -105,6 +105,27 @@ pub async fn export(
     Ok(progress.rows)
 }
 
+/// Bytes read at a time from the file being imported.
+const READ_CHUNK: usize = 256 * 1024;
+
+/// The sha256 (hex) and length of `file`, read in chunks.
+async fn sha256_of(file: &Path) -> Result<(String, u64), TransferError> {
+    use sha2::Digest as _;
+    use tokio::io::AsyncReadExt as _;
+    let mut f = tokio::fs::File::open(file).await?;
+    let mut hash = sha2::Sha256::new();
+    let mut buf = vec![0; READ_CHUNK];
+    let mut len = 0u64;
+    loop {
+        let n = f.read(&mut buf).await?;
+        if n == 0 {
+            return Ok((hex::encode(hash.finalize()), len));
+        }
+        hash.update(&buf[..n]);
+        len += n as u64;
+    }
+}
+
 /// Sends the export in `file` to the operator API at `url`, bound to `host` when given; answers
 /// the relay's JSON answer (201 imported, 200 already imported).
 pub async fn import(
@@ -118,13 +139,15 @@ pub async fn import(
         url.push_str("?host=");
         url.push_str(host);
     }
-    let body = std::fs::read(file)?;
-    let auth = buzz_core::nip98::authorization_header(keys, "POST", &url, &body);
+    let (digest, len) = sha256_of(file).await?;
+    let auth = buzz_core::nip98::authorization_header_for(keys, "POST", &url, Some(&digest));
+    let stream = tokio_util::io::ReaderStream::with_capacity(tokio::fs::File::open(file).await?, READ_CHUNK);
     let res = reqwest::Client::new()
         .post(&url)
         .header("authorization", auth)
         .header("content-type", "application/x-ndjson")
-        .body(body)
+        .header("content-length", len)
+        .body(reqwest::Body::wrap_stream(stream))
         .send()
         .await?;
     let status = res.status();

@@ -44,11 +44,24 @@ pub enum Nip98Error {
 /// For clients and tests.
 #[must_use]
 pub fn authorization_header(keys: &crate::Keys, method: &str, url: &str, body: &[u8]) -> String {
-    use base64::Engine as _;
     use sha2::Digest as _;
+    let payload = (!body.is_empty()).then(|| hex::encode(sha2::Sha256::digest(body)));
+    authorization_header_for(keys, method, url, payload.as_deref())
+}
+
+/// [`authorization_header`] for a body hashed beforehand (a file streamed as the body):
+/// `payload` is the sha256 hex of the body, or `None` for an empty body.
+#[must_use]
+pub fn authorization_header_for(
+    keys: &crate::Keys,
+    method: &str,
+    url: &str,
+    payload: Option<&str>,
+) -> String {
+    use base64::Engine as _;
     let mut tags = vec![vec!["u".to_owned(), url.to_owned()], vec!["method".to_owned(), method.to_owned()]];
-    if !body.is_empty() {
-        tags.push(vec!["payload".to_owned(), hex::encode(sha2::Sha256::digest(body))]);
+    if let Some(payload) = payload {
+        tags.push(vec!["payload".to_owned(), payload.to_owned()]);
     }
     // Every attempt gets a fresh signature: two identical requests in the same second would
     // otherwise share an event id and the second would be refused as a replay.
