@@ -159,6 +159,8 @@ async fn build(
         lease_ms: 1000,
         nip_fi: args.nip_fi.clone().into(),
         relay_secret_key: Some(keys.relay.secret_hex()),
+        import_max_bytes: buzz_policy::settings::IMPORT_MAX_BYTES,
+        import_max_line_bytes: buzz_policy::settings::IMPORT_MAX_LINE_BYTES,
     })
     .await?;
     let write = buzz_write::Application::build(buzz_write::Settings {

@@ -33,6 +33,10 @@ pub struct ExportState {
     pub op: Arc<OperatorState>,
     /// The relay's key (`BUZZ_RELAY_SECRET_KEY`); `None` refuses both routes.
     pub relay: Option<Keys>,
+    /// The largest import body (`BUZZ_IMPORT_MAX_BYTES`).
+    pub max_bytes: u64,
+    /// The longest import line (`BUZZ_IMPORT_MAX_LINE_BYTES`).
+    pub max_line_bytes: usize,
 }
 
 impl HasOperator for Arc<ExportState> {

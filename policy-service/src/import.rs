@@ -5,7 +5,9 @@
 //! everything but the body (signature, allowlist, URL, method, time window; a `payload` tag is
 //! required) before a byte is read, then the body is spooled to a temporary file while it is
 //! hashed, and only when the hash equals `payload` is the signature spent (replay guard) and the
-//! file imported. Nothing is written before the whole body is authenticated.
+//! file imported. Nothing is written before the whole body is authenticated. The spool is capped
+//! (`BUZZ_IMPORT_MAX_BYTES`) and so is a line (`BUZZ_IMPORT_MAX_LINE_BYTES`): both are 413 JSON
+//! errors (`import_too_large`, `import_line_too_long`), and the import's transaction is rolled back.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -73,19 +75,34 @@ impl Drop for Spool {
     }
 }
 
-/// Writes the body to a temporary file and answers it with the body's sha256 (hex).
-async fn spool(body: Body) -> Result<(Spool, String), ApiError> {
+/// 413 `import_too_large`.
+fn too_large(max: u64) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "import_too_large",
+        format!("the export is larger than {max} bytes (BUZZ_IMPORT_MAX_BYTES)"),
+    )
+}
+
+/// Writes the body to a temporary file, at most `max` bytes, and answers it with the body's
+/// sha256 (hex).
+async fn spool(body: Body, max: u64) -> Result<(Spool, String), ApiError> {
     let path = std::env::temp_dir().join(format!("buzz-import-{}.ndjson", uuid::Uuid::new_v4()));
     let spool = Spool(path);
     let file = tokio::fs::File::create(&spool.0).await.map_err(unavailable)?;
     let mut file = tokio::io::BufWriter::new(file);
     let mut hash = Sha256::new();
     let mut chunks = body.into_data_stream();
+    let mut written = 0u64;
     while let Some(chunk) = chunks
         .try_next()
         .await
         .map_err(|e| ApiError::invalid_body(format!("the body could not be read: {e}")))?
     {
+        written += chunk.len() as u64;
+        if written > max {
+            return Err(too_large(max));
+        }
         hash.update(&chunk);
         file.write_all(&chunk).await.map_err(unavailable)?;
     }
@@ -118,7 +135,13 @@ async fn import(
     let host = host_param(&uri)?;
     let (auth, payload) = authorize_head(&state.op, &uri, &headers).await?;
     let relay = state.relay()?;
-    let (file, digest) = spool(body).await?;
+    // A declared length over the limit is refused before a byte is spooled; a body without one
+    // (chunked) is cut off when it passes the limit.
+    let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > state.max_bytes) {
+        return Err(too_large(state.max_bytes));
+    }
+    let (file, digest) = spool(body, state.max_bytes).await?;
     if digest != payload {
         return Err(HttpAuthError::from(Nip98Error::PayloadMismatch).into());
     }
@@ -127,7 +150,7 @@ async fn import(
     }
     let operator = auth.pubkey;
     let reader = tokio::io::BufReader::new(tokio::fs::File::open(&file.0).await.map_err(unavailable)?);
-    match import_store::import(&state.op.pool, relay, host.as_deref(), reader).await {
+    match import_store::import(&state.op.pool, relay, host.as_deref(), (reader, state.max_line_bytes)).await {
         Ok(done) => {
             tracing::info!(%operator, community_id = %done.community_id, host = %done.host,
                 imported = done.imported, resigned = done.resigned, "community import");
@@ -145,6 +168,9 @@ async fn import(
             "host_conflict",
             "host is bound to another community; name another with ?host=",
         )),
+        Err(ImportError::LineTooLong(e)) => {
+            Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "import_line_too_long", e.to_string()))
+        }
         Err(ImportError::Io(e)) => Err(unavailable(e)),
         Err(ImportError::Sql(e)) => Err(unavailable(e)),
     }

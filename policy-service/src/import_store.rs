@@ -20,9 +20,10 @@ use std::collections::HashMap;
 use buzz_core::{CommunityId, Event, Keys, Pubkey, UnsignedEvent};
 use serde_json::{Map, Value};
 use sqlx::{PgConnection, PgPool};
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, Lines};
+use tokio::io::AsyncBufRead;
 
 use crate::export_format::{counts_agree, section_of, Section, COMMUNITY_COLUMNS, FORMAT, SECTIONS, VERSION};
+use crate::import_lines::{BoundedLines, LineError, LineTooLong};
 
 /// Rows inserted per statement.
 const BATCH: usize = 1000;
@@ -39,6 +40,9 @@ pub enum ImportError {
     /// The host is bound to another community (409 `host_conflict`).
     #[error("host conflict")]
     HostConflict,
+    /// A line is longer than `BUZZ_IMPORT_MAX_LINE_BYTES` (413 `import_line_too_long`).
+    #[error(transparent)]
+    LineTooLong(#[from] LineTooLong),
     /// The spooled body could not be read (503).
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -68,9 +72,15 @@ pub struct Imported {
 
 /// Reads the next line as a JSON object of type `want` (any type when `None`); `None` at the end.
 async fn next_line<R: AsyncBufRead + Unpin>(
-    lines: &mut Lines<R>,
+    lines: &mut BoundedLines<R>,
 ) -> Result<Option<Map<String, Value>>, ImportError> {
-    let Some(line) = lines.next_line().await? else { return Ok(None) };
+    let line = match lines.next_line().await {
+        Ok(Some(line)) => line,
+        Ok(None) => return Ok(None),
+        Err(LineError::TooLong(e)) => return Err(e.into()),
+        Err(LineError::NotUtf8) => return Err(invalid("every line must be UTF-8")),
+        Err(LineError::Io(e)) => return Err(e.into()),
+    };
     match serde_json::from_str::<Value>(&line) {
         Ok(Value::Object(map)) if map.get("type").is_some_and(Value::is_string) => Ok(Some(map)),
         _ => Err(invalid("every line must be a JSON object with a string \"type\"")),
@@ -89,14 +99,15 @@ fn text<'m>(map: &'m Map<String, Value>, field: &str) -> Result<&'m str, ImportE
     map.get(field).and_then(Value::as_str).ok_or_else(|| invalid(format!("{field} must be a string")))
 }
 
-/// Imports the export `reader` holds; `host` replaces the exported host.
+/// Imports the export `reader` holds, its lines at most `max_line` bytes; `host` replaces the
+/// exported host.
 pub async fn import<R: AsyncBufRead + Unpin>(
     pool: &PgPool,
     relay: &Keys,
     host: Option<&str>,
-    reader: R,
+    (reader, max_line): (R, usize),
 ) -> Result<Imported, ImportError> {
-    let mut lines = reader.lines();
+    let mut lines = BoundedLines::new(reader, max_line);
     let header = next_line(&mut lines).await?.ok_or_else(|| invalid("the file is empty"))?;
     if text(&header, "type")? != "header" || text(&header, "format")? != FORMAT {
         return Err(invalid(format!("the first line must be the {FORMAT} header")));

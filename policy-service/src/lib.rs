@@ -11,6 +11,7 @@ pub mod fi_routes;
 pub mod fi_store;
 pub mod fi_view;
 pub mod import;
+pub mod import_lines;
 pub mod import_store;
 pub mod lease_rules;
 pub mod lifecycle;
@@ -68,6 +69,8 @@ impl Application {
         let export_state = Arc::new(export::ExportState {
             op: state.clone(),
             relay: settings.relay_secret_key.as_deref().and_then(buzz_core::Keys::from_secret_hex),
+            max_bytes: settings.import_max_bytes,
+            max_line_bytes: settings.import_max_line_bytes,
         });
         let fi = &settings.nip_fi;
         let registry = Arc::new(buzz_fi::Registry::new(&fi.issuers, fi.jwks_max_age, fi.jwks_timeout));

@@ -35,7 +35,18 @@ pub struct Settings {
     /// its public key and import re-signs relay-signed events with it (docs/design.md "Community
     /// export and import"). Without it both answer 503 `relay_key_unconfigured`.
     pub relay_secret_key: Option<String>,
+    /// The largest import body spooled (`BUZZ_IMPORT_MAX_BYTES`); larger is 413 `import_too_large`.
+    pub import_max_bytes: u64,
+    /// The longest line of an import (`BUZZ_IMPORT_MAX_LINE_BYTES`); longer is 413
+    /// `import_line_too_long`.
+    pub import_max_line_bytes: usize,
 }
+
+/// Default of `BUZZ_IMPORT_MAX_BYTES`: 16 GiB of spool.
+pub const IMPORT_MAX_BYTES: u64 = 16 << 30;
+/// Default of `BUZZ_IMPORT_MAX_LINE_BYTES`: 4 MiB, far above a row of the largest event the
+/// gateway admits by default (128 KiB, escaped once more inside the row).
+pub const IMPORT_MAX_LINE_BYTES: usize = 4 << 20;
 
 /// The policy-service's flags and environment variables.
 #[derive(Debug, clap::Parser)]
@@ -74,6 +85,12 @@ pub struct Args {
     /// The relay's secret key (64 hex characters), for community export and import
     #[arg(long, env = "BUZZ_RELAY_SECRET_KEY", hide_env_values = true, value_parser = trimmed::<String>)]
     relay_secret_key: Option<String>,
+    /// The largest community import body, in bytes (spooled to a temporary file)
+    #[arg(long, env = "BUZZ_IMPORT_MAX_BYTES", default_value_t = IMPORT_MAX_BYTES, value_parser = trimmed::<u64>)]
+    import_max_bytes: u64,
+    /// The longest line of a community import, in bytes
+    #[arg(long, env = "BUZZ_IMPORT_MAX_LINE_BYTES", default_value_t = IMPORT_MAX_LINE_BYTES, value_parser = trimmed::<usize>)]
+    import_max_line_bytes: usize,
 }
 
 impl Settings {
@@ -112,6 +129,8 @@ impl TryFrom<Args> for Settings {
             lease_ms: a.lease_ms,
             nip_fi: a.nip_fi.into(),
             relay_secret_key: a.relay_secret_key,
+            import_max_bytes: a.import_max_bytes,
+            import_max_line_bytes: a.import_max_line_bytes,
         })
     }
 }
@@ -166,6 +185,10 @@ mod tests {
         );
         assert_eq!(s.admin_listen, SocketAddr::from(([127, 0, 0, 1], 7085)));
         assert_eq!(s.relay_secret_key, None, "optional: export and import answer 503 without it");
+        assert_eq!((s.import_max_bytes, s.import_max_line_bytes), (IMPORT_MAX_BYTES, IMPORT_MAX_LINE_BYTES));
+        let small = ["--import-max-bytes=1000", "--import-max-line-bytes=100", "--operator-pubkeys", &key];
+        let s = Settings::parse_from(args.iter().chain(&small)).unwrap();
+        assert_eq!((s.import_max_bytes, s.import_max_line_bytes), (1000, 100));
         let err = Settings::parse_from(args.iter().chain(&[
             "--operator-pubkeys",
             &key,

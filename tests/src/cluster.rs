@@ -35,6 +35,8 @@ pub struct ClusterOptions {
     pub policy_replicas: usize,
     /// Adjusts every policy-service replica's NIP-FI settings before it starts.
     pub nip_fi: Option<fn(&mut buzz_fi::FiSettings)>,
+    /// Adjusts every policy-service replica's settings before it starts (e.g. import limits).
+    pub policy_settings: Option<fn(&mut buzz_policy::Settings)>,
     /// Adjusts every write-service replica's settings before it starts (e.g. no background sweeps).
     pub write_settings: Option<fn(&mut buzz_write::Settings)>,
     /// Migrate the cluster's database only this far (a previous release's schema); default: all.
@@ -55,6 +57,7 @@ impl Default for ClusterOptions {
             snapshot_settings: None,
             policy_replicas: 1,
             nip_fi: None,
+            policy_settings: None,
             write_settings: None,
             schema_version: None,
         }
@@ -173,7 +176,7 @@ impl Cluster {
             if let Some(tweak) = opts.nip_fi {
                 tweak(&mut nip_fi);
             }
-            let policy = buzz_policy::Application::build(buzz_policy::Settings {
+            let mut policy_settings = buzz_policy::Settings {
                 database_url: database_url.clone(),
                 nats: buzz_bus::NatsConfig::new(nats_url.clone()),
                 redis: buzz_http_auth::RedisConfig::new(redis_url.clone()),
@@ -186,9 +189,13 @@ impl Cluster {
                 lease_ms: 1000,
                 nip_fi,
                 relay_secret_key: Some(relay.secret_hex()),
-            })
-            .await
-            .expect("policy-service");
+                import_max_bytes: buzz_policy::settings::IMPORT_MAX_BYTES,
+                import_max_line_bytes: buzz_policy::settings::IMPORT_MAX_LINE_BYTES,
+            };
+            if let Some(tweak) = opts.policy_settings {
+                tweak(&mut policy_settings);
+            }
+            let policy = buzz_policy::Application::build(policy_settings).await.expect("policy-service");
             policy_admins.push(policy.admin_addr());
             tasks.push(tokio::spawn(policy.run(shutdown.clone())));
             policies.push(policy_addr);
