@@ -7,7 +7,7 @@
 //! hashed, and only when the hash equals `payload` is the signature spent (replay guard) and the
 //! file imported. Nothing is written before the whole body is authenticated. The spool is capped
 //! (`BUZZ_IMPORT_MAX_BYTES`) and so is a line (`BUZZ_IMPORT_MAX_LINE_BYTES`): both are 413 JSON
-//! errors (`import_too_large`, `import_line_too_long`), and the import's transaction is rolled back.
+//! errors (`import_too_large`, `import_line_too_long`), and nothing is imported.
 
 use std::path::PathBuf;
 use std::sync::Arc;
