@@ -166,11 +166,12 @@ fn search_text(f: &Filter) -> Option<String> {
     f.search_query().ok().flatten()
 }
 
-/// `ORDER BY` of a page over `{e}`, then ` LIMIT `: newest first, or for a search by relevance
-/// (`ts_rank` of the document against the query), then newest first.
-fn push_order(qb: &mut QueryBuilder<'_, Postgres>, f: &Filter, e: &str) {
+/// `ORDER BY` of a page over `{e}`, then ` LIMIT `: newest first, or with `ranked` (the outer
+/// order of a search) by relevance (`ts_rank` of the document against the query), then newest
+/// first.
+fn push_order(qb: &mut QueryBuilder<'_, Postgres>, f: &Filter, e: &str, ranked: bool) {
     qb.push(" ORDER BY ");
-    if let Some(q) = search_text(f) {
+    if let Some(q) = search_text(f).filter(|_| ranked) {
         qb.push("ts_rank(")
             .push(search_document(e))
             .push(", websearch_to_tsquery('simple'::regconfig, ")
@@ -179,6 +180,13 @@ fn push_order(qb: &mut QueryBuilder<'_, Postgres>, f: &Filter, e: &str) {
     }
     qb.push(format!("{e}.created_at DESC, {e}.id LIMIT "));
 }
+
+/// How many of a search's newest matches (per part) are ranked by relevance. Ranking computes each
+/// candidate's document from its JSON again (the index holds no positions to rank by), about 15 us
+/// a row: a word in a fifth of a million messages took seconds and hit the execution budget. The
+/// newest 1,000 matches are ranked in a few milliseconds, and a search with fewer matches than that
+/// is ranked whole (docs/design.md "Search (NIP-50)").
+pub const SEARCH_RANK_WINDOW: i64 = 1000;
 
 /// Newest first, as NIP-01 asks for the initial query. A filter of two parts ([`Part`]) takes
 /// each part's first `limit` and keeps the first `limit` of both.
@@ -199,15 +207,19 @@ fn select_events_after<'a>(
 ) -> QueryBuilder<'a, Postgres> {
     let mut qb = prefixed_with_reader(prefix, reader);
     let limit = i64::from(limit);
+    let search = f.search.is_some();
     match parts(f) {
-        [part] => {
+        [part] if !search => {
             qb.push("SELECT e.id, e.raw");
             push_from(&mut qb);
             push_conditions(&mut qb, f, *part);
-            push_order(&mut qb, f, "e");
+            push_order(&mut qb, f, "e", false);
             qb.push_bind(limit);
         }
+        // Each part's newest `limit` (a search: its newest SEARCH_RANK_WINDOW), then the page of
+        // all of them, newest first (a search: ranked).
         parts => {
+            let per_part = if search { SEARCH_RANK_WINDOW.max(limit) } else { limit };
             qb.push("SELECT x.id, x.raw FROM (");
             for (i, part) in parts.iter().enumerate() {
                 if i > 0 {
@@ -216,11 +228,11 @@ fn select_events_after<'a>(
                 qb.push("(SELECT e.id, e.raw, e.created_at");
                 push_from(&mut qb);
                 push_conditions(&mut qb, f, *part);
-                push_order(&mut qb, f, "e");
-                qb.push_bind(limit).push(")");
+                push_order(&mut qb, f, "e", false);
+                qb.push_bind(per_part).push(")");
             }
             qb.push(") x");
-            push_order(&mut qb, f, "x");
+            push_order(&mut qb, f, "x", true);
             qb.push_bind(limit);
         }
     }
