@@ -37,12 +37,31 @@ pub struct Plan<'a> {
     pub artifact: Option<(&'a Filter, ArtifactForm)>,
 }
 
+/// `work_mem` of a transaction that runs a NIP-50 search. A frequent word's matches span most of
+/// the table's pages; under the default 4 MB the bitmap of them turns lossy and every row of a
+/// lossy page has its document recomputed to recheck it (a word in 170,000 of 1,000,000 messages:
+/// 6.0 s, over the execution budget; with 32 MB: 0.46 s, docs/design.md "Search (NIP-50)").
+pub const SEARCH_WORK_MEM: &str = "32MB";
+
 impl Plan<'_> {
+    /// For a search, the transaction's [`SEARCH_WORK_MEM`] (one more round trip, searches only).
+    async fn prepare(&self, tx: &mut Transaction<'static, Postgres>) -> Result<(), BusError> {
+        if self.filters.iter().any(|f| f.search.is_some()) {
+            sqlx::query("SELECT set_config('work_mem', $1, true)")
+                .bind(SEARCH_WORK_MEM)
+                .execute(&mut **tx)
+                .await
+                .map_err(sql_error)?;
+        }
+        Ok(())
+    }
+
     /// COUNT: every match once (page fields do not apply).
     pub async fn count(&self, tx: &mut Transaction<'static, Postgres>) -> Result<QueryFrameBody, BusError> {
         if self.filters.is_empty() {
             return Ok(QueryFrameBody::Count { count: 0 });
         }
+        self.prepare(tx).await?;
         let mut qb = match self.artifact {
             Some((f, form)) => artifacts::count(form, &self.reader, &self.readable, f),
             None => sql::count_events(&self.reader, &self.filters),
@@ -63,6 +82,7 @@ impl Plan<'_> {
         F: FnMut(QueryFrameBody) -> Fut,
         Fut: std::future::Future<Output = ()>,
     {
+        self.prepare(tx).await?;
         let conn: &mut PgConnection = tx;
         let mut out = Frames::default();
         for f in &self.filters {
