@@ -169,16 +169,31 @@ fn search_text(f: &Filter) -> Option<String> {
 /// `ORDER BY` of a page over `{e}`, then ` LIMIT `: newest first, or with `ranked` (the outer
 /// order of a search) by relevance (`ts_rank` of the document against the query), then newest
 /// first.
+///
+/// A search's candidates (`ranked` false) are ordered by `created_at + 0`, which no index
+/// provides: a newest-first walk of `events_by_time` would evaluate the search on each row it
+/// passes, recomputing its document, and for a query whose matches are few or outside the
+/// reader's channels walk the whole community (it ran into the budget); unordered, the planner
+/// collects the matches from the `events_search` bitmap and sorts them.
 fn push_order(qb: &mut QueryBuilder<'_, Postgres>, f: &Filter, e: &str, ranked: bool) {
     qb.push(" ORDER BY ");
-    if let Some(q) = search_text(f).filter(|_| ranked) {
-        qb.push("ts_rank(")
-            .push(search_document(e))
-            .push(", websearch_to_tsquery('simple'::regconfig, ")
-            .push_bind(q)
-            .push(")) DESC, ");
+    let search = search_text(f);
+    match (&search, ranked) {
+        (Some(q), true) => {
+            qb.push("ts_rank(")
+                .push(search_document(e))
+                .push(", websearch_to_tsquery('simple'::regconfig, ")
+                .push_bind(q.clone())
+                .push(")) DESC, ");
+            qb.push(format!("{e}.created_at DESC, {e}.id LIMIT "));
+        }
+        (Some(_), false) => {
+            qb.push(format!("{e}.created_at + 0 DESC, {e}.id LIMIT "));
+        }
+        (None, _) => {
+            qb.push(format!("{e}.created_at DESC, {e}.id LIMIT "));
+        }
     }
-    qb.push(format!("{e}.created_at DESC, {e}.id LIMIT "));
 }
 
 /// How many of a search's newest matches (per part) are ranked by relevance. Ranking computes each
