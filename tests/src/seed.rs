@@ -39,6 +39,22 @@ pub async fn restore_indexes(conn: &mut PgConnection, definitions: &[String]) {
     sqlx::query("RESET maintenance_work_mem").execute(&mut *conn).await.unwrap();
 }
 
+/// `channels` stream channels `md5('ch' || i)::uuid` created by `author`: channel i is open
+/// (readable by every member) when i % 4 = 0, else private with no members.
+pub async fn quarter_open_channels(cluster: &Cluster, community: CommunityId, author: &str, channels: i64) {
+    sqlx::query(
+        "INSERT INTO channels (community_id, id, name, visibility, channel_type, created_by) \
+         SELECT $1, md5('ch' || i)::uuid, 'c' || i, CASE WHEN i % 4 = 0 THEN 'open' ELSE 'private' END, \
+                'stream', $2 FROM generate_series(0, $3 - 1) i",
+    )
+    .bind(community)
+    .bind(author)
+    .bind(channels)
+    .execute(&cluster.pool)
+    .await
+    .unwrap();
+}
+
 /// Projects in [`artifact_corpus`].
 pub const PROJECTS: i64 = 100;
 
@@ -56,18 +72,7 @@ pub async fn artifact_corpus(
     artifacts: i64,
     channels: i64,
 ) -> Vec<String> {
-    // Channel i is open (readable) when i % 4 = 0, else private without the reader.
-    sqlx::query(
-        "INSERT INTO channels (community_id, id, name, visibility, channel_type, created_by) \
-         SELECT $1, md5('ch' || i)::uuid, 'c' || i, CASE WHEN i % 4 = 0 THEN 'open' ELSE 'private' END, \
-                'stream', $2 FROM generate_series(0, $3 - 1) i",
-    )
-    .bind(community)
-    .bind(author)
-    .bind(channels)
-    .execute(&cluster.pool)
-    .await
-    .unwrap();
+    quarter_open_channels(cluster, community, author, channels).await;
     let bulk = artifacts >= BULK;
     let mut conn = cluster.pool.acquire().await.unwrap();
     let deferred = if bulk {

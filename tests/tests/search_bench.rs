@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use buzz_tests::client::WsClient;
 use buzz_tests::helpers::{bench_param, percentile};
-use buzz_tests::seed::{defer_indexes, restore_indexes};
+use buzz_tests::seed::{defer_indexes, quarter_open_channels, restore_indexes};
 use buzz_tests::{Cluster, ClusterOptions};
 use serde_json::{json, Value};
 
@@ -36,17 +36,7 @@ async fn seed(
     messages: i64,
     channels: i64,
 ) {
-    sqlx::query(
-        "INSERT INTO channels (community_id, id, name, visibility, channel_type, created_by) \
-         SELECT $1, md5('ch' || i)::uuid, 'c' || i, CASE WHEN i % 4 = 0 THEN 'open' ELSE 'private' END, \
-                'stream', $2 FROM generate_series(0, $3 - 1) i",
-    )
-    .bind(community)
-    .bind(author)
-    .bind(channels)
-    .execute(&cluster.pool)
-    .await
-    .unwrap();
+    quarter_open_channels(cluster, community, author, channels).await;
     let mut conn = cluster.pool.acquire().await.unwrap();
     let deferred = defer_indexes(&mut conn, &["events"]).await;
     let mut tx = sqlx::Connection::begin(&mut *conn).await.unwrap();
