@@ -217,6 +217,15 @@ async fn history_redacted_deleted_and_expired_content_never_matches() {
     assert!(search(&mut r, json!({"search": "beta"})).await.is_empty());
     assert!(search(&mut r, json!({"search": "roadmap"})).await.is_empty());
 
+    // NIP-AR: a kind-9005 removal withholds the revision "from every surface, including lookups,
+    // history, and search": redacting an artifact's current revision takes it out of search.
+    let memo = revision(&owner, "create", Uuid::new_v4(), open, None, "Gamma memo", "confidential");
+    ok(&mut w, &memo).await;
+    assert_eq!(ids(&search(&mut r, json!({"search": "gamma"})).await), ids(std::slice::from_ref(&memo)));
+    ok(&mut w, &tagged(&owner, 9005, open, vec![tag("e", &memo.id)])).await;
+    assert!(search(&mut r, json!({"search": "gamma"})).await.is_empty());
+    assert_eq!(r.count("n", &[json!({"search": "confidential"})]).await, Ok(0));
+
     // A redacted message (kind 9005 by the channel owner) and one its author deleted (kind 5).
     let redacted = message(&owner, open, "quarterly numbers leaked");
     ok(&mut w, &redacted).await;
