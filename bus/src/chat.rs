@@ -30,6 +30,16 @@ pub enum ChatRequest {
     },
 }
 
+impl ChatRequest {
+    /// The community the request reads.
+    #[must_use]
+    pub fn community_id(&self) -> CommunityId {
+        match self {
+            Self::Summary { community_id, .. } | Self::Mentions { community_id, .. } => *community_id,
+        }
+    }
+}
+
 /// The answer to a [`ChatRequest`], as the plain object of its request's reply type (untagged: the
 /// wire is the JSON the HTTP API answers).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -215,6 +215,18 @@ pub struct QueryRequest {
     /// typing changed no byte of `buzz.v1.query`.
     #[serde(rename = "count", default, with = "query_kind_wire")]
     pub kind: QueryKind,
+    /// Names the query for a later [`QueryCancel`]. Absent from a gateway older than
+    /// cancellation (its queries run to their end or their budget).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_id: Option<uuid::Uuid>,
+}
+
+/// Queries their requester gave up on (`<p>.v1.query.cancel`, to every query replica): each
+/// replica stops the ones it holds, waiting or running.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueryCancel {
+    /// The [`QueryRequest::query_id`]s to stop.
+    pub query_ids: Vec<uuid::Uuid>,
 }
 
 /// What a query asks for.

@@ -47,6 +47,13 @@ impl Subjects {
     pub fn query(&self) -> String {
         format!("{}.v1.query", self.prefix)
     }
+    /// `<p>.v1.query.cancel`: [`QueryCancel`](crate::payload::QueryCancel)s, published by the
+    /// gateway when a query's socket, subscription or HTTP client is gone; every query replica
+    /// subscribes (no queue group), since any of them may hold the query.
+    #[must_use]
+    pub fn query_cancel(&self) -> String {
+        format!("{}.v1.query.cancel", self.prefix)
+    }
     /// Membership and channel-read answers the gateway needs (served by the query-service). `v2`:
     /// each access request has its own reply type (`v1` answered all three with one struct).
     #[must_use]

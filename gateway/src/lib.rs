@@ -52,6 +52,8 @@ pub struct AppState {
     pub fi_trust: Arc<buzz_fi::Registry>,
     /// Sockets by community and FI admission, for NIP-FI revalidation.
     pub fi_sockets: Arc<fi_sockets::FiSockets>,
+    /// Query slots per key over all its sockets (`max_inflight_queries_per_key`).
+    pub key_slots: ws::slots::KeySlots,
     /// Cancelled when the gateway shuts down.
     pub shutdown: CancellationToken,
 }
@@ -95,6 +97,7 @@ impl Application {
                 settings.nip_fi.jwks_timeout,
             )),
             fi_sockets: Arc::default(),
+            key_slots: ws::slots::KeySlots::default(),
             nats,
             subjects,
             settings,

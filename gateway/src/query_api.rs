@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use buzz_http_auth::ApiError;
 
 use crate::extract::Signed;
-use crate::ws::query::{self, Answered, QueryUpdate, Ticket};
+use crate::ws::query::{self, Answered, QueryBus, QueryUpdate, Ticket};
 use crate::AppState;
 
 /// The `POST /query` route.
@@ -103,35 +103,32 @@ async fn handle(
             return crate::snapshot_api::forward(&state, community.community_id, actor, one, count).await
         }
     };
-    let ticket = if count { Ticket::Count } else { Ticket::Page { generation: 1 } };
+    let ticket = if count { Ticket::Count { serial: 0 } } else { Ticket::Page { generation: 1 } };
     let req = QueryRequest {
         community_id: community.community_id,
         reader: actor,
         filters: vec![filter],
         kind: ticket.kind(),
+        query_id: None,
     };
     let (tx, mut rx) = mpsc::channel(16);
-    let task = tokio::spawn(query::run(
-        state.nats.client().clone(),
-        state.subjects.query(),
-        req,
-        String::new(),
-        ticket,
-        state.settings.bus_retry(),
-        tx,
-    ));
-    let mut events: Vec<String> = Vec::new();
-    let mut outcome = None;
-    while let Some(update) = rx.recv().await {
-        match update {
-            QueryUpdate::Events { events: batch, .. } => events.extend(batch),
-            QueryUpdate::Done { result, .. } => {
-                outcome = Some(result);
-                break;
+    // The query runs in this request: a client that leaves drops it, which cancels the query.
+    let key_slots = state.key_slots.of(&req.reader.pubkey, state.settings.max_inflight_queries_per_key);
+    let Ok(_key) = key_slots.acquire_owned().await else {
+        return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "the gateway is stopping"));
+    };
+    let collect = async move {
+        let mut events: Vec<String> = Vec::new();
+        while let Some(update) = rx.recv().await {
+            match update {
+                QueryUpdate::Events { events: batch, .. } => events.extend(batch),
+                QueryUpdate::Done { result, .. } => return (events, Some(result)),
             }
         }
-    }
-    let _ = task.await;
+        (events, None)
+    };
+    let ((), (events, outcome)) =
+        tokio::join!(query::run(QueryBus::of(&state), req, String::new(), ticket, tx), collect);
     let result = outcome.ok_or_else(|| {
         ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "the query answer was interrupted")
     })?;

@@ -11,6 +11,7 @@ use buzz_telemetry::settings::invalid;
 
 pub use args::{Args, ConnectionLimitArgs, RateLimitArgs, StallArgs};
 pub use args::{AUTH_TIMEOUT, BUS_RETRY_AFTER, HEADER_READ_TIMEOUT, MAX_CONNECTIONS, MAX_CONNECTIONS_PER_IP};
+pub use args::{MAX_INFLIGHT_QUERIES, MAX_INFLIGHT_QUERIES_PER_KEY};
 pub use args::{
     OUTBOUND_QUEUE_BYTES, RATE_CONN_BURST, RATE_CONN_PER_SEC, RATE_PUBKEY_PER_MIN, REDIS_TIMEOUT,
 };
@@ -47,6 +48,11 @@ pub struct Settings {
     pub shutdown_grace: Duration,
     /// Events from one socket being written at once.
     pub max_inflight_writes: usize,
+    /// REQ/COUNT queries of one socket running at once; more wait their turn. COUNTs waiting or
+    /// running are also bounded, by `limits.max_subscriptions` (a REQ is by its subscription).
+    pub max_inflight_queries: usize,
+    /// REQ/COUNT queries of one key running at once on this gateway, over all its sockets.
+    pub max_inflight_queries_per_key: usize,
     /// Write rate limits (see `ratelimit`): per connection, a token bucket refilling at
     /// `rate_conn_per_sec` up to `rate_conn_burst`; per pubkey across gateways,
     /// `rate_pubkey_per_min` in any 60 s. All must be positive: limits cannot be switched off.
@@ -147,6 +153,8 @@ impl Settings {
             bus_timeout: Duration::from_secs(5),
             shutdown_grace: Duration::from_secs(5),
             max_inflight_writes: 32,
+            max_inflight_queries: MAX_INFLIGHT_QUERIES,
+            max_inflight_queries_per_key: MAX_INFLIGHT_QUERIES_PER_KEY,
             rate_conn_per_sec: RATE_CONN_PER_SEC,
             rate_conn_burst: RATE_CONN_BURST,
             rate_pubkey_per_min: RATE_PUBKEY_PER_MIN,
@@ -195,6 +203,8 @@ impl TryFrom<Args> for Settings {
             bus_timeout: Duration::from_secs(t.bus_timeout_secs),
             shutdown_grace: Duration::from_secs(t.shutdown_grace_secs),
             max_inflight_writes: t.max_inflight_writes,
+            max_inflight_queries: t.max_inflight_queries,
+            max_inflight_queries_per_key: t.max_inflight_queries_per_key,
             nip_fi: a.nip_fi.into(),
             // The rate, connection and stall fields, set just below.
             ..Self::local("", "", "", "", keys.pubkey())

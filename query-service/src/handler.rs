@@ -6,6 +6,7 @@ use buzz_bus::{
 };
 use buzz_core::Limits;
 use sqlx::PgPool;
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use buzz_store::fragments::ReaderBinds;
@@ -22,20 +23,38 @@ pub struct Querier {
     pub limits: Limits,
     /// Execution budget of a query's statements (artifact queries: at most their own budget).
     pub statement_timeout_ms: u64,
+    /// A connection apart from `pool` for cancelling statements (`pg_cancel_backend`): a full
+    /// pool must never stop a cancel. `None`: cancelled queries end at their budget instead.
+    pub control: Option<PgPool>,
 }
 
 impl Querier {
     /// Runs a REQ or COUNT, handing each frame body to `emit` in order. Errors end the stream with
     /// an `Error` frame (an incomplete result is never presented as complete).
-    pub async fn run<F, Fut>(&self, req: QueryRequest, mut emit: F)
+    pub async fn run<F, Fut>(&self, req: QueryRequest, emit: F)
+    where
+        F: FnMut(QueryFrameBody) -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
+        self.run_until(req, emit, &CancellationToken::new()).await;
+    }
+
+    /// [`Self::run`] until `cancel` fires: then the statement running in PostgreSQL is cancelled
+    /// too (`pg_cancel_backend` on its connection, which is held until that is done, so the
+    /// cancel can never reach another query), and nothing more is emitted: the requester is gone.
+    pub async fn run_until<F, Fut>(&self, req: QueryRequest, mut emit: F, cancel: &CancellationToken)
     where
         F: FnMut(QueryFrameBody) -> Fut,
         Fut: std::future::Future<Output = ()>,
     {
         let started = std::time::Instant::now();
-        let outcome = self.answer(&req, &mut emit).await;
+        let outcome = self.answer(&req, &mut emit, cancel).await;
         match outcome {
-            Ok(last) => emit(last).await,
+            Ok(Some(last)) => emit(last).await,
+            Ok(None) => {
+                metrics::counter!("buzz_query_cancelled_total").increment(1);
+                return;
+            }
             Err(error) => emit(QueryFrameBody::Error { error }).await,
         }
         let count = req.kind == QueryKind::Count;
@@ -43,7 +62,13 @@ impl Querier {
             .record(started.elapsed().as_secs_f64());
     }
 
-    async fn answer<F, Fut>(&self, req: &QueryRequest, emit: &mut F) -> Result<QueryFrameBody, BusError>
+    /// The answer's last frame, or `None` when cancelled.
+    async fn answer<F, Fut>(
+        &self,
+        req: &QueryRequest,
+        emit: &mut F,
+        cancel: &CancellationToken,
+    ) -> Result<Option<QueryFrameBody>, BusError>
     where
         F: FnMut(QueryFrameBody) -> Fut,
         Fut: std::future::Future<Output = ()>,
@@ -74,16 +99,43 @@ impl Querier {
             otel.kind = "client"
         );
         async {
-            let (mut tx, readable) =
-                self.open(&reader, budget_ms, artifact.is_some()).await.map_err(sql_error)?;
+            let opened = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Ok(None),
+                o = self.open_with_pid(&reader, budget_ms, artifact.is_some()) => o.map_err(sql_error)?,
+            };
+            let (mut tx, readable, pid) = opened;
             let plan = Plan { reader, readable, filters, artifact };
-            match req.kind {
-                QueryKind::Count => plan.count(&mut tx).await,
-                QueryKind::Page => plan.page(&mut tx, &self.limits, emit).await,
+            let work = async {
+                match req.kind {
+                    QueryKind::Count => plan.count(&mut tx).await,
+                    QueryKind::Page => plan.page(&mut tx, &self.limits, emit).await,
+                }
+            };
+            let done = tokio::select! {
+                biased;
+                r = work => Some(r),
+                () = cancel.cancelled() => None,
+            };
+            match done {
+                Some(r) => r.map(Some),
+                None => {
+                    self.cancel_backend(pid).await;
+                    drop(tx);
+                    Ok(None)
+                }
             }
         }
         .instrument(span)
         .await
+    }
+
+    /// Cancels the statement of backend `pid`, whose connection the caller still holds.
+    async fn cancel_backend(&self, pid: i32) {
+        let Some(control) = &self.control else { return };
+        if let Err(e) = sqlx::query("SELECT pg_cancel_backend($1)").bind(pid).execute(control).await {
+            tracing::warn!(error = %e, pid, "could not cancel a query's statement");
+        }
     }
 
     /// Opens a query's transaction: one read-only snapshot (REPEATABLE READ, so every statement of
@@ -101,20 +153,32 @@ impl Querier {
         budget_ms: u64,
         artifact: bool,
     ) -> Result<(sqlx::Transaction<'static, sqlx::Postgres>, Vec<buzz_core::ChannelId>), sqlx::Error> {
+        self.open_with_pid(reader, budget_ms, artifact).await.map(|(tx, readable, _)| (tx, readable))
+    }
+
+    /// [`Self::open`], with the backend pid of the transaction's connection (for cancelling).
+    pub async fn open_with_pid(
+        &self,
+        reader: &Reader<'_>,
+        budget_ms: u64,
+        artifact: bool,
+    ) -> Result<(sqlx::Transaction<'static, sqlx::Postgres>, Vec<buzz_core::ChannelId>, i32), sqlx::Error>
+    {
         let mut tx = self.pool.begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY").await?;
         let budget = format!("{budget_ms}ms");
         if !artifact {
-            sqlx::query("SELECT set_config('statement_timeout', $1, true)")
-                .bind(budget)
-                .execute(&mut *tx)
-                .await?;
-            return Ok((tx, Vec::new()));
+            let (_, pid): (String, i32) =
+                sqlx::query_as("SELECT set_config('statement_timeout', $1, true), pg_backend_pid()")
+                    .bind(budget)
+                    .fetch_one(&mut *tx)
+                    .await?;
+            return Ok((tx, Vec::new(), pid));
         }
-        let (_, _, _, readable): (String, String, String, Vec<buzz_core::ChannelId>) =
+        let (_, _, _, readable, pid): (String, String, String, Vec<buzz_core::ChannelId>, i32) =
             sqlx::query_as(&format!(
                 "SELECT set_config('statement_timeout', $4, true), \
                     set_config('plan_cache_mode', 'force_custom_plan', true), \
-                    set_config('random_page_cost', '1.1', true), {}",
+                    set_config('random_page_cost', '1.1', true), {}, pg_backend_pid()",
                 buzz_store::fragments::readable_channel_ids(ReaderBinds::FIRST)
             ))
             .bind(reader.community)
@@ -123,7 +187,7 @@ impl Querier {
             .bind(budget)
             .fetch_one(&mut *tx)
             .await?;
-        Ok((tx, readable))
+        Ok((tx, readable, pid))
     }
 
     /// Answers an access question (membership, channel readability, bearer token).

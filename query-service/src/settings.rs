@@ -17,8 +17,15 @@ pub struct Settings {
     pub admin_listen: SocketAddr,
     /// PostgreSQL pool size.
     pub max_db_connections: u32,
-    /// Queries running at once in this replica.
+    /// Requests this replica holds at once, waiting or running.
     pub concurrency: usize,
+    /// Queries running at once (each holds a connection); `None`: three quarters of the pool,
+    /// so that access checks always find a connection.
+    pub running: Option<usize>,
+    /// Queries of one community running at once; `None`: a third of `running` (at least 1).
+    pub community_running: Option<usize>,
+    /// Queries of one community waiting for a slot; one more is refused `rate-limited:`.
+    pub community_queue: usize,
     /// Per-statement execution budget.
     pub statement_timeout_ms: u64,
 }
@@ -41,9 +48,18 @@ pub struct Args {
     /// PostgreSQL pool size
     #[arg(long, env = "BUZZ_QUERY_DB_CONNECTIONS", default_value_t = 16, value_parser = positive::<u32>)]
     db_connections: u32,
-    /// Queries handled at once
+    /// Requests held at once, waiting or running
     #[arg(long, env = "BUZZ_QUERY_CONCURRENCY", default_value_t = 64, value_parser = positive::<usize>)]
     concurrency: usize,
+    /// Queries running at once (default: three quarters of the pool)
+    #[arg(long, env = "BUZZ_QUERY_RUNNING", value_parser = positive::<usize>)]
+    running: Option<usize>,
+    /// Queries of one community running at once (default: a third of the running queries)
+    #[arg(long, env = "BUZZ_QUERY_COMMUNITY_RUNNING", value_parser = positive::<usize>)]
+    community_running: Option<usize>,
+    /// Queries of one community waiting for a slot; one more is refused
+    #[arg(long, env = "BUZZ_QUERY_COMMUNITY_QUEUE", default_value_t = 16, value_parser = trimmed::<usize>)]
+    community_queue: usize,
     /// Execution budget per statement, in milliseconds
     #[arg(long, env = "BUZZ_QUERY_STATEMENT_TIMEOUT_MS", default_value_t = 2000, value_parser = positive::<u64>)]
     statement_timeout_ms: u64,
@@ -55,6 +71,15 @@ impl Settings {
         args: impl IntoIterator<Item = impl Into<std::ffi::OsString>>,
     ) -> Result<Self, clap::Error> {
         Ok(Self::from(buzz_telemetry::settings::parse::<Args>(args)?))
+    }
+
+    /// How the replica's query capacity is shared between communities (`fair::FairGate`).
+    #[must_use]
+    pub fn shares(&self) -> crate::fair::Shares {
+        let pool = usize::try_from(self.max_db_connections).unwrap_or(usize::MAX);
+        let running = self.running.unwrap_or(pool - pool / 4).max(1);
+        let per_key_running = self.community_running.unwrap_or(running / 3).clamp(1, running);
+        crate::fair::Shares { running, per_key_running, per_key_waiting: self.community_queue }
     }
 
     /// Settings from the environment alone (test replicas, embedding).
@@ -72,6 +97,9 @@ impl From<Args> for Settings {
             admin_listen: a.admin_addr,
             max_db_connections: a.db_connections,
             concurrency: a.concurrency,
+            running: a.running,
+            community_running: a.community_running,
+            community_queue: a.community_queue,
             statement_timeout_ms: a.statement_timeout_ms,
         }
     }
@@ -86,6 +114,12 @@ mod tests {
     fn query_settings_keep_their_defaults_and_refuse_a_zero_budget() {
         let s = Settings::parse_from(["buzz-query", "--database-url", "postgres://db/x"]).unwrap();
         assert_eq!((s.statement_timeout_ms, s.concurrency, s.max_db_connections), (2000, 64, 16));
+        let shares = crate::fair::Shares { running: 12, per_key_running: 4, per_key_waiting: 16 };
+        assert_eq!(s.shares(), shares, "a quarter of the pool is left to access checks");
+        let small = Settings { max_db_connections: 1, ..s.clone() }.shares();
+        assert_eq!((small.running, small.per_key_running), (1, 1));
+        let set = Settings { running: Some(6), community_running: Some(9), ..s }.shares();
+        assert_eq!((set.running, set.per_key_running), (6, 6), "a community's share is at most the whole");
         assert_eq!(s.admin_listen, SocketAddr::from(([127, 0, 0, 1], 7082)));
         let zero = ["buzz-query", "--database-url", "x", "--statement-timeout-ms", "0"];
         let err = Settings::parse_from(zero).unwrap_err().to_string();

@@ -39,6 +39,8 @@ pub struct ClusterOptions {
     pub policy_settings: Option<fn(&mut buzz_policy::Settings)>,
     /// Adjusts every write-service replica's settings before it starts (e.g. no background sweeps).
     pub write_settings: Option<fn(&mut buzz_write::Settings)>,
+    /// Adjusts every query-service replica's settings before it starts (e.g. community shares).
+    pub query_settings: Option<fn(&mut buzz_query::Settings)>,
     /// Migrate the cluster's database only this far (a previous release's schema); default: all.
     pub schema_version: Option<i64>,
 }
@@ -59,6 +61,7 @@ impl Default for ClusterOptions {
             nip_fi: None,
             policy_settings: None,
             write_settings: None,
+            query_settings: None,
             schema_version: None,
         }
     }
@@ -221,17 +224,22 @@ impl Cluster {
             tasks.push(tokio::spawn(app.run(shutdown.clone())));
         }
         for _ in 0..opts.queriers {
-            let app = buzz_query::Application::build(buzz_query::Settings {
+            let mut settings = buzz_query::Settings {
                 database_url: database_url.clone(),
                 nats: buzz_bus::NatsConfig::new(nats_url.clone()),
                 nats_prefix: nats_prefix.clone(),
                 admin_listen: loopback0,
                 max_db_connections: 8,
                 concurrency: 64,
+                running: None,
+                community_running: None,
+                community_queue: 16,
                 statement_timeout_ms: opts.statement_timeout_ms,
-            })
-            .await
-            .expect("query-service");
+            };
+            if let Some(adjust) = opts.query_settings {
+                adjust(&mut settings);
+            }
+            let app = buzz_query::Application::build(settings).await.expect("query-service");
             tasks.push(tokio::spawn(app.run(shutdown.clone())));
         }
         let mut snapshot_settings = buzz_snapshot::Settings::local(

@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod helpers;
 pub mod nip86;
 pub mod nip_fi;
+pub mod noisy;
 pub mod processes;
 pub mod props;
 pub mod replicas;

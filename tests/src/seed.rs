@@ -163,3 +163,40 @@ pub async fn artifact_corpus(
         .await
         .unwrap()
 }
+
+/// `messages` kind-9 messages by `author` in the open channel `channel` of `community` (created
+/// here), `created_at` one second apart, content `"message <g> of the corpus"`.
+pub async fn open_channel_messages(
+    cluster: &Cluster,
+    community: CommunityId,
+    author: &str,
+    channel: uuid::Uuid,
+    messages: i64,
+) {
+    sqlx::query(
+        "INSERT INTO channels (community_id, id, name, visibility, channel_type, created_by) \
+         VALUES ($1, $2, 'corpus', 'open', 'stream', $3)",
+    )
+    .bind(community)
+    .bind(channel)
+    .bind(author)
+    .execute(&cluster.pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw) \
+         SELECT $1, id, $2, 9, 1700000000 + g, $3, \
+                json_build_object('id', id, 'pubkey', $2, 'created_at', 1700000000 + g, 'kind', 9, \
+                  'tags', json_build_array(json_build_array('h', $3)), \
+                  'content', 'message ' || g || ' of the corpus', 'sig', repeat('0', 128))::text \
+         FROM generate_series(1, $4) g, LATERAL (SELECT encode(sha256(('c' || $3 || g)::bytea), 'hex') AS id) i",
+    )
+    .bind(community)
+    .bind(author)
+    .bind(channel)
+    .bind(messages)
+    .execute(&cluster.pool)
+    .await
+    .unwrap();
+    sqlx::query("ANALYZE events").execute(&cluster.pool).await.unwrap();
+}

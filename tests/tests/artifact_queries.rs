@@ -722,6 +722,7 @@ async fn current_state_plans_use_the_current_tag_index_and_read_events_for_the_p
         pool: cluster.pool.clone(),
         limits: buzz_core::Limits::default(),
         statement_timeout_ms: 5_000,
+        control: None,
     };
     let r = buzz_query::sql::Reader { community: team.id, pubkey: &key, channel_ids: None };
     let hash = buzz_store::tag_value_hash;

@@ -54,6 +54,7 @@ async fn bench_current_query_first_page() {
         pool: cluster.pool.clone(),
         limits: buzz_core::Limits::default(),
         statement_timeout_ms: 2000,
+        control: None,
     };
     let (mut tx, readable_ids) = querier.open(&r, 2000, true).await.unwrap();
     let mut qb = buzz_query::artifacts::explain_select(

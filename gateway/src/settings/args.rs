@@ -115,7 +115,18 @@ pub struct TimingArgs {
     /// Events of one socket being written at once
     #[arg(long, env = "BUZZ_MAX_INFLIGHT_WRITES", default_value_t = 32, value_parser = positive::<usize>)]
     pub(super) max_inflight_writes: usize,
+    /// REQ/COUNT queries of one socket running at once (more wait their turn)
+    #[arg(long, env = "BUZZ_MAX_INFLIGHT_QUERIES", default_value_t = MAX_INFLIGHT_QUERIES, value_parser = positive::<usize>)]
+    pub(super) max_inflight_queries: usize,
+    /// REQ/COUNT queries of one key running at once on this gateway, over all its sockets
+    #[arg(long, env = "BUZZ_MAX_INFLIGHT_QUERIES_PER_KEY", default_value_t = MAX_INFLIGHT_QUERIES_PER_KEY, value_parser = positive::<usize>)]
+    pub(super) max_inflight_queries_per_key: usize,
 }
+
+/// Default of `BUZZ_MAX_INFLIGHT_QUERIES`.
+pub const MAX_INFLIGHT_QUERIES: usize = 8;
+/// Default of `BUZZ_MAX_INFLIGHT_QUERIES_PER_KEY`.
+pub const MAX_INFLIGHT_QUERIES_PER_KEY: usize = 16;
 
 /// The write rate limits (also read by `buzz dev`).
 #[derive(Debug, Clone, clap::Args)]

@@ -40,6 +40,7 @@ impl Session {
     pub(super) fn deauthenticate(&mut self) {
         self.actor = None;
         self.read_cache.clear();
+        self.reads.cancel_all();
         let ids: Vec<String> = self.subs.map.drain().map(|(id, _)| id).collect();
         for sub_id in ids {
             let message = "restricted: no longer a member of this community".to_owned();

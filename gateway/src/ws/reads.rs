@@ -6,7 +6,7 @@ use buzz_core::{EventId, Filter, RelayMessage};
 use tracing::Instrument;
 
 use super::outbound::Frame;
-use super::query::{self, Answered, QueryUpdate, Ticket};
+use super::query::{self, Answered, QueryBus, QueryUpdate, Ticket};
 use super::session::Session;
 use super::subs::Pending;
 
@@ -16,45 +16,59 @@ impl Session {
             let message = "auth-required: authenticate to read".to_owned();
             return self.send(RelayMessage::Closed { sub_id, message });
         };
+        let max = self.state.settings.limits.max_subscriptions;
         let ticket = if kind == QueryKind::Count {
-            Ticket::Count
+            // A COUNT holds no subscription: its own bound keeps a socket from queueing without end.
+            if self.reads.counts() >= max {
+                let message =
+                    format!("rate-limited: too many COUNTs in progress on this connection (max {max})");
+                return self.send(RelayMessage::Closed { sub_id, message });
+            }
+            Ticket::Count { serial: self.reads.next_serial() }
         } else {
-            match self.subs.open(&sub_id, filters.clone(), self.state.settings.limits.max_subscriptions) {
+            // A REQ reusing an id replaces it (NIP-01): the earlier REQ's query is stopped first.
+            self.reads.cancel_sub(&sub_id);
+            match self.subs.open(&sub_id, filters.clone(), max) {
                 Some(generation) => Ticket::Page { generation },
                 None => {
-                    let message = format!(
-                        "invalid: too many subscriptions (max {})",
-                        self.state.settings.limits.max_subscriptions
-                    );
+                    let message = format!("invalid: too many subscriptions (max {max})");
                     return self.send(RelayMessage::Closed { sub_id, message });
                 }
             }
         };
         let req = QueryRequest {
             community_id: self.community.community_id,
-            reader: actor,
             filters,
             kind: ticket.kind(),
+            query_id: None,
+            reader: actor,
         };
         let span = tracing::info_span!("gateway.req", sub_id = %sub_id, count = kind == QueryKind::Count);
-        tokio::spawn(
-            query::run(
-                self.state.nats.client().clone(),
-                self.state.subjects.query(),
-                req,
-                sub_id,
-                ticket,
-                self.state.settings.bus_retry(),
-                self.queries.clone(),
-            )
+        // The query waits for a slot of this socket, then of its key on this gateway, before it
+        // asks the query-service (more wait their turn: a client opening many REQs at once is
+        // served in order, not refused).
+        let socket_slots = self.reads.slots.clone();
+        let key_slots =
+            self.state.key_slots.of(&req.reader.pubkey, self.state.settings.max_inflight_queries_per_key);
+        let (bus, tx, sub) = (QueryBus::of(&self.state), self.queries.clone(), sub_id.clone());
+        let task = tokio::spawn(
+            async move {
+                let (Ok(_socket), Ok(_key)) =
+                    (socket_slots.acquire_owned().await, key_slots.acquire_owned().await)
+                else {
+                    return;
+                };
+                query::run(bus, req, sub, ticket, tx).await;
+            }
             .instrument(span),
         );
+        self.reads.started(ticket, sub_id, task.abort_handle());
     }
 
     pub(super) fn on_query(&mut self, update: QueryUpdate) {
         match update {
             // A COUNT is answered by its number only.
-            QueryUpdate::Events { ticket: Ticket::Count, .. } => {}
+            QueryUpdate::Events { ticket: Ticket::Count { .. }, .. } => {}
             QueryUpdate::Events { sub_id, ticket: Ticket::Page { generation }, events } => {
                 let Some(sub) = self.subs.current(&sub_id, generation) else { return };
                 if let Some(p) = &mut sub.pending {
@@ -64,12 +78,18 @@ impl Session {
                     self.answer(RelayMessage::Event { sub_id: sub_id.clone(), event_json });
                 }
             }
-            QueryUpdate::Done { sub_id, ticket: Ticket::Count, result } => match result {
-                Ok(Answered::Count(count)) => self.answer(RelayMessage::Count { sub_id, count }),
-                Ok(Answered::End) => self.answer(RelayMessage::Count { sub_id, count: 0 }),
-                Err(e) => self.answer(RelayMessage::Closed { sub_id, message: e.nip01() }),
-            },
-            QueryUpdate::Done { sub_id, ticket: Ticket::Page { generation }, result } => {
+            QueryUpdate::Done { sub_id, ticket: ticket @ Ticket::Count { .. }, result } => {
+                if !self.reads.finished(ticket) {
+                    return;
+                }
+                match result {
+                    Ok(Answered::Count(count)) => self.answer(RelayMessage::Count { sub_id, count }),
+                    Ok(Answered::End) => self.answer(RelayMessage::Count { sub_id, count: 0 }),
+                    Err(e) => self.answer(RelayMessage::Closed { sub_id, message: e.nip01() }),
+                }
+            }
+            QueryUpdate::Done { sub_id, ticket: ticket @ Ticket::Page { generation }, result } => {
+                self.reads.finished(ticket);
                 let Some(sub) = self.subs.current(&sub_id, generation) else { return };
                 match result {
                     Ok(_) => {

@@ -36,6 +36,8 @@ pub(super) struct Session {
     /// The socket's outbound queue (bounded in bytes; see `outbound`).
     pub(super) out: Outbound,
     pub(super) queries: mpsc::Sender<QueryUpdate>,
+    /// The socket's queries in progress, stopped when what asked for them is gone.
+    pub(super) reads: super::inflight::Reads,
     pub(super) writes: Arc<Semaphore>,
     /// Per-connection write limit.
     pub(super) bucket: crate::ratelimit::TokenBucket,
@@ -94,6 +96,7 @@ pub async fn run(
         validated_version: 0,
         out,
         queries: q_tx,
+        reads: super::inflight::Reads::new(state.settings.max_inflight_queries),
         unauthenticated_until,
         fi,
         removed_key: None,
@@ -240,6 +243,7 @@ impl Session {
             Ok(ClientMessage::Count { sub_id, filters }) => self.on_req(sub_id, filters, QueryKind::Count),
             Ok(ClientMessage::Close(sub_id)) => {
                 self.subs.map.remove(&sub_id);
+                self.reads.cancel_sub(&sub_id);
             }
             Ok(ClientMessage::Auth(event)) => self.on_auth(*event).await,
             Err(ParseError::Notice(text)) => self.send(RelayMessage::Notice(text)),
@@ -298,6 +302,7 @@ impl Session {
     fn expire(&mut self) {
         self.actor = None;
         self.read_cache.clear();
+        self.reads.cancel_all();
         let ids: Vec<String> = self.subs.map.drain().map(|(id, _)| id).collect();
         for sub_id in ids {
             self.send(RelayMessage::Closed { sub_id, message: "auth-required: token expired".into() });
@@ -335,6 +340,7 @@ impl Session {
             self.subs.map.iter().filter(|(_, sub)| subs::wants(sub, ev)).map(|(id, _)| id.clone()).collect();
         for sub_id in closed {
             self.subs.map.remove(&sub_id);
+            self.reads.cancel_sub(&sub_id);
             let message = format!("error: live delivery interrupted, replay from {}", ev.event.created_at);
             self.send(RelayMessage::Closed { sub_id, message });
         }
