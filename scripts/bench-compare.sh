@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Side-by-side load comparison: nostr-rs-relay 0.8.12 and buzz-relay, measured by the same
 # buzz-load run (same publishers, events in flight, subscribers, duration) on this machine, one
-# after the other in one run of this script. Then nostr-bench (a third-party tool from crates.io)
+# after the other in one run of this script. Then nostr-bench (a third-party tool from the Rust registry)
 # against nostr-rs-relay, as a cross-check of the anchor's figure.
-# nostr-rs-relay and nostr-bench are installed from crates.io on first use (nostr-rs-relay needs
+# nostr-rs-relay and nostr-bench are installed from the Rust registry on first use (nostr-rs-relay needs
 # Debian's protobuf-compiler). Everything listens on loopback only and stops by itself.
 #
 # Usage: scripts/bench-compare.sh [buzz-load flags...]

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the Dockerfile and runs the image's binaries on a machine that reaches no container
-# registry (only Debian's mirrors and crates.io), as root:
+# registry (only Debian's mirrors and the Rust registry), as root:
 #   1. stand-in base images made from Debian packages: a bookworm build-essential rootfs
-#      (mmdebstrap) with this machine's rustup toolchain and a cargo-chef built from crates.io, and
+#      (mmdebstrap) with this machine's rustup toolchain and a cargo-chef built from the Rust registry, and
 #      a bookworm minbase rootfs, imported into a containers storage private to this script;
 #   2. `buildah build --layers` of the Dockerfile with them passed as RUST_IMAGE / RUNTIME_IMAGE;
 #   3. every binary of the image starts (--help) as the image's user 65532;
@@ -103,17 +103,21 @@ if ! podman info >/dev/null 2>"$WORK/podman-info.err"; then
 fi
 
 # ---- stand-in base images ----
-# The Debian mirrors this machine's apt uses (deb822 or one-line sources), for the rootfs.
+# The Debian mirrors this machine's apt uses (deb822 or one-line sources), for the rootfs;
+# BUZZ_DEBIAN_MIRROR / BUZZ_DEBIAN_SECURITY_MIRROR win over them. The project names no mirror:
+# without either, the script stops and says so.
 mirror_of() { # mirror_of debian|debian-security
   local m
   m=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk -v want="$1" '
     /^URIs:/ {for (i = 2; i <= NF; i++) {n = split($i, p, "/"); if (p[n] == want || p[n-1] == want && p[n] == "") {print $i; exit}}}')
   [[ -n $m ]] || m=$(cat /etc/apt/sources.list 2>/dev/null | awk -v want="$1" '
     $1 == "deb" {u = ($2 ~ /^\[/) ? $3 : $2; n = split(u, p, "/"); if (p[n] == want) {print u; exit}}')
-  printf '%s' "${m:-http://deb.debian.org/$1}"
+  printf '%s' "$m"
 }
-MIRROR=$(mirror_of debian)
-SECURITY=$(mirror_of debian-security)
+MIRROR=${BUZZ_DEBIAN_MIRROR:-$(mirror_of debian)}
+SECURITY=${BUZZ_DEBIAN_SECURITY_MIRROR:-$(mirror_of debian-security)}
+[[ -n $MIRROR ]] || die "no Debian mirror in this machine's apt sources (/etc/apt/sources.list*): set BUZZ_DEBIAN_MIRROR to one (e.g. the URL whose last path segment is debian)"
+[[ -n $SECURITY ]] || die "no Debian security mirror in this machine's apt sources: set BUZZ_DEBIAN_SECURITY_MIRROR to one (the URL ending in debian-security)"
 SOURCES=("deb $MIRROR bookworm main" "deb $MIRROR bookworm-updates main" "deb $SECURITY bookworm-security main")
 
 image_exists() { podman image exists "$1"; }
@@ -135,7 +139,7 @@ make_rust_standin() {
   local fs=$WORK/rootfs-rust chef=$WORK/cargo-chef/bin/cargo-chef toolchain name
   need_cargo
   if [[ ! -x $chef ]]; then
-    log "image-test: cargo install cargo-chef (crates.io) into $WORK/cargo-chef"
+    log "image-test: cargo install cargo-chef (the Rust registry) into $WORK/cargo-chef"
     nice -n 10 cargo install --locked cargo-chef --root "$WORK/cargo-chef" \
       --target-dir "$WORK/cargo-chef-target" >"$WORK/cargo-chef-install.log" 2>&1 ||
       die "cargo install cargo-chef failed (log: $WORK/cargo-chef-install.log)"
@@ -162,7 +166,7 @@ make_rust_standin() {
   cp "$(command -v rustup || echo "${CARGO_HOME:-$HOME/.cargo}/bin/rustup")" "$fs/usr/local/cargo/bin/rustup"
   for p in cargo rustc rustdoc; do ln -sf rustup "$fs/usr/local/cargo/bin/$p"; done
   cp "$chef" "$fs/usr/local/cargo/bin/cargo-chef"
-  # The build downloads crates from crates.io: the stand-in trusts what this machine trusts (a
+  # The build downloads crates from the Rust registry: the stand-in trusts what this machine trusts (a
   # machine whose egress goes through a TLS proxy has that proxy's CA here).
   if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
     cp /usr/local/share/ca-certificates/*.crt "$fs/usr/local/share/ca-certificates/"
@@ -206,7 +210,7 @@ build() {
   local label=$1 t0=$SECONDS rc=0
   log "image-test: buildah build ($label), log $WORK/build-$label.log"
   # chroot isolation: no OCI runtime and no cgroups needed for RUN steps; host network for
-  # crates.io and the Debian mirror.
+  # the Rust registry and Debian's mirror.
   nice -n 10 buildah build --isolation chroot --layers --network host --pull=never \
     --build-arg RUST_IMAGE="$RUST_STANDIN" --build-arg RUNTIME_IMAGE="$RUNTIME_STANDIN" \
     -t "$IMAGE" -f "$CONTEXT/Dockerfile" "$CONTEXT" >"$WORK/build-$label.log" 2>&1 || rc=$?
