@@ -134,7 +134,10 @@ impl Querier {
                 let role = buzz_store::access::community_role(&mut conn, community_id, &pubkey)
                     .await
                     .map_err(sql_error)?;
-                Ok(AccessReply::Member(MemberReply { role }))
+                let banned = buzz_store::bans::any_banned(&mut conn, community_id, &[&pubkey])
+                    .await
+                    .map_err(sql_error)?;
+                Ok(AccessReply::Member(MemberReply { role, banned }))
             }
             AccessRequest::CanRead { community_id, reader, channel_id } => {
                 let channel = buzz_store::access::load_channel(&mut conn, community_id, channel_id, false)
