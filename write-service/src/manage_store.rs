@@ -253,17 +253,13 @@ pub async fn banned_event(
     .await
 }
 
-/// Lifts the redaction `banevent` made and forgets the ban.
+/// Lifts the redaction `banevent` made (unless a kind-9005 redaction stands) and forgets the ban.
 pub async fn unban_event(
     conn: &mut PgConnection,
     community: CommunityId,
     id: &EventId,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE events SET redacted_at = NULL WHERE community_id = $1 AND id = $2")
-        .bind(community)
-        .bind(id)
-        .execute(&mut *conn)
-        .await?;
+    crate::redactions::lift_ban(conn, community, id).await?;
     sqlx::query("DELETE FROM community_event_bans WHERE community_id = $1 AND event_id = $2")
         .bind(community)
         .bind(id)
