@@ -131,10 +131,8 @@ impl Querier {
         let mut conn = self.pool.acquire().await.map_err(sql_error)?;
         match req {
             AccessRequest::Member { community_id, pubkey } => {
-                let role = buzz_store::access::community_role(&mut conn, community_id, &pubkey)
-                    .await
-                    .map_err(sql_error)?;
-                let banned = buzz_store::bans::any_banned(&mut conn, community_id, &[&pubkey])
+                let bans = buzz_store::bans::table_exists(&self.pool, &mut conn).await.map_err(sql_error)?;
+                let (role, banned) = buzz_store::bans::role_and_ban(&mut conn, community_id, &pubkey, bans)
                     .await
                     .map_err(sql_error)?;
                 Ok(AccessReply::Member(MemberReply { role, banned }))

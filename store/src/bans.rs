@@ -17,6 +17,8 @@ use std::sync::{Mutex, PoisonError};
 use buzz_core::{CommunityId, Pubkey};
 use sqlx::{PgConnection, PgPool};
 
+use crate::Role;
+
 /// The advisory lock class of a (community, key) membership (`pg_advisory_xact_lock(int, int)`;
 /// the policy-service's NIP-FI classes are `0x4649_000N`).
 const LOCK_MEMBERSHIP: i32 = 0x4d45_0001;
@@ -24,9 +26,10 @@ const LOCK_MEMBERSHIP: i32 = 0x4d45_0001;
 /// The databases (host, port, name) in which `community_bans` was seen.
 static SEEN: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
 
-/// Whether `pool`'s database has `community_bans` (migration 0004 has run). Asked of the
-/// database until it answers yes, then remembered for that database.
-pub async fn table_exists(pool: &PgPool) -> Result<bool, sqlx::Error> {
+/// Whether `pool`'s database has `community_bans` (migration 0004 has run). Asked on `conn` (one
+/// of `pool`'s, already held: no second connection is taken) until it answers yes, then
+/// remembered for that database.
+pub async fn table_exists(pool: &PgPool, conn: &mut PgConnection) -> Result<bool, sqlx::Error> {
     let options = pool.connect_options();
     let database = format!(
         "{}:{}/{}",
@@ -38,7 +41,7 @@ pub async fn table_exists(pool: &PgPool) -> Result<bool, sqlx::Error> {
         return Ok(true);
     }
     let found: bool =
-        sqlx::query_scalar("SELECT to_regclass('community_bans') IS NOT NULL").fetch_one(pool).await?;
+        sqlx::query_scalar("SELECT to_regclass('community_bans') IS NOT NULL").fetch_one(conn).await?;
     if found {
         SEEN.lock().unwrap_or_else(PoisonError::into_inner).insert(database);
     }
@@ -62,6 +65,28 @@ pub async fn any_banned(
     )
     .bind(community)
     .bind(keys)
+    .fetch_one(conn)
+    .await
+}
+
+/// `pubkey`'s community role and whether it is banned, in one statement; `bans`: migration 0004
+/// has run ([`table_exists`]), else nobody is banned.
+pub async fn role_and_ban(
+    conn: &mut PgConnection,
+    community: CommunityId,
+    pubkey: &Pubkey,
+    bans: bool,
+) -> Result<(Option<Role>, bool), sqlx::Error> {
+    let banned = if bans {
+        "EXISTS (SELECT 1 FROM community_bans WHERE community_id = $1 AND pubkey = $2)"
+    } else {
+        "false"
+    };
+    sqlx::query_as(&format!(
+        "SELECT (SELECT role FROM community_members WHERE community_id = $1 AND pubkey = $2), {banned}"
+    ))
+    .bind(community)
+    .bind(pubkey)
     .fetch_one(conn)
     .await
 }

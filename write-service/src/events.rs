@@ -31,8 +31,8 @@ pub async fn write_event(
 ) -> WriteResult<Accepted> {
     // What needs no database is answered before a transaction is opened.
     admission::sender(&event, actor)?;
-    let bans = buzz_store::bans::table_exists(pool).await?;
     let mut tx = pool.begin().await?;
+    let bans = buzz_store::bans::table_exists(pool, &mut tx).await?;
     let keys = (actor.member_key(), &actor.pubkey);
     let (view, access_version) = store::admission(&mut tx, community, &event.id, keys, bans).await?;
     let role = match admission::admit(&event, actor, &view)? {

@@ -62,9 +62,11 @@ pub async fn handle(
                 .map_err(storage)?;
             let mut access = Vec::new();
             if store::remove_member(&mut tx, community, pubkey).await? {
-                buzz_store::access::bump_access_version(&mut tx, community).await?;
                 access.push(AccessChanged::MemberRemoved { pubkey: pubkey.clone() });
             }
+            // Also for a key that is no member (an agent's): a socket that missed the broadcast
+            // (at most once) re-checks its key with the next live event of the new version.
+            buzz_store::access::bump_access_version(&mut tx, community).await?;
             access.push(AccessChanged::Banned { pubkey: pubkey.clone() });
             Managed { result: json!(true), access }
         }

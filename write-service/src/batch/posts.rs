@@ -125,8 +125,8 @@ async fn write_batch(
             named: Named::parse(event),
         })
         .collect();
-    let bans = buzz_store::bans::table_exists(pool).await?;
     let mut tx = pool.begin().await?;
+    let bans = buzz_store::bans::table_exists(pool, &mut tx).await?;
     let views = load(&mut tx, &posts, bans).await?;
     let mut seen = HashSet::new();
     let mut writes: Vec<Write<'_>> = posts
