@@ -321,10 +321,15 @@ pub enum AccessRequest {
 }
 
 /// The answer to [`AccessRequest::Member`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct MemberReply {
     /// The pubkey's role in the community; `None` is not a member.
     pub role: Option<Role>,
+    /// The pubkey is banned from the community (NIP-86 `banpubkey`): it authenticates in no
+    /// role, not even as an agent, and no agent authenticates for it. Left out when false, and
+    /// false from a query-service that does not know bans (before 0.3.0).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub banned: bool,
 }
 
 /// The answer to [`AccessRequest::CanRead`].

@@ -50,11 +50,18 @@ fn write_data_is_the_plain_object_of_its_write() {
 #[test]
 fn each_access_request_is_answered_by_its_own_reply_type() {
     let sent = |r: AccessReply| serde_json::to_value(r).unwrap_or_default();
-    let member = sent(AccessReply::Member(MemberReply { role: Some(Role::Admin) }));
+    let member = sent(AccessReply::Member(MemberReply { role: Some(Role::Admin), banned: false }));
     assert_eq!(member, json!({"role": "admin"}));
     assert_eq!(
         serde_json::from_value::<MemberReply>(member).ok(),
-        Some(MemberReply { role: Some(Role::Admin) })
+        Some(MemberReply { role: Some(Role::Admin), banned: false })
+    );
+    // A ban is said only when there is one; a previous release's reply reads as "not banned".
+    let banned = sent(AccessReply::Member(MemberReply { role: None, banned: true }));
+    assert_eq!(banned, json!({"role": null, "banned": true}));
+    assert_eq!(
+        serde_json::from_value::<MemberReply>(banned).ok(),
+        Some(MemberReply { role: None, banned: true })
     );
     let can_read = sent(AccessReply::CanRead(CanReadReply { can_read: true }));
     assert_eq!(serde_json::from_value::<CanReadReply>(can_read).ok(), Some(CanReadReply { can_read: true }));

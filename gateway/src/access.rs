@@ -24,11 +24,17 @@ impl AccessClient {
         buzz_bus::retry::request_retrying(&self.nats, self.subject.clone(), req, self.retry).await
     }
 
-    /// `pubkey` has a role in `community` (an agent asks with its owner's key).
-    pub async fn member(&self, community: CommunityId, pubkey: &Pubkey) -> Result<bool, BusError> {
+    /// `pubkey`'s role in `community` and whether it is banned there.
+    pub async fn membership(&self, community: CommunityId, pubkey: &Pubkey) -> Result<MemberReply, BusError> {
         let req = AccessRequest::Member { community_id: community, pubkey: pubkey.clone() };
-        let reply: MemberReply = self.ask(&req).await?;
-        Ok(reply.role.is_some())
+        self.ask(&req).await
+    }
+
+    /// `pubkey` has a role in `community` and is not banned there (an agent asks with its
+    /// owner's key).
+    pub async fn member(&self, community: CommunityId, pubkey: &Pubkey) -> Result<bool, BusError> {
+        let reply = self.membership(community, pubkey).await?;
+        Ok(reply.role.is_some() && !reply.banned)
     }
 
     /// `reader` may read `channel` of `community` now.

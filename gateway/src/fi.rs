@@ -78,16 +78,21 @@ fn unix_now() -> u64 {
     u64::try_from(buzz_core::unix_now()).unwrap_or(0)
 }
 
-/// Whether `path` is a protected HTTP route (`deny_protected` refuses these outright).
+/// Whether `method path` is a protected HTTP route (`deny_protected` refuses these outright):
+/// `/query`, `/api/*`, and NIP-86 management (`POST /`), which changes what `/api/members` does.
+/// `GET /` (the WebSocket upgrade, NIP-11) is not: sockets need FI evidence there instead.
 #[must_use]
-pub fn is_protected(path: &str) -> bool {
+pub fn is_protected(method: &str, path: &str) -> bool {
     let path = path.split('?').next().unwrap_or(path);
-    path == "/query" || path.starts_with("/query/") || path.starts_with("/api/")
+    path == "/query"
+        || path.starts_with("/query/")
+        || path.starts_with("/api/")
+        || (method == "POST" && path == "/")
 }
 
 /// Before authenticating a tenant HTTP request: `deny_protected` refuses protected routes.
-pub fn refuse_protected(state: &AppState, path: &str) -> Result<(), Denial> {
-    if state.settings.nip_fi.mode == Mode::DenyProtected && is_protected(path) {
+pub fn refuse_protected(state: &AppState, method: &str, path: &str) -> Result<(), Denial> {
+    if state.settings.nip_fi.mode == Mode::DenyProtected && is_protected(method, path) {
         return Err(Denial::AuthorizationDenied);
     }
     Ok(())
@@ -117,5 +122,22 @@ pub async fn admit_http(
         Some(_) => Err(Denial::EvidenceRejected),
         None if required => Err(Denial::AuthRequired),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_protected;
+
+    #[test]
+    fn query_api_and_nip86_management_are_protected_and_the_relay_url_is_not() {
+        for (method, path) in
+            [("POST", "/query"), ("POST", "/query?count=1"), ("GET", "/api/channels"), ("POST", "/")]
+        {
+            assert!(is_protected(method, path), "{method} {path}");
+        }
+        for (method, path) in [("GET", "/"), ("GET", "/info"), ("GET", "/queryx"), ("POST", "/x")] {
+            assert!(!is_protected(method, path), "{method} {path}");
+        }
     }
 }

@@ -46,6 +46,8 @@ pub struct AppState {
     pub guard: buzz_http_auth::ReplayGuard,
     /// The per-pubkey write limit shared by every gateway (Redis).
     pub rate: ratelimit::PubkeyLimiter,
+    /// The per-pubkey NIP-86 call limit shared by every gateway (Redis).
+    pub manage_rate: ratelimit::PubkeyLimiter,
     /// Live sockets by community, for fan-out of live events and access notices.
     pub registry: Arc<live::Registry>,
     /// NIP-FI: the issuer trust registry (`BUZZ_NIP_FI_ISSUERS`) and sockets for revalidation.
@@ -86,6 +88,13 @@ impl Application {
                 redis.clone(),
                 &settings.redis_prefix,
                 settings.rate_pubkey_per_min,
+            )
+            .with_timeout(settings.redis_timeout),
+            manage_rate: ratelimit::PubkeyLimiter::counting(
+                ratelimit::NIP86_CALLS,
+                redis.clone(),
+                &settings.redis_prefix,
+                settings.rate_manage_per_min,
             )
             .with_timeout(settings.redis_timeout),
             guard: buzz_http_auth::ReplayGuard::new(redis, &settings.redis_prefix)

@@ -1,7 +1,7 @@
 //! NIP-86 community management: `POST /` of a community's host with `Content-Type:
 //! application/nostr+json+rpc`, NIP-98 signed with a `payload` tag, answered `{"result", "error"}`
-//! with the status of what happened (401 unauthenticated, 403 not the owner or an admin, 400 a bad
-//! call). The call is parsed here ([`buzz_core::nip86`]) and decided by the write-service over
+//! with the status of what happened (401 unauthenticated, 403 not the owner or an admin or
+//! `deny_protected`, 400 a bad call, 429 over the signer's per-minute limit). The call is parsed here ([`buzz_core::nip86`]) and decided by the write-service over
 //! `<p>.v1.manage`, under the membership rules of `/api/members`.
 
 use std::sync::Arc;
@@ -56,6 +56,10 @@ pub async fn rpc(State(state): State<Arc<AppState>>, headers: HeaderMap, body: B
         Ok(t) => t,
         Err(e) => return refused(&e),
     };
+    // `deny_protected` refuses management outright, as it refuses `/api/members`.
+    if let Err(denial) = crate::fi::refuse_protected(&state, "POST", "/") {
+        return refused(&ApiError::from(denial));
+    }
     if crate::request::bearer(&headers).is_some() {
         return answer(StatusCode::UNAUTHORIZED, Value::Null, Some("NIP-86 takes NIP-98 authorization only"));
     }
@@ -66,6 +70,12 @@ pub async fn rpc(State(state): State<Arc<AppState>>, headers: HeaderMap, body: B
         Ok(a) => a,
         Err(e) => return refused(&e),
     };
+    // Each signer's calls in this community, across gateways (the write limit's sliding window;
+    // Redis trouble lets the call through, as for writes). Refused calls count too: each one
+    // costs a transaction.
+    if let Err(reason) = state.manage_rate.check(community.community_id, &actor.pubkey).await {
+        return answer(StatusCode::TOO_MANY_REQUESTS, Value::Null, Some(&reason));
+    }
     let call = match nip86::parse(&body) {
         Ok(c) => c,
         Err(e) => return answer(StatusCode::BAD_REQUEST, Value::Null, Some(&e)),

@@ -1,8 +1,9 @@
-//! Write rate limits (docs/design.md, "Rate limits").
+//! Write rate limits (docs/design.md, "Rate limits"), and the NIP-86 call limit built the same way.
 //!
 //! - Per connection: a token bucket owned by the socket task ([`TokenBucket`]); no shared state.
 //! - Per pubkey, across every gateway: a sliding-window counter in Redis ([`PubkeyLimiter`]),
-//!   keyed by community and pubkey under `BUZZ_REDIS_PREFIX`. The check and the increment are one
+//!   keyed by community and pubkey under `BUZZ_REDIS_PREFIX` (writes: [`EVENTS`]; NIP-86 calls,
+//!   under keys of their own: [`NIP86_CALLS`]). The check and the increment are one
 //!   Lua script, so concurrent writes through different gateways never both take the last slot.
 //!   A gateway takes a pubkey's slots in leases ([`Leases`]): the script grants up to the lease
 //!   size at once (counting them all in the window), and the gateway spends them locally until
@@ -144,11 +145,26 @@ pub enum LimiterUnavailable {
     Timeout(Duration),
 }
 
-/// The per-pubkey write limit shared by every gateway through Redis.
+/// What a [`PubkeyLimiter`] counts: its Redis key segment, its metric label and, in its refusal,
+/// what went over the limit.
+#[derive(Debug, Clone, Copy)]
+pub struct Counted {
+    key: &'static str,
+    label: &'static str,
+    noun: &'static str,
+}
+
+/// Client writes (`EVENT`): keys `<prefix>rate:pk:`, as every release counted them.
+pub const EVENTS: Counted = Counted { key: "pk", label: "pubkey", noun: "events" };
+/// NIP-86 calls (`POST /`): keys `<prefix>rate:nip86:`.
+pub const NIP86_CALLS: Counted = Counted { key: "nip86", label: "nip86", noun: "NIP-86 calls" };
+
+/// A per-pubkey limit shared by every gateway through Redis.
 #[derive(Clone)]
 pub struct PubkeyLimiter {
     redis: Pool,
     prefix: String,
+    counted: Counted,
     per_min: u32,
     leases: std::sync::Arc<Leases>,
     /// Longest wait for Redis; past it the check fails open.
@@ -159,9 +175,17 @@ impl PubkeyLimiter {
     /// `per_min` writes per pubkey and community a minute, counted in Redis under `<redis_prefix>rate:pk:`.
     #[must_use]
     pub fn new(redis: Pool, redis_prefix: &str, per_min: u32) -> Self {
+        Self::counting(EVENTS, redis, redis_prefix, per_min)
+    }
+
+    /// `per_min` of what `counted` names per pubkey and community a minute, counted in Redis
+    /// under `<redis_prefix>rate:<its key>:`.
+    #[must_use]
+    pub fn counting(counted: Counted, redis: Pool, redis_prefix: &str, per_min: u32) -> Self {
         let timeout = crate::settings::REDIS_TIMEOUT;
         let leases = std::sync::Arc::default();
-        Self { redis, prefix: format!("{redis_prefix}rate:pk:"), per_min, leases, timeout }
+        let prefix = format!("{redis_prefix}rate:{}:", counted.key);
+        Self { redis, prefix, counted, per_min, leases, timeout }
     }
 
     /// The deadline of each Redis call (default [`crate::settings::REDIS_TIMEOUT`]).
@@ -216,8 +240,10 @@ impl PubkeyLimiter {
         match self.admit(community, pubkey).await {
             Ok(true) => Ok(()),
             Ok(false) => {
-                metrics::counter!("buzz_gateway_rate_limited_total", "limit" => "pubkey").increment(1);
-                Err(format!("rate-limited: more than {} events per minute from this pubkey", self.per_min))
+                metrics::counter!("buzz_gateway_rate_limited_total", "limit" => self.counted.label)
+                    .increment(1);
+                let (n, noun) = (self.per_min, self.counted.noun);
+                Err(format!("rate-limited: more than {n} {noun} per minute from this pubkey"))
             }
             Err(e) => {
                 metrics::counter!("buzz_gateway_rate_limit_errors_total").increment(1);

@@ -62,7 +62,7 @@ pub async fn http_actor(
     path_and_query: &str,
     body: &[u8],
 ) -> Result<Actor, ApiError> {
-    crate::fi::refuse_protected(state, path_and_query)?;
+    crate::fi::refuse_protected(state, method, path_and_query)?;
     let mut actor = if let Some(token) = bearer(headers) {
         resolve_for_host(state, host, token).await?
     } else {

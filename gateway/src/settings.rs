@@ -13,7 +13,8 @@ pub use args::{Args, ConnectionLimitArgs, RateLimitArgs, StallArgs};
 pub use args::{AUTH_TIMEOUT, BUS_RETRY_AFTER, HEADER_READ_TIMEOUT, MAX_CONNECTIONS, MAX_CONNECTIONS_PER_IP};
 pub use args::{MAX_INFLIGHT_QUERIES, MAX_INFLIGHT_QUERIES_PER_KEY};
 pub use args::{
-    OUTBOUND_QUEUE_BYTES, RATE_CONN_BURST, RATE_CONN_PER_SEC, RATE_PUBKEY_PER_MIN, REDIS_TIMEOUT,
+    OUTBOUND_QUEUE_BYTES, RATE_CONN_BURST, RATE_CONN_PER_SEC, RATE_MANAGE_PER_MIN, RATE_PUBKEY_PER_MIN,
+    REDIS_TIMEOUT,
 };
 
 /// What the gateway runs with.
@@ -61,6 +62,9 @@ pub struct Settings {
     pub rate_conn_burst: u32,
     /// Writes per pubkey and community in any 60 s, across gateways.
     pub rate_pubkey_per_min: u32,
+    /// NIP-86 calls per pubkey and community in any 60 s, across gateways (the same sliding
+    /// window, under its own Redis keys).
+    pub rate_manage_per_min: u32,
     /// Bytes one socket may have queued for its peer; beyond that the peer is too slow and the
     /// socket is closed (1008). Paced REQ answers wait for half of it to be free.
     pub outbound_queue_bytes: usize,
@@ -101,6 +105,7 @@ impl Settings {
         self.rate_conn_per_sec = r.rate_conn_per_sec;
         self.rate_conn_burst = r.rate_conn_burst;
         self.rate_pubkey_per_min = r.rate_pubkey_per_min;
+        self.rate_manage_per_min = r.rate_manage_per_min;
         self
     }
 
@@ -158,6 +163,7 @@ impl Settings {
             rate_conn_per_sec: RATE_CONN_PER_SEC,
             rate_conn_burst: RATE_CONN_BURST,
             rate_pubkey_per_min: RATE_PUBKEY_PER_MIN,
+            rate_manage_per_min: RATE_MANAGE_PER_MIN,
             outbound_queue_bytes: OUTBOUND_QUEUE_BYTES,
             auth_timeout: AUTH_TIMEOUT,
             header_read_timeout: HEADER_READ_TIMEOUT,
@@ -234,6 +240,7 @@ mod tests {
             "--created-at-upper-limit-secs=5",
             "--bus-timeout-secs=2",
             "--rate-conn-per-sec=0.5",
+            "--rate-manage-per-min=7",
             "--max-connections=70",
             "--redis-timeout-ms=40",
             "--gateway-admin-addr=127.0.0.1:9184",
@@ -244,7 +251,7 @@ mod tests {
         assert_eq!(s.nip_fi.mode, buzz_fi::Mode::Enforce);
         assert_eq!((s.listen.port(), s.limits.max_limit, s.limits.created_at_upper_limit), (0, 9, 5));
         assert_eq!((s.bus_timeout, s.redis_timeout), (Duration::from_secs(2), Duration::from_millis(40)));
-        assert_eq!((s.rate_conn_per_sec, s.max_connections), (0.5, 70));
+        assert_eq!((s.rate_conn_per_sec, s.rate_manage_per_min, s.max_connections), (0.5, 7, 70));
         assert_eq!(s.limits.default_limit, Limits::default().default_limit);
     }
 
@@ -254,8 +261,10 @@ mod tests {
             let err = parse(&[bad]).unwrap_err().to_string();
             assert!(err.contains("must be positive"), "{bad}: {err}");
         }
-        let err = parse(&["--rate-pubkey-per-min=0"]).unwrap_err().to_string();
-        assert!(err.contains("rate limits cannot be switched off"), "{err}");
+        for bad in ["--rate-pubkey-per-min=0", "--rate-manage-per-min=0"] {
+            let err = parse(&[bad]).unwrap_err().to_string();
+            assert!(err.contains("rate limits cannot be switched off"), "{bad}: {err}");
+        }
         for bad in ["--rate-conn-per-sec=NaN", "--rate-conn-per-sec=inf"] {
             assert!(parse(&[bad]).unwrap_err().to_string().contains("must be finite"), "{bad}");
         }

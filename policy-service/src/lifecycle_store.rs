@@ -81,8 +81,14 @@ async fn move_host(
     }
 }
 
-/// Makes `owner` the single owner; the previous owner stays in the community as an admin.
+/// Makes `owner` the single owner; the previous owner stays in the community as an admin. A
+/// NIP-86 ban of the new owner is lifted (nobody bans the owner; a key is never both banned and
+/// a member), under the key's membership lock like every change that gives a key a role.
 async fn transfer_owner(conn: &mut PgConnection, id: CommunityId, owner: &Pubkey) -> Result<(), sqlx::Error> {
+    buzz_store::bans::lock_membership(conn, id, owner).await?;
+    if buzz_store::bans::lift(conn, id, owner).await? {
+        tracing::info!(community = %id, owner = %owner, "the new owner's community ban was lifted");
+    }
     sqlx::query("UPDATE communities SET owner_pubkey = $2 WHERE id = $1")
         .bind(id)
         .bind(owner)

@@ -195,10 +195,11 @@ impl Querier {
         let mut conn = self.pool.acquire().await.map_err(sql_error)?;
         match req {
             AccessRequest::Member { community_id, pubkey } => {
-                let role = buzz_store::access::community_role(&mut conn, community_id, &pubkey)
+                let bans = buzz_store::bans::table_exists(&self.pool, &mut conn).await.map_err(sql_error)?;
+                let (role, banned) = buzz_store::bans::role_and_ban(&mut conn, community_id, &pubkey, bans)
                     .await
                     .map_err(sql_error)?;
-                Ok(AccessReply::Member(MemberReply { role }))
+                Ok(AccessReply::Member(MemberReply { role, banned }))
             }
             AccessRequest::CanRead { community_id, reader, channel_id } => {
                 let channel = buzz_store::access::load_channel(&mut conn, community_id, channel_id, false)

@@ -2,6 +2,7 @@
 #![warn(missing_docs)]
 
 pub mod access;
+pub mod bans;
 pub mod current_tags;
 pub mod fragments;
 pub mod tag_rows;

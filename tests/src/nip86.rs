@@ -91,3 +91,37 @@ pub async fn ok(
 pub fn keys_of(result: &Value) -> Vec<String> {
     result.as_array().unwrap().iter().map(|e| e["pubkey"].as_str().unwrap().to_owned()).collect()
 }
+
+/// Sends a NIP-42 AUTH by `agent` carrying its owner's `grant` (a NIP-OA `auth` tag) on `ws`;
+/// returns the OK's (accepted, message).
+pub async fn agent_auth(ws: &mut crate::WsClient, agent: &Keys, grant: &[String]) -> (bool, String) {
+    let auth = agent.sign_new(
+        22242,
+        vec![
+            vec!["relay".into(), format!("ws://{}", ws.host)],
+            vec!["challenge".into(), ws.challenge.clone()],
+            grant.to_vec(),
+        ],
+        "",
+    );
+    ws.send_json(&json!(["AUTH", auth])).await;
+    ws.ok_for(&auth.id).await
+}
+
+/// Sends `event` as `actor` straight to the write-service (`<p>.v1.write`), as a gateway would
+/// after its own checks: the write-service's answer, `Ok(message)` or `Err(NIP-01 reason)`.
+pub async fn write_over_bus(
+    cluster: &Cluster,
+    community: &Community,
+    actor: buzz_bus::Actor,
+    event: buzz_core::Event,
+) -> Result<String, String> {
+    let url = std::env::var("NATS_URL").ok().filter(|v| !v.is_empty());
+    let nats = async_nats::connect(url.as_deref().unwrap_or("nats://127.0.0.1:4222")).await.unwrap();
+    let subjects = buzz_bus::Subjects::new(&cluster.nats_prefix).unwrap();
+    let req = buzz_bus::WriteRequest::Event { community_id: community.id, actor, event };
+    let timeout = std::time::Duration::from_secs(5);
+    let reply: Result<buzz_bus::WriteReply, buzz_bus::BusError> =
+        buzz_bus::rpc::request(&nats, subjects.write(), &req, timeout).await;
+    reply.and_then(|r| r).map(|ok| ok.message).map_err(|e| e.nip01())
+}

@@ -1,13 +1,14 @@
 //! NIP-86 `banevent`, `unbanevent`/`allowevent`, `listbannedevents` through two gateways: a ban
 //! is a redaction under the kind-9005 rules (withheld from every reader; a banned artifact
 //! revision never changes which revision is current), and nothing is revealed about events in
-//! channels the caller cannot read.
+//! channels the caller cannot read; a redaction by anyone entitled stands on its own, and lifting
+//! a ban never undoes someone else's redaction (issue 37 item 9).
 
 #![allow(clippy::unwrap_used)]
 
 use buzz_core::{Event, Keys};
 use buzz_tests::client::{create_channel, message, WsClient};
-use buzz_tests::helpers::{ok, tag};
+use buzz_tests::helpers::{ok, tag, tagged};
 use buzz_tests::nip86::{call, ok as rpc_ok};
 use buzz_tests::Cluster;
 use serde_json::json;
@@ -117,5 +118,46 @@ async fn a_banned_artifact_revision_is_withheld_and_never_changes_which_revision
     // The earlier revision's ban lifts: history serves it again.
     rpc_ok(&cluster, 1, &team, &team.owner, "unbanevent", &json!([c.id])).await;
     assert!(served(&mut b, &c.id).await);
+    cluster.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redaction_stands_on_its_own_and_lifting_a_ban_never_undoes_another_redaction() {
+    let cluster = Cluster::start().await;
+    let team = cluster.community("team.test").await;
+    let admin = Keys::generate();
+    cluster.add_member(&team, &admin, "admin").await;
+    let bob = cluster.member(&team).await;
+    let channel = Uuid::new_v4();
+    let mut owner = WsClient::authed(cluster.gateways[0], &team.host, &team.owner).await;
+    ok(&mut owner, &create_channel(&team.owner, channel, "general", "open")).await;
+    let mut b = WsClient::authed(cluster.gateways[1], &team.host, &bob).await;
+    let (first, second) = (message(&bob, channel, "one"), message(&bob, channel, "two"));
+    ok(&mut b, &first).await;
+    ok(&mut b, &second).await;
+    let redact = |id: &str| tagged(&team.owner, 9005, channel, vec![tag("e", id)]);
+
+    // An admin's ban, then the owner's own kind-9005 redaction of the same event: both stand,
+    // and the admin lifting its ban leaves the owner's redaction in place.
+    rpc_ok(&cluster, 1, &team, &admin, "banevent", &json!([first.id, "spam"])).await;
+    ok(&mut owner, &redact(&first.id)).await;
+    rpc_ok(&cluster, 1, &team, &admin, "unbanevent", &json!([first.id])).await;
+    assert!(!served(&mut b, &first.id).await && !served(&mut owner, &first.id).await);
+    assert_eq!(rpc_ok(&cluster, 0, &team, &admin, "listbannedevents", &json!([])).await, json!([]));
+
+    // The other order: the owner redacts first, an admin's ban of it is recorded on its own, and
+    // lifting it leaves the owner's redaction in place.
+    ok(&mut owner, &redact(&second.id)).await;
+    rpc_ok(&cluster, 0, &team, &admin, "banevent", &json!([second.id, "also"])).await;
+    let listed = rpc_ok(&cluster, 1, &team, &admin, "listbannedevents", &json!([])).await;
+    assert_eq!(listed, json!([{"id": second.id, "reason": "also"}]));
+    rpc_ok(&cluster, 0, &team, &admin, "allowevent", &json!([second.id])).await;
+    assert!(!served(&mut b, &second.id).await && !served(&mut owner, &second.id).await);
+
+    // A redaction still needs the right to remove: a member redacts no one else's message.
+    let carol = cluster.member(&team).await;
+    let mut c = WsClient::authed(cluster.gateways[0], &team.host, &carol).await;
+    let (accepted, why) = c.publish(&tagged(&carol, 9005, channel, vec![tag("e", &first.id)])).await;
+    assert!(!accepted && why.starts_with("restricted:"), "{why}");
     cluster.stop().await;
 }

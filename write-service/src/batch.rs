@@ -265,6 +265,7 @@ pub(crate) fn admit(post: &Post<'_>, view: &View) -> Result<Option<ChannelView>,
         duplicate: view.duplicate,
         deleted: view.deleted,
         role: view.role,
+        banned: view.community_banned,
     };
     let role = match admission::admit(post.event, post.actor, &seen)? {
         Admitted::Duplicate => return Ok(None),

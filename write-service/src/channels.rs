@@ -45,7 +45,8 @@ pub async fn moderate(
         }
         REDACT => {
             if let Ok(target) = moderation::redaction_target(&event) {
-                let found = store::event_owner(tx, community, &target).await?;
+                // A redacted event may be redacted again: each redaction stands on its own.
+                let found = crate::redactions::target(tx, community, &target).await?;
                 author = found.filter(|(_, c, _)| *c == Some(channel_id)).map(|(author, ..)| author);
                 view.redacted_author = author.as_ref();
             }

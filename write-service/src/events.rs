@@ -32,7 +32,9 @@ pub async fn write_event(
     // What needs no database is answered before a transaction is opened.
     admission::sender(&event, actor)?;
     let mut tx = pool.begin().await?;
-    let (view, access_version) = store::admission(&mut tx, community, &event.id, actor.member_key()).await?;
+    let bans = buzz_store::bans::table_exists(pool, &mut tx).await?;
+    let keys = (actor.member_key(), &actor.pubkey);
+    let (view, access_version) = store::admission(&mut tx, community, &event.id, keys, bans).await?;
     let role = match admission::admit(&event, actor, &view)? {
         Admitted::Duplicate => {
             return announce_again(&mut tx, community, actor, event, view.role, access_version).await

@@ -12,6 +12,7 @@ pub mod manage_events;
 pub mod manage_store;
 pub mod members;
 pub mod read_model;
+pub mod redactions;
 pub mod revisions;
 pub mod rules;
 pub mod settings;

@@ -51,6 +51,8 @@ pub async fn handle(
         }
         Call::ListAllowedPubkeys => answered(Value::Array(mstore::members(&mut tx, community).await?)),
         Call::BanPubkey { pubkey, reason } => {
+            // Before the target's role is read: an add of the key waits for this ban's commit.
+            buzz_store::bans::lock_membership_to_ban(&mut tx, community, pubkey).await?;
             let target = buzz_store::access::community_role(&mut tx, community, pubkey).await?;
             if target.is_some_and(|t| !may_remove(me, t)) || *pubkey == actor.pubkey {
                 return Err(Refusal::MemberNotRemovable.into());
@@ -60,9 +62,11 @@ pub async fn handle(
                 .map_err(storage)?;
             let mut access = Vec::new();
             if store::remove_member(&mut tx, community, pubkey).await? {
-                buzz_store::access::bump_access_version(&mut tx, community).await?;
                 access.push(AccessChanged::MemberRemoved { pubkey: pubkey.clone() });
             }
+            // Also for a key that is no member (an agent's): a socket that missed the broadcast
+            // (at most once) re-checks its key with the next live event of the new version.
+            buzz_store::access::bump_access_version(&mut tx, community).await?;
             access.push(AccessChanged::Banned { pubkey: pubkey.clone() });
             Managed { result: json!(true), access }
         }
@@ -137,14 +141,16 @@ pub async fn handle(
 }
 
 /// `allowpubkey`: membership as role member, under the rule of `POST /api/members`; a key that
-/// already has a role keeps it, a banned key is refused.
+/// already has a role keeps it, a banned key is refused (under its membership lock, so a ban
+/// committing meanwhile is seen).
 async fn allow(
     conn: &mut sqlx::PgConnection,
     community: CommunityId,
     me: Role,
     pubkey: &Pubkey,
 ) -> WriteResult<()> {
-    if mstore::is_banned(conn, community, pubkey).await? {
+    buzz_store::bans::lock_membership(conn, community, pubkey).await?;
+    if buzz_store::bans::any_banned(conn, community, &[pubkey]).await? {
         return Err(Refusal::BannedKey.into());
     }
     let previous = buzz_store::access::community_role(conn, community, pubkey).await?;

@@ -43,7 +43,8 @@ pub async fn ban(
     id: &EventId,
     reason: Option<&str>,
 ) -> WriteResult<()> {
-    let Some((author, Some(channel_id), _)) = store::event_owner(conn, community, id).await? else {
+    // An event already redacted (a kind 9005, another ban) may be banned too: each stands alone.
+    let Some((author, Some(channel_id), _)) = crate::redactions::target(conn, community, id).await? else {
         return Err(Refusal::NoSuchEvent.into());
     };
     may_redact(conn, community, actor, channel_id, &author).await?;
@@ -52,9 +53,10 @@ pub async fn ban(
     Ok(())
 }
 
-/// `unbanevent`/`allowevent`: lifts a `banevent` under the same rule. A banned current artifact
-/// revision retired its artifact (it left the current-state index); that is not undone here:
-/// the artifact comes back with a new revision, so the call is refused saying so.
+/// `unbanevent`/`allowevent`: lifts a `banevent` under the same rule; a kind-9005 redaction of
+/// the same event stands (`redactions::lift_ban`). A banned current artifact revision retired its
+/// artifact (it left the current-state index); that is not undone here: the artifact comes back
+/// with a new revision, so the call is refused saying so.
 pub async fn unban(
     conn: &mut PgConnection,
     community: CommunityId,

@@ -1,6 +1,6 @@
 //! The SQL of NIP-86 community management (migration 0004): community bans, the audit log and
 //! the community's NIP-11 profile. Before 0004 has run, a missing table reads as "nobody is
-//! banned" and a change fails as [`SchemaPending`](crate::error::WriteError).
+//! banned" (`buzz_store::bans`) and a change fails as [`SchemaPending`](crate::error::WriteError).
 
 use buzz_bus::{BusError, ErrorCode};
 use buzz_core::{ChannelId, CommunityId, EventId, Pubkey};
@@ -102,27 +102,6 @@ pub fn storage(e: sqlx::Error) -> WriteError {
         return WriteError::Refused(BusError::new(ErrorCode::Unavailable, text));
     }
     WriteError::Storage(e)
-}
-
-/// Whether `pubkey` is banned from `community` (no: before migration 0004). The table is looked
-/// up first: a statement naming a missing table would abort the caller's transaction.
-pub async fn is_banned(
-    conn: &mut PgConnection,
-    community: CommunityId,
-    pubkey: &Pubkey,
-) -> Result<bool, sqlx::Error> {
-    let migrated: bool =
-        sqlx::query_scalar("SELECT to_regclass('community_bans') IS NOT NULL").fetch_one(&mut *conn).await?;
-    if !migrated {
-        return Ok(false);
-    }
-    let found: Option<i32> =
-        sqlx::query_scalar("SELECT 1 FROM community_bans WHERE community_id = $1 AND pubkey = $2")
-            .bind(community)
-            .bind(pubkey)
-            .fetch_optional(conn)
-            .await?;
-    Ok(found.is_some())
 }
 
 /// Bans `pubkey` (again: the reason and who banned are replaced).
@@ -274,17 +253,13 @@ pub async fn banned_event(
     .await
 }
 
-/// Lifts the redaction `banevent` made and forgets the ban.
+/// Lifts the redaction `banevent` made (unless a kind-9005 redaction stands) and forgets the ban.
 pub async fn unban_event(
     conn: &mut PgConnection,
     community: CommunityId,
     id: &EventId,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE events SET redacted_at = NULL WHERE community_id = $1 AND id = $2")
-        .bind(community)
-        .bind(id)
-        .execute(&mut *conn)
-        .await?;
+    crate::redactions::lift_ban(conn, community, id).await?;
     sqlx::query("DELETE FROM community_event_bans WHERE community_id = $1 AND event_id = $2")
         .bind(community)
         .bind(id)

@@ -63,11 +63,13 @@ pub async fn put_member(
 ) -> WriteResult<WriteOk> {
     let role = crate::shared::stored_role(role);
     let (mut tx, me) = begin_as_manager(pool, community, actor).await?;
+    // A ban committing meanwhile is seen (`buzz_store::bans::lock_membership`).
+    buzz_store::bans::lock_membership(&mut tx, community, pubkey).await?;
     let previous = buzz_store::access::community_role(&mut tx, community, pubkey).await?;
     if !may_grant(me, previous, role) {
         return Err(Refusal::RoleNotGrantable.into());
     }
-    if crate::manage_store::is_banned(&mut tx, community, pubkey).await? {
+    if buzz_store::bans::any_banned(&mut tx, community, &[pubkey]).await? {
         return Err(Refusal::BannedKey.into());
     }
     store::put_member(&mut tx, community, pubkey, role).await?;

@@ -18,6 +18,8 @@ pub const RATE_CONN_PER_SEC: f64 = 20.0;
 pub const RATE_CONN_BURST: u32 = 100;
 /// Default per-pubkey write limit per minute.
 pub const RATE_PUBKEY_PER_MIN: u32 = 1200;
+/// Default NIP-86 calls per pubkey and community per minute.
+pub const RATE_MANAGE_PER_MIN: u32 = 120;
 
 /// Default bytes queued for one socket's peer.
 pub const OUTBOUND_QUEUE_BYTES: usize = 4 << 20;
@@ -140,6 +142,9 @@ pub struct RateLimitArgs {
     /// Per-pubkey write limit per community in any 60 s, across gateways
     #[arg(long, env = "BUZZ_RATE_PUBKEY_PER_MIN", default_value_t = RATE_PUBKEY_PER_MIN, value_parser = rate::<u32>)]
     pub(super) rate_pubkey_per_min: u32,
+    /// NIP-86 calls (`POST /`) per pubkey per community in any 60 s, across gateways
+    #[arg(long, env = "BUZZ_RATE_MANAGE_PER_MIN", default_value_t = RATE_MANAGE_PER_MIN, value_parser = rate::<u32>)]
+    pub(super) rate_manage_per_min: u32,
 }
 
 /// The slow and idle peer settings (also read by `buzz dev`).

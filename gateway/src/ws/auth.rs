@@ -1,7 +1,7 @@
 //! NIP-42 `AUTH` on a socket: the challenge answer, then community membership (or a NIP-OA
-//! agent's owner's); and how the socket loses it (a membership removal, a NIP-86 ban).
+//! agent's owner's) and NIP-86 bans; and how the socket loses it (a membership removal, a ban).
 
-use buzz_bus::{AccessChanged, Actor};
+use buzz_bus::{AccessChanged, Actor, BusError, MemberReply};
 use buzz_core::{Event, Pubkey, RelayMessage};
 
 use super::session::Session;
@@ -67,19 +67,101 @@ impl Session {
         // A NIP-OA agent authenticates with its owner's grant in the AUTH event.
         let mut actor = Actor::session(event.pubkey.clone());
         actor.fi_admitted = self.fi.is_some();
-        let mut admitted = self.is_member(&event.pubkey).await;
-        if let (Ok(false), Some(owner)) = (&admitted, owner) {
-            admitted = self.is_member(&owner).await;
-            actor.agent_of = Some(owner);
-        }
-        match admitted {
-            Ok(true) => {
-                self.actor = Some(actor);
-                self.read_cache.clear();
-                self.send(reply(true, String::new()));
-            }
-            Ok(false) => self.send(reply(false, "restricted: not a member of this community".into())),
+        match self.standings(&event.pubkey, owner.as_ref()).await {
+            Ok((key, of)) => match admit(&key, of.as_ref()) {
+                Ok(as_agent) => {
+                    actor.agent_of = owner.filter(|_| as_agent);
+                    self.actor = Some(actor);
+                    self.read_cache.clear();
+                    self.send(reply(true, String::new()));
+                }
+                Err(reason) => self.send(reply(false, reason.to_owned())),
+            },
             Err(e) => self.send(reply(false, e.nip01())),
         }
+    }
+
+    /// The AUTH key's standing in the community, and its grant owner's when the key is neither a
+    /// member nor banned itself (asked over the bus, never cached).
+    async fn standings(
+        &self,
+        key: &Pubkey,
+        owner: Option<&Pubkey>,
+    ) -> Result<(MemberReply, Option<MemberReply>), BusError> {
+        let community = self.community.community_id;
+        let mine = self.state.access.membership(community, key).await?;
+        let theirs = match owner {
+            Some(owner) if mine.role.is_none() && !mine.banned => {
+                Some(self.state.access.membership(community, owner).await?)
+            }
+            _ => None,
+        };
+        Ok((mine, theirs))
+    }
+
+    /// Whether `actor` still may act here after an access change: its member key (an agent's
+    /// owner) is a member and not banned, and an agent's own key is not banned.
+    pub(super) async fn still_admitted(&self, actor: &Actor) -> Result<bool, BusError> {
+        let community = self.community.community_id;
+        if !self.state.access.member(community, actor.member_key()).await? {
+            return Ok(false);
+        }
+        if actor.agent_of.is_none() {
+            return Ok(true);
+        }
+        Ok(!self.state.access.membership(community, &actor.pubkey).await?.banned)
+    }
+}
+
+/// AUTH refusals.
+const BANNED: &str = "restricted: banned from this community";
+const OWNER_BANNED: &str = "restricted: the grant's owner is banned from this community";
+const NOT_MEMBER: &str = "restricted: not a member of this community";
+
+/// Who an AUTH admits, from the key's standing and (when it is no member itself and carries a
+/// grant) its owner's: `Ok(false)` the key as itself, `Ok(true)` as the owner's agent. A ban
+/// holds for the key in every role it could enter by: a banned key is refused even with a
+/// member's grant, and no agent is admitted for a banned owner.
+fn admit(key: &MemberReply, owner: Option<&MemberReply>) -> Result<bool, &'static str> {
+    if key.banned {
+        return Err(BANNED);
+    }
+    if key.role.is_some() {
+        return Ok(false);
+    }
+    match owner {
+        Some(o) if o.banned => Err(OWNER_BANNED),
+        Some(o) if o.role.is_some() => Ok(true),
+        _ => Err(NOT_MEMBER),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use buzz_bus::Role;
+
+    use super::*;
+
+    fn standing(role: Option<Role>, banned: bool) -> MemberReply {
+        MemberReply { role, banned }
+    }
+
+    #[test]
+    fn a_ban_refuses_auth_as_a_member_as_an_agent_and_for_an_agents_owner() {
+        let member = standing(Some(Role::Member), false);
+        let stranger = standing(None, false);
+        let banned = standing(None, true);
+        assert_eq!(admit(&member, None), Ok(false));
+        assert_eq!(admit(&member, Some(&banned)), Ok(false), "a member acts as itself");
+        assert_eq!(admit(&stranger, Some(&member)), Ok(true));
+        assert_eq!(admit(&stranger, None), Err(NOT_MEMBER));
+        assert_eq!(admit(&stranger, Some(&stranger)), Err(NOT_MEMBER));
+        // A banned key, with a member's grant or without; a key banned while still a member.
+        assert_eq!(admit(&banned, Some(&member)), Err(BANNED));
+        assert_eq!(admit(&banned, None), Err(BANNED));
+        assert_eq!(admit(&standing(Some(Role::Admin), true), None), Err(BANNED));
+        // The agent of a banned owner.
+        assert_eq!(admit(&stranger, Some(&banned)), Err(OWNER_BANNED));
+        assert_eq!(admit(&stranger, Some(&standing(Some(Role::Member), true))), Err(OWNER_BANNED));
     }
 }

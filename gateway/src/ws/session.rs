@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::ws::{Message, WebSocket};
-use buzz_bus::{Actor, BusError, CommunityLease, QueryKind};
+use buzz_bus::{Actor, CommunityLease, QueryKind};
 use buzz_core::{ChannelId, ClientMessage, ParseError, Pubkey, RelayMessage};
 use futures::stream::SplitStream;
 use futures::StreamExt;
@@ -256,11 +256,6 @@ impl Session {
         }
     }
 
-    /// `pubkey` is a member of this socket's community (asked over the bus, never cached).
-    pub(super) async fn is_member(&self, pubkey: &Pubkey) -> Result<bool, BusError> {
-        self.state.access.member(self.community.community_id, pubkey).await
-    }
-
     async fn on_push(&mut self, push: Push) {
         match push {
             Push::Event(ev, json) => {
@@ -314,8 +309,8 @@ impl Session {
     /// was no answer (no delivery either: fail closed, but see [`Self::interrupt`]).
     async fn revalidate(&mut self, version: i64) -> Option<bool> {
         self.read_cache.clear();
-        let key = self.actor.as_ref().map(|a| a.member_key().to_owned())?;
-        match self.is_member(&key).await {
+        let actor = self.actor.clone()?;
+        match self.still_admitted(&actor).await {
             Ok(true) => {
                 self.validated_version = version;
                 Some(true)

@@ -126,7 +126,8 @@ async fn write_batch(
         })
         .collect();
     let mut tx = pool.begin().await?;
-    let views = load(&mut tx, &posts).await?;
+    let bans = buzz_store::bans::table_exists(pool, &mut tx).await?;
+    let views = load(&mut tx, &posts, bans).await?;
     let mut seen = HashSet::new();
     let mut writes: Vec<Write<'_>> = posts
         .into_iter()

@@ -19,6 +19,8 @@ pub(crate) struct View {
     /// Accepted before and deleted by its author since (kind 5).
     pub(crate) deleted: bool,
     pub(crate) role: Option<Role>,
+    /// The writer's key or the member key it acts with is banned from the community.
+    pub(crate) community_banned: bool,
     channel_id: Option<ChannelId>,
     channel_name: Option<String>,
     visibility: Option<Visibility>,
@@ -52,13 +54,19 @@ impl View {
 }
 
 /// Admission, channel view and thread-root check of every post in one statement, the channel rows
-/// share-locked (in id order) so that they cannot change under the batch.
-pub(crate) async fn load(tx: &mut PgConnection, posts: &[Post<'_>]) -> Result<Vec<View>, sqlx::Error> {
+/// share-locked (in id order) so that they cannot change under the batch. `bans`: migration 0004
+/// has run (`buzz_store::bans::table_exists`), so community bans are read too.
+pub(crate) async fn load(
+    tx: &mut PgConnection,
+    posts: &[Post<'_>],
+    bans: bool,
+) -> Result<Vec<View>, sqlx::Error> {
     let n = posts.len();
     let mut ord = Vec::with_capacity(n);
     let mut community = Vec::with_capacity(n);
     let mut event_id = Vec::with_capacity(n);
     let mut member = Vec::with_capacity(n);
+    let mut writer = Vec::with_capacity(n);
     let mut channel = Vec::with_capacity(n);
     let mut root = Vec::with_capacity(n);
     for (i, p) in posts.iter().enumerate() {
@@ -66,13 +74,15 @@ pub(crate) async fn load(tx: &mut PgConnection, posts: &[Post<'_>]) -> Result<Ve
         community.push(p.community);
         event_id.push(p.event.id.as_str());
         member.push(p.actor.member_key());
+        writer.push(p.actor.pubkey.as_str());
         channel.push(p.named.channel.as_ref().ok().copied());
         root.push(p.named.root.as_ref().ok().and_then(Option::as_ref).map(EventId::as_str));
     }
     let sql = format!(
         "WITH i AS ( \
-             SELECT * FROM UNNEST($1::int4[], $2::uuid[], $3::text[], $4::text[], $5::uuid[], $6::text[]) \
-                 AS i(ord, community_id, event_id, member, channel_id, root)), \
+             SELECT * FROM UNNEST($1::int4[], $2::uuid[], $3::text[], $4::text[], $5::uuid[], $6::text[], \
+                                  $7::text[]) \
+                 AS i(ord, community_id, event_id, member, channel_id, root, writer)), \
          ch AS MATERIALIZED ( \
              SELECT c.community_id, c.id, c.name, c.visibility, c.channel_type, c.ttl_seconds, c.archived \
              FROM channels c \
@@ -85,7 +95,7 @@ pub(crate) async fn load(tx: &mut PgConnection, posts: &[Post<'_>]) -> Result<Ve
                            WHERE r.community_id = i.community_id AND r.revision_id = i.event_id) AS duplicate, \
                 EXISTS (SELECT 1 FROM events e WHERE e.community_id = i.community_id AND e.id = i.event_id \
                         AND e.deleted_at IS NOT NULL) AS deleted, \
-                m.role, \
+                m.role, {banned} AS community_banned, \
                 ch.id AS channel_id, ch.name AS channel_name, ch.visibility, ch.channel_type, ch.ttl_seconds, \
                 ch.archived, \
                 CASE WHEN chm.removed_at IS NULL THEN chm.role END AS channel_role, \
@@ -104,6 +114,12 @@ pub(crate) async fn load(tx: &mut PgConnection, posts: &[Post<'_>]) -> Result<Ve
          ORDER BY i.ord",
         message = kinds::MESSAGE,
         served = served_event("e"),
+        banned = if bans {
+            "EXISTS (SELECT 1 FROM community_bans b \
+                     WHERE b.community_id = i.community_id AND b.pubkey IN (i.member, i.writer))"
+        } else {
+            "false"
+        },
     );
     let views: Vec<View> = sqlx::query_as(&sql)
         .bind(&ord)
@@ -112,6 +128,7 @@ pub(crate) async fn load(tx: &mut PgConnection, posts: &[Post<'_>]) -> Result<Ve
         .bind(&member)
         .bind(&channel)
         .bind(&root)
+        .bind(&writer)
         .fetch_all(&mut *tx)
         .await?;
     if views.len() != n {

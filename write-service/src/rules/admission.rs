@@ -21,6 +21,9 @@ pub struct AdmissionView {
     pub deleted: bool,
     /// The writer's (member key's) community role; `None` for a non-member.
     pub role: Option<Role>,
+    /// A key the write acts with is banned from the community (NIP-86 `banpubkey`): the
+    /// writer's own key, or the owner an agent acts for.
+    pub banned: bool,
 }
 
 /// An admitted event.
@@ -46,7 +49,8 @@ pub fn sender(event: &Event, actor: &Actor) -> Result<(), Refusal> {
 
 /// Admission, in order: [`sender`], community active, an event already accepted (a duplicate,
 /// or refused when its author deleted it: never stored again, so the client must not be told it
-/// is stored), membership.
+/// is stored), a ban of a key the write acts with (whatever role it came in by: a member, an
+/// agent, an agent of a banned owner), membership.
 pub fn admit(event: &Event, actor: &Actor, view: &AdmissionView) -> Result<Admitted, Refusal> {
     sender(event, actor)?;
     if !view.active {
@@ -54,6 +58,9 @@ pub fn admit(event: &Event, actor: &Actor, view: &AdmissionView) -> Result<Admit
     }
     if view.duplicate {
         return if view.deleted { Err(Refusal::DeletedByAuthor) } else { Ok(Admitted::Duplicate) };
+    }
+    if view.banned {
+        return Err(Refusal::BannedKey);
     }
     view.role.map(Admitted::Member).ok_or(Refusal::NotCommunityMember)
 }
@@ -99,11 +106,16 @@ mod tests {
         keys.sign_new(kind, vec![], "")
     }
 
-    const MEMBER: AdmissionView =
-        AdmissionView { active: true, duplicate: false, deleted: false, role: Some(Role::Member) };
+    const MEMBER: AdmissionView = AdmissionView {
+        active: true,
+        duplicate: false,
+        deleted: false,
+        role: Some(Role::Member),
+        banned: false,
+    };
 
     #[test]
-    fn admission_refuses_in_order_author_kind_community_deletion_membership() {
+    fn admission_refuses_in_order_author_kind_community_deletion_ban_membership() {
         let keys = Keys::generate();
         let actor = Actor::session(keys.pubkey());
         let other = Actor::session(Keys::generate().pubkey());
@@ -114,9 +126,24 @@ mod tests {
         assert_eq!(admit(&post, &actor, &inactive), Err(Refusal::CommunityInactive));
         let deleted = AdmissionView { duplicate: true, deleted: true, ..MEMBER };
         assert_eq!(admit(&post, &actor, &deleted), Err(Refusal::DeletedByAuthor));
+        let banned = AdmissionView { role: None, banned: true, ..MEMBER };
+        assert_eq!(admit(&post, &actor, &banned), Err(Refusal::BannedKey));
         let outsider = AdmissionView { role: None, ..MEMBER };
         assert_eq!(admit(&post, &actor, &outsider), Err(Refusal::NotCommunityMember));
         assert_eq!(admit(&post, &actor, &MEMBER), Ok(Admitted::Member(Role::Member)));
+    }
+
+    #[test]
+    fn a_ban_refuses_the_write_whatever_role_the_key_holds() {
+        let (owner, agent) = (Keys::generate(), Keys::generate());
+        let as_agent = Actor { agent_of: Some(owner.pubkey()), ..Actor::session(agent.pubkey()) };
+        let post = event(&agent, kinds::MESSAGE);
+        // An agent of a member (the owner's role admits it), a member, an admin: a ban refuses.
+        for role in [Some(Role::Member), Some(Role::Admin), None] {
+            let view = AdmissionView { role, banned: true, ..MEMBER };
+            assert_eq!(admit(&post, &as_agent, &view), Err(Refusal::BannedKey), "{role:?}");
+        }
+        assert_eq!(admit(&post, &as_agent, &MEMBER), Ok(Admitted::Member(Role::Member)));
     }
 
     #[test]
