@@ -178,13 +178,8 @@ async fn build(
     })
     .await?;
     let query = buzz_query::Application::build(buzz_query::Settings {
-        database_url: args.database_url.clone(),
-        nats: buzz_bus::NatsConfig::new(args.nats_url.clone()),
-        nats_prefix: args.nats_prefix.clone(),
         admin_listen: loopback0,
-        max_db_connections: 16,
-        concurrency: 64,
-        statement_timeout_ms: 2000,
+        ..buzz_query::Settings::local(&args.database_url, &args.nats_url, &args.nats_prefix)
     })
     .await?;
     let snapshot = buzz_snapshot::Application::build(buzz_snapshot::Settings::local(

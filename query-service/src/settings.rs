@@ -73,6 +73,23 @@ impl Settings {
         Ok(Self::from(buzz_telemetry::settings::parse::<Args>(args)?))
     }
 
+    /// The defaults of every flag, on loopback with the admin listener on port 0 (tests, `buzz dev`).
+    #[must_use]
+    pub fn local(database_url: &str, nats_url: &str, nats_prefix: &str) -> Self {
+        Self {
+            database_url: database_url.to_owned(),
+            nats: buzz_bus::NatsConfig::new(nats_url.to_owned()),
+            nats_prefix: nats_prefix.to_owned(),
+            admin_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            max_db_connections: 16,
+            concurrency: 64,
+            running: None,
+            community_running: None,
+            community_queue: 16,
+            statement_timeout_ms: 2000,
+        }
+    }
+
     /// How the replica's query capacity is shared between communities (`fair::FairGate`).
     #[must_use]
     pub fn shares(&self) -> crate::fair::Shares {

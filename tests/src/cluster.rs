@@ -225,16 +225,10 @@ impl Cluster {
         }
         for _ in 0..opts.queriers {
             let mut settings = buzz_query::Settings {
-                database_url: database_url.clone(),
-                nats: buzz_bus::NatsConfig::new(nats_url.clone()),
-                nats_prefix: nats_prefix.clone(),
                 admin_listen: loopback0,
                 max_db_connections: 8,
-                concurrency: 64,
-                running: None,
-                community_running: None,
-                community_queue: 16,
                 statement_timeout_ms: opts.statement_timeout_ms,
+                ..buzz_query::Settings::local(&database_url, &nats_url, &nats_prefix)
             };
             if let Some(adjust) = opts.query_settings {
                 adjust(&mut settings);
