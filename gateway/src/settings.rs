@@ -54,6 +54,11 @@ pub struct Settings {
     pub max_inflight_queries: usize,
     /// REQ/COUNT queries of one key running at once on this gateway, over all its sockets.
     pub max_inflight_queries_per_key: usize,
+    /// Read rate limit per socket: a bucket of `rate_read_burst` REQs and COUNTs refilling at
+    /// `rate_read_per_sec`; a REQ or COUNT over it is `CLOSED rate-limited:`.
+    pub rate_read_per_sec: f64,
+    /// Size of the per-connection read bucket.
+    pub rate_read_burst: u32,
     /// Write rate limits (see `ratelimit`): per connection, a token bucket refilling at
     /// `rate_conn_per_sec` up to `rate_conn_burst`; per pubkey across gateways,
     /// `rate_pubkey_per_min` in any 60 s. All must be positive: limits cannot be switched off.
@@ -106,6 +111,8 @@ impl Settings {
         self.rate_conn_burst = r.rate_conn_burst;
         self.rate_pubkey_per_min = r.rate_pubkey_per_min;
         self.rate_manage_per_min = r.rate_manage_per_min;
+        self.rate_read_per_sec = r.rate_read_per_sec;
+        self.rate_read_burst = r.rate_read_burst;
         self
     }
 
@@ -160,6 +167,8 @@ impl Settings {
             max_inflight_writes: 32,
             max_inflight_queries: MAX_INFLIGHT_QUERIES,
             max_inflight_queries_per_key: MAX_INFLIGHT_QUERIES_PER_KEY,
+            rate_read_per_sec: args::RATE_READ_PER_SEC,
+            rate_read_burst: args::RATE_READ_BURST,
             rate_conn_per_sec: RATE_CONN_PER_SEC,
             rate_conn_burst: RATE_CONN_BURST,
             rate_pubkey_per_min: RATE_PUBKEY_PER_MIN,

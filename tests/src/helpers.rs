@@ -58,6 +58,13 @@ pub fn percentile<T: Copy>(sorted: &[T], pct: usize) -> T {
     sorted[rank - 1]
 }
 
+/// Gateway settings for a benchmark that times REQs back to back on one socket: no per-socket
+/// read rate limit (the relay's default refills 20 a second).
+pub fn unmetered_reads(s: &mut buzz_gateway::Settings) {
+    s.rate_read_per_sec = 1e6;
+    s.rate_read_burst = 1_000_000;
+}
+
 /// A benchmark parameter from the environment, or `default` when unset or unparsable.
 pub fn bench_param<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)

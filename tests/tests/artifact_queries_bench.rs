@@ -27,7 +27,9 @@ async fn bench_current_query_first_page() {
     let artifacts: i64 = bench_param("BUZZ_BENCH_ARTIFACTS", 1_000_000);
     let channels: i64 = bench_param("BUZZ_BENCH_CHANNELS", 500);
     let queries: usize = bench_param("BUZZ_BENCH_QUERIES", 300);
-    let cluster = Cluster::start_with(ClusterOptions::default()).await;
+    let opts =
+        ClusterOptions { gateway_settings: Some(buzz_tests::helpers::unmetered_reads), ..Default::default() };
+    let cluster = Cluster::start_with(opts).await;
     let team = cluster.community("bench.test").await;
     let reader = cluster.member(&team).await;
     let author = reader.public_hex();

@@ -20,6 +20,11 @@ pub const RATE_CONN_BURST: u32 = 100;
 pub const RATE_PUBKEY_PER_MIN: u32 = 1200;
 /// Default NIP-86 calls per pubkey and community per minute.
 pub const RATE_MANAGE_PER_MIN: u32 = 120;
+/// Default of `BUZZ_RATE_READ_PER_SEC`.
+pub const RATE_READ_PER_SEC: f64 = 20.0;
+/// Default of `BUZZ_RATE_READ_BURST`: a client opening its views at once (dozens of REQs) is not
+/// refused.
+pub const RATE_READ_BURST: u32 = 100;
 
 /// Default bytes queued for one socket's peer.
 pub const OUTBOUND_QUEUE_BYTES: usize = 4 << 20;
@@ -145,6 +150,12 @@ pub struct RateLimitArgs {
     /// NIP-86 calls (`POST /`) per pubkey per community in any 60 s, across gateways
     #[arg(long, env = "BUZZ_RATE_MANAGE_PER_MIN", default_value_t = RATE_MANAGE_PER_MIN, value_parser = rate::<u32>)]
     pub(super) rate_manage_per_min: u32,
+    /// Per-connection read limit: REQs and COUNTs per second refilled into the socket's bucket
+    #[arg(long, env = "BUZZ_RATE_READ_PER_SEC", default_value_t = RATE_READ_PER_SEC, value_parser = rate_per_sec)]
+    pub(super) rate_read_per_sec: f64,
+    /// Per-connection read bucket size: REQs and COUNTs a socket may send at once
+    #[arg(long, env = "BUZZ_RATE_READ_BURST", default_value_t = RATE_READ_BURST, value_parser = rate::<u32>)]
+    pub(super) rate_read_burst: u32,
 }
 
 /// The slow and idle peer settings (also read by `buzz dev`).

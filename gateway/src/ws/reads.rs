@@ -16,6 +16,14 @@ impl Session {
             let message = "auth-required: authenticate to read".to_owned();
             return self.send(RelayMessage::Closed { sub_id, message });
         };
+        if !self.read_bucket.try_take() {
+            let s = &self.state.settings;
+            let message = format!(
+                "rate-limited: too many REQ and COUNT messages on this connection ({} per second, bursts of {})",
+                s.rate_read_per_sec, s.rate_read_burst
+            );
+            return self.send(RelayMessage::Closed { sub_id, message });
+        }
         let max = self.state.settings.limits.max_subscriptions;
         let ticket = if kind == QueryKind::Count {
             // A COUNT holds no subscription: its own bound keeps a socket from queueing without end.

@@ -41,6 +41,8 @@ pub(super) struct Session {
     pub(super) writes: Arc<Semaphore>,
     /// Per-connection write limit.
     pub(super) bucket: crate::ratelimit::TokenBucket,
+    /// Per-connection read limit (REQ and COUNT).
+    pub(super) read_bucket: crate::ratelimit::TokenBucket,
     /// When an unauthenticated socket is closed; `None` while authenticated. Set at connect
     /// and again whenever the socket loses its authentication.
     unauthenticated_until: Option<Instant>,
@@ -90,6 +92,10 @@ pub async fn run(
         bucket: crate::ratelimit::TokenBucket::new(
             state.settings.rate_conn_per_sec,
             state.settings.rate_conn_burst,
+        ),
+        read_bucket: crate::ratelimit::TokenBucket::new(
+            state.settings.rate_read_per_sec,
+            state.settings.rate_read_burst,
         ),
         subs: Subs::default(),
         read_cache: HashMap::new(),
