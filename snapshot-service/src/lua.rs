@@ -1,4 +1,4 @@
-//! The Lua scripts of the shared snapshot state (`crate::state`): each one change, atomic in
+//! The Lua scripts of the shared snapshot state (`state.rs`): each one change, atomic in
 //! Redis, on Redis' own clock. Every script is [`COMMON`] followed by its body.
 
 /// Lua helpers shared by the scripts: the clock, the charge index, and removing a capture.
