@@ -9,7 +9,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeSet;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use buzz_core::{Event, Filter};
 use buzz_store::fragments::SEARCH_INDEX;
@@ -42,7 +42,7 @@ async fn seed(cluster: &Cluster, community: &Community, channel: Uuid, n: i64, c
                 json_build_object('id', id, 'pubkey', $2, 'created_at', 1700000000 + g, 'kind', 9, \
                   'tags', json_build_array(json_build_array('h', $3::text)), \
                   'content', $5 || g, 'sig', repeat('0', 128))::text \
-         FROM generate_series(1, $4) g, LATERAL (SELECT encode(sha256(($5 || g)::bytea), 'hex') AS id) i",
+         FROM generate_series(1, $4) g, LATERAL (SELECT encode(sha256(($5 || $3::text || g)::bytea), 'hex') AS id) i",
     )
     .bind(community.id)
     .bind(&owner)
@@ -52,6 +52,35 @@ async fn seed(cluster: &Cluster, community: &Community, channel: Uuid, n: i64, c
     .execute(&cluster.pool)
     .await
     .unwrap();
+}
+
+/// `n` open channels of `team`, written by SQL.
+async fn open_channels(cluster: &Cluster, team: &Community, n: usize) -> Vec<Uuid> {
+    let ids: Vec<Uuid> = (0..n).map(|_| Uuid::new_v4()).collect();
+    sqlx::query(
+        "INSERT INTO channels (community_id, id, name, visibility, channel_type, created_by) \
+         SELECT $1, id, 'c' || id, 'open', 'stream', $3 FROM unnest($2::uuid[]) id",
+    )
+    .bind(team.id)
+    .bind(&ids)
+    .bind(team.owner.public_hex())
+    .execute(&cluster.pool)
+    .await
+    .unwrap();
+    ids
+}
+
+/// Index entries each search index has returned (`pg_stat_user_indexes.idx_tup_read`).
+async fn entries_read(cluster: &Cluster) -> (i64, i64) {
+    sqlx::query_as(
+        "SELECT coalesce(sum(idx_tup_read) FILTER (WHERE indexrelname = 'events_search'), 0)::bigint, \
+                coalesce(sum(idx_tup_read) FILTER (WHERE indexrelname = $1), 0)::bigint \
+         FROM pg_stat_user_indexes",
+    )
+    .bind(SEARCH_INDEX)
+    .fetch_one(&cluster.pool)
+    .await
+    .unwrap()
 }
 
 /// The other community's private channel, written by SQL.
@@ -99,21 +128,15 @@ fn nodes<'a>(plan: &'a [String], name: &str) -> Vec<&'a [String]> {
     found
 }
 
-/// The plan of `filter` (page, or COUNT) as the query-service runs it (its `work_mem` for a
-/// search and custom plans), in `tx`.
+/// The plan of `filter` (page, or COUNT) under the settings the query-service gives a search
+/// (`prepare_search`), in `tx`.
 async fn explain(
     tx: &mut sqlx::PgConnection,
     reader: &buzz_query::sql::Reader<'_>,
     filter: &Filter,
     count: bool,
 ) -> Vec<String> {
-    sqlx::query(
-        "SELECT set_config('work_mem', $1, true), set_config('plan_cache_mode', 'force_custom_plan', true)",
-    )
-    .bind(buzz_query::plan::SEARCH_WORK_MEM)
-    .execute(&mut *tx)
-    .await
-    .unwrap();
+    buzz_query::plan::prepare_search(&mut *tx).await.unwrap();
     let mut qb = if count {
         buzz_query::sql::explain_count_events(reader, &[filter])
     } else {
@@ -156,7 +179,9 @@ async fn a_search_never_fetches_another_communitys_rows_and_works_on_the_old_ind
         ours.push(m.id.to_string());
     }
     ok(&mut w, &message(&team.owner, open, "an unrelated merger")).await;
-    seed(&cluster, &team, open, THEIRS, "standup notes, part ").await;
+    for channel in open_channels(&cluster, &team, 60).await {
+        seed(&cluster, &team, channel, THEIRS / 60, "standup notes, part ").await;
+    }
     let deals = private_channel(&cluster, &other).await;
     seed(&cluster, &other, deals, THEIRS, "the merger acquisition plan, part ").await;
     sqlx::query("ANALYZE events").execute(&cluster.pool).await.unwrap();
@@ -167,12 +192,41 @@ async fn a_search_never_fetches_another_communitys_rows_and_works_on_the_old_ind
     assert_eq!(found(search(&mut r, PHRASE).await), ours);
     assert_eq!(r.count("n", &[json!({"search": PHRASE})]).await, Ok(3));
 
+    // Through the relay, many times over: the search index returns our 3 entries per search, and
+    // 0003's `events_search`, which holds every community's matches, none.
+    let mut o = WsClient::authed(cluster.gateways[0], &team.host, &bob).await;
+    let before = entries_read(&cluster).await;
+    let searches = 40;
+    for i in 0..searches {
+        let ws = if i % 2 == 0 { &mut r } else { &mut o };
+        assert_eq!(search(ws, PHRASE).await.len(), 3);
+    }
+    // Statistics reach the view when a backend next reports them (at most about 10 s idle).
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let after = loop {
+        let now = entries_read(&cluster).await;
+        if now.1 - before.1 >= 3 * searches || Instant::now() > deadline {
+            break now;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(after.1 - before.1 >= 3 * searches, "entries read from {SEARCH_INDEX}: {before:?} -> {after:?}");
+    assert_eq!(after.0 - before.0, 0, "entries read from events_search: {before:?} -> {after:?}");
+
     // The plan: the community is in the index condition, the index yields our 3 rows, and no
     // row is fetched to be dropped. The page and the COUNT alike.
     let filter = Filter::from_value(&json!({"search": PHRASE})).unwrap();
     let key = bob.public_hex();
     let reader = buzz_query::sql::Reader { community: team.id, pubkey: &key, channel_ids: None };
     let mut tx = cluster.pool.begin().await.unwrap();
+    // A custom plan for every search statement: a statement run more than five times on a
+    // connection may otherwise get a generic plan, chosen without the community or the words,
+    // which walks each readable channel AND-ed with `events_search`'s matches of every community
+    // (found by scripts/bench-search.sh after frequent-word searches: 1.86 s, over the budget).
+    buzz_query::plan::prepare_search(&mut tx).await.unwrap();
+    let mode: String =
+        sqlx::query_scalar("SELECT current_setting('plan_cache_mode')").fetch_one(&mut *tx).await.unwrap();
+    assert_eq!(mode, "force_custom_plan");
     for count in [false, true] {
         let plan = explain(&mut tx, &reader, &filter, count).await;
         let text = plan.join("\n");
