@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use buzz_core::Keys;
 use buzz_tests::snapshot::*;
 use buzz_tests::{Cluster, ClusterOptions, Community};
 use serde_json::{json, Value};
@@ -31,37 +30,6 @@ fn charged_communities(cluster: &Cluster) -> Vec<String> {
     }
     let idx: Value = serde_json::from_str(&raw).unwrap();
     idx.as_array().unwrap().iter().map(|c| c["c"].as_str().unwrap().to_owned()).collect()
-}
-
-/// The noisy community at its worst, until `stop`: `loops` concurrent clients each sending starts
-/// as fast as they are answered, through alternating gateways, with keys that already hold their
-/// two captures (refused by a quota) or none (refused by the community's share). Returns how many
-/// starts it sent and how many of them were not `503 snapshot_unavailable`.
-fn hammer(
-    cluster: &Arc<Cluster>,
-    team: &Community,
-    keys: &[Keys],
-    loops: usize,
-    stop: &Arc<AtomicBool>,
-) -> Vec<tokio::task::JoinHandle<(usize, usize)>> {
-    (0..loops)
-        .map(|l| {
-            let (cluster, team, stop) = (cluster.clone(), team.clone(), stop.clone());
-            let keys = keys.to_vec();
-            tokio::spawn(async move {
-                let (mut sent, mut other) = (0, 0);
-                while !stop.load(Ordering::Relaxed) {
-                    let reader = &keys[(l + sent) % keys.len()];
-                    let r = snap(&cluster, (l + sent) % 2, &team, reader, all()).await;
-                    sent += 1;
-                    if r != (503, json!({"error": "snapshot_unavailable", "code": "snapshot_unavailable"})) {
-                        other += 1;
-                    }
-                }
-                (sent, other)
-            })
-        })
-        .collect()
 }
 
 /// The demonstration: an owner adds 16 keys that each start 2 empty captures. The
@@ -91,7 +59,7 @@ async fn one_community_at_its_share_of_captures_never_stops_another_from_startin
     assert_eq!(registered, 16, "the noisy community holds exactly its share");
     // The noisy community keeps at it while the quiet one starts its captures.
     let stop = Arc::new(AtomicBool::new(false));
-    let noise = hammer(&cluster, &noisy, &keys, 4, &stop);
+    let noise = hammer_starts(&cluster, &noisy, &keys, 4, &stop);
     let mut times = Vec::new();
     for i in 0..3 {
         let reader = cluster.member(&quiet).await;
