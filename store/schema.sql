@@ -3,6 +3,10 @@
 -- comments, SETs and blank-line runs. Generated: do not edit. A test (tests/tests/migrations.rs)
 -- fails when the migrations and this file differ; scripts/schema-dump.sh rewrites it.
 
+CREATE EXTENSION IF NOT EXISTS btree_gin WITH SCHEMA public;
+
+COMMENT ON EXTENSION btree_gin IS 'support for indexing common datatypes in GIN';
+
 CREATE FUNCTION public.buzz_artifacts_deleted() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -398,6 +402,8 @@ CREATE INDEX events_revisions_by_age ON public.events USING btree (community_id,
 CREATE INDEX events_revisions_by_channel ON public.events USING btree (community_id, channel_id, created_at DESC) WHERE (kind = 45010);
 
 CREATE INDEX events_search ON public.events USING gin (to_tsvector('simple'::regconfig, ((COALESCE((jsonb_path_query_first((raw)::jsonb, 'strict $."tags"[*]?(@[0] == "title")[1]'::jsonpath, '{}'::jsonb, true) #>> '{}'::text[]), ''::text) || ' '::text) || COALESCE(((raw)::jsonb ->> 'content'::text), ''::text)))) WHERE (kind = ANY (ARRAY[(9)::bigint, (45010)::bigint]));
+
+CREATE INDEX events_search_community ON public.events USING gin (community_id, to_tsvector('simple'::regconfig, ((COALESCE((jsonb_path_query_first((raw)::jsonb, 'strict $."tags"[*]?(@[0] == "title")[1]'::jsonpath, '{}'::jsonb, true) #>> '{}'::text[]), ''::text) || ' '::text) || COALESCE(((raw)::jsonb ->> 'content'::text), ''::text)))) WHERE (kind = ANY (ARRAY[(9)::bigint, (45010)::bigint]));
 
 CREATE INDEX mentions_by_event ON public.mentions USING btree (community_id, event_id);
 

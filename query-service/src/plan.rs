@@ -43,15 +43,28 @@ pub struct Plan<'a> {
 /// 6.0 s, over the execution budget; with 32 MB: 0.46 s, docs/design.md "Search (NIP-50)").
 pub const SEARCH_WORK_MEM: &str = "32MB";
 
+/// What a transaction that runs a NIP-50 search sets: its [`SEARCH_WORK_MEM`], and a custom plan
+/// for each statement. A search's statement is the same text whatever the community and words,
+/// and after five executions on a connection PostgreSQL may keep a generic plan, chosen without
+/// knowing either: one walked every readable channel and AND-ed each with the words' bitmap from
+/// 0003's `events_search`, reading every community's matches once per channel (a phrase in
+/// 150,000 messages of another community, 125 readable channels: 1.86 s, over the budget). A
+/// custom plan sees the community and the words and takes `events_search_community`.
+pub async fn prepare_search(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "SELECT set_config('work_mem', $1, true), set_config('plan_cache_mode', 'force_custom_plan', true)",
+    )
+    .bind(SEARCH_WORK_MEM)
+    .execute(conn)
+    .await
+    .map(|_| ())
+}
+
 impl Plan<'_> {
-    /// For a search, the transaction's [`SEARCH_WORK_MEM`] (one more round trip, searches only).
+    /// For a search, [`prepare_search`] (one more round trip, searches only).
     async fn prepare(&self, tx: &mut Transaction<'static, Postgres>) -> Result<(), BusError> {
         if self.filters.iter().any(|f| f.search.is_some()) {
-            sqlx::query("SELECT set_config('work_mem', $1, true)")
-                .bind(SEARCH_WORK_MEM)
-                .execute(&mut **tx)
-                .await
-                .map_err(sql_error)?;
+            prepare_search(tx).await.map_err(sql_error)?;
         }
         Ok(())
     }

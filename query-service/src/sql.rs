@@ -110,7 +110,8 @@ fn push_conditions(qb: &mut QueryBuilder<'_, Postgres>, f: &Filter, part: Part) 
         qb.push(" AND e.created_at <= ").push_bind(until);
     }
     if let Some(q) = search_text(f) {
-        // Literal kinds, so that every plan may use the partial `events_search` index.
+        // Literal kinds, so that every plan may use the partial search index; with the
+        // community (`push_from`, `e.community_id = $1`) in its condition (`SEARCH_INDEX`).
         qb.push(" AND e.kind IN (9, 45010) AND ")
             .push(search_document("e"))
             .push(" @@ websearch_to_tsquery('simple'::regconfig, ")
@@ -174,7 +175,7 @@ fn search_text(f: &Filter) -> Option<String> {
 /// provides: a newest-first walk of `events_by_time` would evaluate the search on each row it
 /// passes, recomputing its document, and for a query whose matches are few or outside the
 /// reader's channels walk the whole community (it ran into the budget); unordered, the planner
-/// collects the matches from the `events_search` bitmap and sorts them.
+/// collects the matches from the search index's bitmap and sorts them.
 fn push_order(qb: &mut QueryBuilder<'_, Postgres>, f: &Filter, e: &str, ranked: bool) {
     qb.push(" ORDER BY ");
     let search = search_text(f);
@@ -254,11 +255,24 @@ fn select_events_after<'a>(
     qb
 }
 
+/// [`count_events`] under `EXPLAIN (ANALYZE, BUFFERS)`: one text row per plan line (plan checks).
+pub fn explain_count_events<'a>(reader: &Reader<'a>, filters: &[&Filter]) -> QueryBuilder<'a, Postgres> {
+    count_events_after("EXPLAIN (ANALYZE, BUFFERS) ", reader, filters)
+}
+
 /// COUNT over the union of the filters (an event matching two filters counts once). When a filter
 /// has two parts ([`Part`]), revisions and other events are counted apart and added (no event is
 /// both), each filter conditioned for each.
 pub fn count_events<'a>(reader: &Reader<'a>, filters: &[&Filter]) -> QueryBuilder<'a, Postgres> {
-    let mut qb = with_reader(reader);
+    count_events_after("", reader, filters)
+}
+
+fn count_events_after<'a>(
+    prefix: &str,
+    reader: &Reader<'a>,
+    filters: &[&Filter],
+) -> QueryBuilder<'a, Postgres> {
+    let mut qb = prefixed_with_reader(prefix, reader);
     // One count when every filter is one part (each written as its own part), else one per part
     // with every filter written for that part (each part's conditions restrict the kind).
     let split = filters.iter().any(|f| parts(f).len() > 1);
@@ -320,6 +334,34 @@ mod tests {
             assert!(sql.contains(&search_document("e")), "{f}: {sql}");
         }
         assert!(!sql_of(&filter(serde_json::json!({"kinds": [9]}))).contains("ts_rank"));
+    }
+
+    /// Every part of a search, page or COUNT, states what the search index holds: the community
+    /// (so that another community's matches are never fetched), the kinds and the document.
+    #[test]
+    fn every_part_of_a_search_states_the_community_kinds_and_document_of_the_search_index() {
+        let reader = Reader { community: CommunityId::nil(), pubkey: "", channel_ids: None };
+        for f in [
+            serde_json::json!({"search": "deploy"}),
+            serde_json::json!({"search": "deploy", "#type": ["buzz.task"]}),
+            serde_json::json!({"search": "deploy", "kinds": [9]}),
+        ] {
+            let f = filter(f);
+            for sql in [
+                select_events(&reader, &f, 10).sql().to_owned(),
+                count_events(&reader, &[&f]).sql().to_owned(),
+            ] {
+                let searches =
+                    sql.matches(&format!("{} @@ websearch_to_tsquery(", search_document("e"))).count();
+                assert!(searches >= 1, "{sql}");
+                let parts: Vec<&str> = sql.split(" FROM events e WHERE ").skip(1).collect();
+                assert_eq!(parts.len(), searches, "one search per part: {sql}");
+                for part in parts {
+                    assert!(part.starts_with("e.community_id = $1 AND "), "{part}");
+                    assert!(part.contains("e.kind IN (9, 45010) AND "), "{part}");
+                }
+            }
+        }
     }
 
     #[test]

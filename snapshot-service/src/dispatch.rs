@@ -1,5 +1,5 @@
-//! One request end to end: parse, scope check, the per-process operation limit and the elapsed
-//! limit, then the action (`start` in [`crate::service`], the rest in [`crate::reads`]).
+//! One request end to end: parse, scope check, the community's share of the per-process
+//! operations, the per-process operation limit and the elapsed limit, then the action (`start` in [`crate::service`], the rest in [`crate::reads`]).
 
 use buzz_bus::snapshot::{SnapshotCode, SnapshotFailure, SnapshotRequest};
 use buzz_bus::{BusError, Scope};
@@ -14,6 +14,13 @@ impl Service {
         if !req.reader.has_scope(Scope::MessagesRead) {
             return Err(normal(BusError::restricted("token does not allow reading messages")));
         }
+        // The community's share first, so that a community at its share never takes a process
+        // slot another community could have had.
+        let Some(_share) = self.shares.try_take(req.community_id) else {
+            metrics::counter!("buzz_snapshot_quota_refusals_total", "quota" => "community_operations")
+                .increment(1);
+            return Err(SnapshotCode::SnapshotUnavailable.into());
+        };
         let Ok(_permit) = self.ops.clone().try_acquire_owned() else {
             metrics::counter!("buzz_snapshot_busy_total").increment(1);
             return Err(SnapshotCode::SnapshotUnavailable.into());
@@ -78,6 +85,7 @@ mod tests {
             statement_timeout_ms: 2000,
             operation_timeout: Duration::from_secs(8),
             ops: Arc::new(Semaphore::new(LIMITS.operations_per_process)),
+            shares: crate::shares::OperationShares::new(2),
             max_manifest_bytes: LIMITS.max_manifest_bytes,
             lease_ms: 8000,
         }
@@ -94,6 +102,26 @@ mod tests {
         };
         let busy = tokio::time::timeout(Duration::from_secs(1), service.handle(req)).await.unwrap();
         assert_eq!(busy, Err(SnapshotCode::SnapshotUnavailable.into()));
+        drop(held);
+    }
+
+    /// A community at its share of the process's operations is answered at once and takes no
+    /// process slot; another community's request still gets one.
+    #[tokio::test]
+    async fn a_community_at_its_share_of_operations_is_unavailable_at_once_and_leaves_the_rest() {
+        let service = unreachable_service();
+        let (noisy, quiet) = (buzz_core::CommunityId::new_v4(), buzz_core::CommunityId::new_v4());
+        let held: Vec<_> = (0..2).map(|_| service.shares.try_take(noisy).unwrap()).collect();
+        let req = |community_id| SnapshotRequest {
+            community_id,
+            reader: buzz_bus::Actor::session(buzz_core::Pubkey::parse(&"a".repeat(64)).unwrap()),
+            filter: serde_json::json!({"artifact":"snapshot","action":"start","query":{"artifact":"current"}}),
+        };
+        let busy = tokio::time::timeout(Duration::from_millis(500), service.handle(req(noisy))).await;
+        assert_eq!(busy.unwrap(), Err(SnapshotCode::SnapshotUnavailable.into()));
+        assert_eq!(service.ops.available_permits(), LIMITS.operations_per_process);
+        // Its refusal took no process slot, and the quiet community still has its share.
+        assert!(service.shares.try_take(quiet).is_some());
         drop(held);
     }
 

@@ -6,10 +6,12 @@
 
 pub mod action;
 mod dispatch;
+mod lua;
 pub mod manifest;
 mod reads;
 pub mod service;
 pub mod settings;
+pub mod shares;
 pub mod state;
 pub mod store;
 
@@ -58,16 +60,14 @@ impl Application {
             &settings.redis_prefix,
             Duration::from_millis(settings.redis_timeout_ms),
         )
-        .with_quotas(state::Quotas {
-            active_captures: settings.max_captures,
-            charged_bytes: settings.max_charged_bytes,
-        });
+        .with_quotas(settings.quotas());
         let service = Arc::new(Service {
             pool,
             state,
             statement_timeout_ms: settings.statement_timeout_ms,
             operation_timeout: Duration::from_millis(settings.operation_timeout_ms),
             ops: Arc::new(tokio::sync::Semaphore::new(LIMITS.operations_per_process)),
+            shares: shares::OperationShares::new(settings.community_operations),
             max_manifest_bytes: settings.max_manifest_bytes,
             lease_ms: settings.lease_ms.min(settings.operation_timeout_ms),
         });

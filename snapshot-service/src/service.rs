@@ -50,6 +50,8 @@ pub struct Service {
     pub operation_timeout: Duration,
     /// At most `operationsPerProcess` operations at once in this process.
     pub ops: Arc<Semaphore>,
+    /// Of those, at most a community's share at once per community.
+    pub shares: Arc<crate::shares::OperationShares>,
     /// Bytes of one internal manifest (the spec's 16 MiB at most).
     pub max_manifest_bytes: usize,
     /// The serving write lease of a capture being registered.

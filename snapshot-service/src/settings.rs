@@ -33,6 +33,15 @@ pub struct Settings {
     pub max_captures: usize,
     /// Charged snapshot bytes across replicas (`BUZZ_SNAPSHOT_MAX_CHARGED_BYTES`).
     pub max_charged_bytes: usize,
+    /// One community's share of `max_captures` (`BUZZ_SNAPSHOT_COMMUNITY_MAX_CAPTURES`; unset:
+    /// half of it, at least 1).
+    pub community_max_captures: Option<usize>,
+    /// One community's share of `max_charged_bytes` (`BUZZ_SNAPSHOT_COMMUNITY_MAX_CHARGED_BYTES`;
+    /// unset: half of it, at least 1).
+    pub community_max_charged_bytes: Option<usize>,
+    /// Operations one community may run at once in this process, of the spec's four
+    /// (`BUZZ_SNAPSHOT_COMMUNITY_OPERATIONS`).
+    pub community_operations: usize,
     /// Bytes of one internal manifest (`BUZZ_SNAPSHOT_MAX_MANIFEST_BYTES`).
     pub max_manifest_bytes: usize,
     /// The serving write lease of a capture being registered (used up to the operation limit).
@@ -77,6 +86,16 @@ pub struct Args {
     /// Charged snapshot bytes shared by every replica, 1 to the spec's 64 MiB
     #[arg(long, env = "BUZZ_SNAPSHOT_MAX_CHARGED_BYTES", default_value_t = LIMITS.max_charged_bytes, value_parser = max_charged_bytes)]
     max_charged_bytes: usize,
+    /// Active captures one community may hold, 1 to BUZZ_SNAPSHOT_MAX_CAPTURES (default: half of it)
+    #[arg(long, env = "BUZZ_SNAPSHOT_COMMUNITY_MAX_CAPTURES", value_parser = positive::<usize>)]
+    community_max_captures: Option<usize>,
+    /// Charged bytes one community's captures may hold, 1 to BUZZ_SNAPSHOT_MAX_CHARGED_BYTES
+    /// (default: half of it)
+    #[arg(long, env = "BUZZ_SNAPSHOT_COMMUNITY_MAX_CHARGED_BYTES", value_parser = positive::<usize>)]
+    community_max_charged_bytes: Option<usize>,
+    /// Snapshot operations one community may run at once in a process, 1 to the spec's 4
+    #[arg(long, env = "BUZZ_SNAPSHOT_COMMUNITY_OPERATIONS", default_value_t = LIMITS.operations_per_process / 2, value_parser = community_operations)]
+    community_operations: usize,
     /// Bytes of one internal manifest, 1 to the spec's 16 MiB
     #[arg(long, env = "BUZZ_SNAPSHOT_MAX_MANIFEST_BYTES", default_value_t = LIMITS.max_manifest_bytes, value_parser = max_manifest_bytes)]
     max_manifest_bytes: usize,
@@ -114,6 +133,10 @@ fn max_captures(raw: &str) -> Result<usize, String> {
 
 fn max_charged_bytes(raw: &str) -> Result<usize, String> {
     at_most_usize(raw, LIMITS.max_charged_bytes)
+}
+
+fn community_operations(raw: &str) -> Result<usize, String> {
+    at_most_usize(raw, LIMITS.operations_per_process)
 }
 
 fn max_manifest_bytes(raw: &str) -> Result<usize, String> {
@@ -155,8 +178,22 @@ impl Settings {
             redis_timeout_ms: 2000,
             max_captures: LIMITS.max_active_captures,
             max_charged_bytes: LIMITS.max_charged_bytes,
+            community_max_captures: None,
+            community_max_charged_bytes: None,
+            community_operations: LIMITS.operations_per_process / 2,
             max_manifest_bytes: LIMITS.max_manifest_bytes,
             lease_ms: LIMITS.operation_timeout_ms,
+        }
+    }
+
+    /// The shared quotas and each community's share of them (unset shares: half of each total).
+    #[must_use]
+    pub fn quotas(&self) -> crate::state::Quotas {
+        let halved = crate::state::Quotas::halved(self.max_captures, self.max_charged_bytes);
+        crate::state::Quotas {
+            community_captures: self.community_max_captures.unwrap_or(halved.community_captures),
+            community_bytes: self.community_max_charged_bytes.unwrap_or(halved.community_bytes),
+            ..halved
         }
     }
 
@@ -187,6 +224,25 @@ impl Settings {
         if !within(self.max_charged_bytes, LIMITS.max_charged_bytes) {
             anyhow::bail!("BUZZ_SNAPSHOT_MAX_CHARGED_BYTES must be 1 to {}", LIMITS.max_charged_bytes);
         }
+        let quotas = self.quotas();
+        if !within(quotas.community_captures, self.max_captures) {
+            anyhow::bail!(
+                "BUZZ_SNAPSHOT_COMMUNITY_MAX_CAPTURES must be 1 to BUZZ_SNAPSHOT_MAX_CAPTURES ({})",
+                self.max_captures
+            );
+        }
+        if !within(quotas.community_bytes, self.max_charged_bytes) {
+            anyhow::bail!(
+                "BUZZ_SNAPSHOT_COMMUNITY_MAX_CHARGED_BYTES must be 1 to BUZZ_SNAPSHOT_MAX_CHARGED_BYTES ({})",
+                self.max_charged_bytes
+            );
+        }
+        if !within(self.community_operations, LIMITS.operations_per_process) {
+            anyhow::bail!(
+                "BUZZ_SNAPSHOT_COMMUNITY_OPERATIONS must be 1 to {}",
+                LIMITS.operations_per_process
+            );
+        }
         if !within(self.max_manifest_bytes, LIMITS.max_manifest_bytes) {
             anyhow::bail!("BUZZ_SNAPSHOT_MAX_MANIFEST_BYTES must be 1 to {}", LIMITS.max_manifest_bytes);
         }
@@ -214,6 +270,9 @@ impl TryFrom<Args> for Settings {
             redis_timeout_ms: a.redis_timeout_ms,
             max_captures: a.max_captures,
             max_charged_bytes: a.max_charged_bytes,
+            community_max_captures: a.community_max_captures,
+            community_max_charged_bytes: a.community_max_charged_bytes,
+            community_operations: a.community_operations,
             max_manifest_bytes: a.max_manifest_bytes,
             lease_ms: a.lease_ms,
         })
@@ -251,5 +310,32 @@ mod tests {
         s.check().unwrap();
         s.statement_timeout_ms = LIMITS.statement_timeout_ms + 1;
         assert!(s.check().is_err());
+    }
+
+    #[test]
+    fn a_community_gets_half_of_each_quota_unless_set_and_never_more_than_the_whole() {
+        let s = Settings::parse_from(["buzz-snapshot", DB]).unwrap();
+        let q = s.quotas();
+        assert_eq!((q.community_captures, q.community_bytes), (16, 32 * 1024 * 1024));
+        let s = Settings::parse_from(["buzz-snapshot", DB, "--max-captures=5", "--max-charged-bytes=1000"])
+            .unwrap();
+        assert_eq!((s.quotas().community_captures, s.quotas().community_bytes), (2, 500));
+        let one = Settings::parse_from(["buzz-snapshot", DB, "--max-captures=1"]).unwrap();
+        assert_eq!(one.quotas().community_captures, 1);
+        let set = ["buzz-snapshot", DB, "--community-max-captures=4", "--community-max-charged-bytes=4096"];
+        let s = Settings::parse_from(set).unwrap();
+        s.check().unwrap();
+        assert_eq!((s.quotas().community_captures, s.quotas().community_bytes), (4, 4096));
+        for bad in [
+            ["--max-captures=8", "--community-max-captures=9"],
+            ["--max-charged-bytes=10", "--community-max-charged-bytes=11"],
+        ] {
+            let s = Settings::parse_from(["buzz-snapshot", DB, bad[0], bad[1]]).unwrap();
+            let err = s.check().unwrap_err().to_string();
+            assert!(err.contains("BUZZ_SNAPSHOT_COMMUNITY_MAX_"), "{err}");
+        }
+        assert!(Settings::parse_from(["buzz-snapshot", DB, "--community-max-captures=0"]).is_err());
+        assert_eq!(Settings::parse_from(["buzz-snapshot", DB]).unwrap().community_operations, 2);
+        assert!(Settings::parse_from(["buzz-snapshot", DB, "--community-operations=5"]).is_err());
     }
 }

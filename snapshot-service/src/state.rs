@@ -17,6 +17,9 @@
 //! after an eviction, and a start in flight could then publish under another reader's
 //! reservation.) The hash expires when its last capture (or reservation) ends, and is deleted
 //! when none is left.
+//!
+//! Each community holds at most its share of the relay's captures and charged bytes
+//! ([`Quotas`]), so one community never fills the relay for the others.
 
 use std::time::Duration;
 
@@ -27,144 +30,7 @@ use fred::clients::Pool;
 use fred::interfaces::LuaInterface;
 use fred::types::Value;
 
-/// Lua helpers shared by the scripts: the clock, the charge index, and removing a capture.
-const COMMON: &str = r"
-local key = KEYS[1]
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local function gid(c) return string.format('%d', c.g) end
-local function load_idx()
-  local raw = redis.call('HGET', key, 'idx')
-  if raw then return cjson.decode(raw) end
-  return {}
-end
--- The hash lives exactly as long as its last capture (a reservation: its lease, which publication
--- replaces by the capture's fixed expiry); with nothing left it is deleted.
-local function save_idx(idx)
-  local last = 0
-  for _, c in ipairs(idx) do
-    local until_ms = c.x
-    if c.s == 'r' then until_ms = c.l end
-    if until_ms > last then last = until_ms end
-  end
-  if last <= now then
-    redis.call('DEL', key)
-    return
-  end
-  redis.call('HSET', key, 'idx', cjson.encode(idx))
-  redis.call('PEXPIREAT', key, last)
-end
-local function purge(c)
-  local g = gid(c)
-  for n = 0, c.n - 1 do
-    local blob = redis.call('HGET', key, g .. ':p:' .. n)
-    if blob then
-      local fields = {}
-      for off = 0, #blob - 64, 64 do
-        fields[#fields + 1] = g .. ':b:' .. string.sub(blob, off + 17, off + 48)
-      end
-      if #fields > 0 then redis.call('HDEL', key, unpack(fields)) end
-    end
-    redis.call('HDEL', key, g .. ':p:' .. n, g .. ':s:' .. n)
-  end
-  redis.call('HDEL', key, g .. ':m', g .. ':x')
-end
-local function dead(c)
-  return (c.s == 'r' and c.l <= now) or (c.s == 'a' and c.x <= now)
-end
-";
-
-/// ARGV: community, reader, max active, per reader, lease ms, purge at most.
-/// Returns `{generation}` or `{0, reason}`.
-const RESERVE: &str = r"
-local keep, purged, active, mine = {}, 0, 0, 0
-for _, c in ipairs(load_idx()) do
-  if dead(c) and purged < tonumber(ARGV[6]) then
-    purged = purged + 1
-    purge(c)
-  else
-    keep[#keep + 1] = c
-    if not dead(c) then
-      active = active + 1
-      if c.c == ARGV[1] and c.r == ARGV[2] then mine = mine + 1 end
-    end
-  end
-end
-if active >= tonumber(ARGV[3]) then save_idx(keep) return {0, 'active'} end
-if mine >= tonumber(ARGV[4]) then save_idx(keep) return {0, 'reader'} end
-local g = now_us
-local last = tonumber(redis.call('HGET', key, 'ugen') or '0') or 0
-if g <= last then g = last + 1 end
-local text = string.format('%d', g)
-redis.call('HSET', key, 'ugen', text)
-keep[#keep + 1] = {g = text, c = ARGV[1], r = ARGV[2], s = 'r', l = now + tonumber(ARGV[5]), x = 0, b = 0, n = 0}
-save_idx(keep)
-return {g}
-";
-
-/// ARGV: generation, bytes, max charged bytes, lifetime ms, pages, community, reader, then
-/// field/value pairs. Returns `{1, expiry ms}`, `{-1}` reservation lost, `{-2}` lease expired,
-/// `{-3}` over quota.
-const PUBLISH: &str = r"
-local g = ARGV[1]
-local idx, mine, charged = load_idx(), nil, tonumber(ARGV[2])
-local keep = {}
-for _, c in ipairs(idx) do
-  if gid(c) == g and c.s == 'r' and c.c == ARGV[6] and c.r == ARGV[7] then
-    mine = c
-  else
-    keep[#keep + 1] = c
-    charged = charged + c.b
-  end
-end
-local lifetime = tonumber(ARGV[4])
-if not mine then return {-1} end
-if mine.l <= now then save_idx(keep) return {-2} end
-if charged > tonumber(ARGV[3]) then save_idx(keep) return {-3} end
-for i = 8, #ARGV, 1000 do
-  local last = math.min(i + 999, #ARGV)
-  redis.call('HSET', key, unpack(ARGV, i, last))
-end
-mine.s, mine.x, mine.b, mine.n = 'a', now + lifetime, tonumber(ARGV[2]), tonumber(ARGV[5])
-redis.call('HSET', key, g .. ':x', string.format('%d', mine.x))
-keep[#keep + 1] = mine
-save_idx(keep)
-return {1, mine.x}
-";
-
-/// ARGV: generation. Drops a reservation (and anything it wrote).
-const RELEASE: &str = r"
-local keep = {}
-for _, c in ipairs(load_idx()) do
-  if gid(c) == ARGV[1] then purge(c) else keep[#keep + 1] = c end
-end
-save_idx(keep)
-return 1
-";
-
-/// ARGV: community. Removes every capture of a community that is gone.
-const PURGE_COMMUNITY: &str = r"
-local keep = {}
-for _, c in ipairs(load_idx()) do
-  if c.c == ARGV[1] then purge(c) else keep[#keep + 1] = c end
-end
-save_idx(keep)
-return 1
-";
-
-/// ARGV: generation, mark (field to set, or ''), then fields to read. Returns `{0}` when the
-/// capture is gone or past its fixed expiry, else `{1, meta, expiry ms, values...}`.
-const READ: &str = r"
-local g = ARGV[1]
-local x = redis.call('HGET', key, g .. ':x')
-local m = redis.call('HGET', key, g .. ':m')
-if not x or not m or tonumber(x) <= now then return {0} end
-if ARGV[2] ~= '' then redis.call('HSET', key, ARGV[2], '1') end
-local out = {1, m, x}
-for i = 3, #ARGV do out[#out + 1] = redis.call('HGET', key, ARGV[i]) end
-return out
-";
+use crate::lua::{COMMON, PUBLISH, PURGE_COMMUNITY, READ, RELEASE, RESERVE};
 
 /// A successful read: the capture's meta JSON, its expiry (ms) and the requested fields.
 pub struct Read {
@@ -176,19 +42,45 @@ pub struct Read {
     pub values: Vec<Option<Bytes>>,
 }
 
-/// The shared quotas (the spec's values, or tighter ones from settings).
-#[derive(Debug, Clone, Copy)]
+/// The shared quotas (the spec's values, or tighter ones from settings), and each community's
+/// share of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Quotas {
     /// Captures registered at once across every replica (the spec's 32 at most).
     pub active_captures: usize,
     /// Charged snapshot bytes across every replica (the spec's 64 MiB at most).
     pub charged_bytes: usize,
+    /// Of [`Self::active_captures`], what one community may hold at once.
+    pub community_captures: usize,
+    /// Of [`Self::charged_bytes`], what one community's captures may be charged at once.
+    pub community_bytes: usize,
+}
+
+impl Quotas {
+    /// The relay-wide quotas with each community's default share: half of each (at least 1), so
+    /// that no one community ever fills the relay and another can always start a capture while
+    /// the relay is below its totals (docs/design.md "Community shares").
+    #[must_use]
+    pub fn halved(active_captures: usize, charged_bytes: usize) -> Self {
+        Self {
+            active_captures,
+            charged_bytes,
+            community_captures: (active_captures / 2).max(1),
+            community_bytes: (charged_bytes / 2).max(1),
+        }
+    }
 }
 
 impl Default for Quotas {
     fn default() -> Self {
-        Self { active_captures: LIMITS.max_active_captures, charged_bytes: LIMITS.max_charged_bytes }
+        Self::halved(LIMITS.max_active_captures, LIMITS.max_charged_bytes)
     }
+}
+
+/// Which quota refused a start: the `quota` label of `buzz_snapshot_quota_refusals_total`.
+fn refused(quota: &'static str) -> SnapshotCode {
+    metrics::counter!("buzz_snapshot_quota_refusals_total", "quota" => quota).increment(1);
+    SnapshotCode::SnapshotUnavailable
 }
 
 /// The captures of every replica, in the one Redis hash `<prefix>snapshot`.
@@ -238,8 +130,8 @@ impl SharedState {
         }
     }
 
-    /// Reserves a capture slot under the shared quotas (active captures, captures per reader per
-    /// community), with a serving lease that must still hold when the capture is published.
+    /// Reserves a capture slot under the shared quotas (active captures, the community's share of
+    /// them, captures per reader per community), with a serving lease that must still hold when the capture is published.
     /// Removes a bounded number of expired captures first.
     pub async fn reserve(
         &self,
@@ -254,18 +146,23 @@ impl SharedState {
             Value::from(LIMITS.captures_per_reader as i64),
             Value::from(i64::try_from(lease_ms).unwrap_or(i64::MAX)),
             Value::from(2),
+            Value::from(self.quotas.community_captures as i64),
         ];
         let out = self.eval(RESERVE, args).await?;
         match out.first().and_then(Value::as_i64) {
             Some(g) if g > 0 => Ok(u64::try_from(g).unwrap_or_default()),
             // Shared quotas free up as captures expire: retry with backoff.
-            _ => Err(SnapshotCode::SnapshotUnavailable),
+            _ => Err(refused(match out.get(1).and_then(Value::as_str).as_deref() {
+                Some("community") => "community_captures",
+                Some("reader") => "reader_captures",
+                _ => "captures",
+            })),
         }
     }
 
     /// Publishes a reserved capture atomically: every field at once, charged against the shared
     /// byte quota, only while the lease holds and only under the reservation this reader made in
-    /// this community. Returns the fixed expiry (ms). A reservation that is gone (released,
+    /// this community, and within the community's share of the bytes. Returns the fixed expiry (ms). A reservation that is gone (released,
     /// expired, or lost with the hash) is `snapshot_unavailable`: the start failed and is retried
     /// like any other (there is no capture yet to reset).
     pub async fn publish(
@@ -285,6 +182,7 @@ impl SharedState {
             Value::from(pages as i64),
             Value::from(community.to_string()),
             Value::from(reader.as_str()),
+            Value::from(self.quotas.community_bytes as i64),
         ];
         for (f, v) in fields {
             args.push(Value::Bytes(Bytes::from(f)));
@@ -293,6 +191,8 @@ impl SharedState {
         let out = self.eval(PUBLISH, args).await?;
         match (out.first().and_then(Value::as_i64), out.get(1).and_then(Value::as_i64)) {
             (Some(1), Some(x)) => Ok(x),
+            (Some(-3), _) => Err(refused("bytes")),
+            (Some(-4), _) => Err(refused("community_bytes")),
             _ => Err(SnapshotCode::SnapshotUnavailable),
         }
     }

@@ -32,9 +32,16 @@ pub fn served_event(e: &str) -> String {
     format!("{e}.deleted_at IS NULL AND {e}.redacted_at IS NULL AND {}", not_expired(e))
 }
 
+/// The index a NIP-50 search runs on: `(community_id, document)`, partial on kinds 9 and 45010
+/// (migration 0006, through `btree_gin`), so that the community is part of the index condition
+/// and a search fetches only its own community's rows. 0003's `events_search` (the document
+/// alone) serves the same statement until a later release drops it.
+pub const SEARCH_INDEX: &str = "events_search_community";
+
 /// Expression: the NIP-50 full-text document of event row `{e}` (its `title` tag's value, then its
-/// content) as a `simple` tsvector. Exactly the expression of the `events_search` index (migration
-/// 0003); a query states it together with `{e}.kind IN (9, 45010)` so the partial index applies.
+/// content) as a `simple` tsvector. Exactly the document of [`SEARCH_INDEX`] (migration 0006) and
+/// of `events_search` (0003); a query states it together with `{e}.community_id = <community>` and
+/// `{e}.kind IN (9, 45010)` so that the partial index applies with the community in its condition.
 #[must_use]
 pub fn search_document(e: &str) -> String {
     format!(

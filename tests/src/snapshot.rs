@@ -162,3 +162,38 @@ pub async fn seed_events(cluster: &Cluster, team: &Community, author: &Keys, h: 
     }
     cluster.index_seeded_artifacts(team.id).await;
 }
+
+/// A community at its worst with snapshot starts, until `stop`: `loops` concurrent clients each
+/// sending `start`s of the whole current state as fast as they are answered, through alternating
+/// gateways, with `keys` in turn. Each task answers how many starts it sent and how many of them
+/// were not `503 snapshot_unavailable`.
+#[must_use]
+pub fn hammer_starts(
+    cluster: &std::sync::Arc<Cluster>,
+    team: &Community,
+    keys: &[Keys],
+    loops: usize,
+    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Vec<tokio::task::JoinHandle<(usize, usize)>> {
+    let unavailable = json!({"error": "snapshot_unavailable", "code": "snapshot_unavailable"});
+    (0..loops)
+        .map(|l| {
+            let (cluster, team, stop) = (cluster.clone(), team.clone(), stop.clone());
+            let (keys, unavailable) = (keys.to_vec(), unavailable.clone());
+            tokio::spawn(async move {
+                let (mut sent, mut other) = (0, 0);
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let reader = &keys[(l + sent) % keys.len()];
+                    let r =
+                        snap(&cluster, (l + sent) % 2, &team, reader, start(json!({"artifact": "current"})))
+                            .await;
+                    sent += 1;
+                    if r != (503, unavailable.clone()) {
+                        other += 1;
+                    }
+                }
+                (sent, other)
+            })
+        })
+        .collect()
+}

@@ -12,6 +12,11 @@
 //! - `two_frequent_words`: two of the 20 most frequent words (thousands of readable matches);
 //! - `one_frequent_word`: one of the 20 most frequent (tens of thousands of matches to rank).
 //!
+//! - `other_tenants_phrase` (issue 37 item 7): a phrase in `BUZZ_BENCH_OTHER` (default 150 000)
+//!   messages of another community's private channel and in none of the reader's, against
+//!   `absent_word`; then the same phrase on 0003's `events_search` alone (0006's index dropped),
+//!   as before 0006. Its plans are printed with either index.
+//!
 //! Prints one `BENCH {json}` line and the two-word statement's plan.
 
 #![allow(clippy::unwrap_used)]
@@ -28,13 +33,54 @@ use buzz_tests::seed::{defer_indexes, quarter_open_channels, restore_indexes};
 use buzz_tests::{Cluster, ClusterOptions};
 use serde_json::{json, Value};
 
-/// Seeds the corpus (see the module comment) in one transaction, indexes built after the load.
+/// Another community: its owner, and how many of its messages hold [`PHRASE`].
+struct Other<'a> {
+    community: buzz_core::CommunityId,
+    owner: &'a str,
+    messages: i64,
+}
+
+/// The phrase only the other community's private channel holds.
+const PHRASE: &str = "merger acquisition";
+
+/// The other community's private channel and its messages, each with [`PHRASE`].
+async fn seed_other_tenant(tx: &mut sqlx::PgConnection, other: &Other<'_>) {
+    let channel = uuid::Uuid::new_v4();
+    sqlx::query(
+        "INSERT INTO channels (community_id, id, name, visibility, channel_type, created_by) \
+         VALUES ($1, $2, 'deals', 'private', 'stream', $3)",
+    )
+    .bind(other.community)
+    .bind(channel)
+    .bind(other.owner)
+    .execute(&mut *tx)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw) \
+         SELECT $1, id, $2, 9, 1700000000 + g, $3, \
+                json_build_object('id', id, 'pubkey', $2, 'created_at', 1700000000 + g, 'kind', 9, \
+                  'tags', json_build_array(json_build_array('h', $3::text)), \
+                  'content', 'the merger acquisition plan, part ' || g, 'sig', repeat('0', 128))::text \
+         FROM generate_series(1, $4) g, LATERAL (SELECT encode(sha256(('deal' || g)::bytea), 'hex') AS id) i",
+    )
+    .bind(other.community)
+    .bind(other.owner)
+    .bind(channel)
+    .bind(other.messages)
+    .execute(&mut *tx)
+    .await
+    .unwrap();
+}
+
+/// Seeds the corpus (see the module comment) and the other community's phrase in one
+/// transaction, indexes built after the load.
 async fn seed(
     cluster: &Cluster,
     community: buzz_core::CommunityId,
     author: &str,
-    messages: i64,
-    channels: i64,
+    (messages, channels): (i64, i64),
+    other: &Other<'_>,
 ) {
     quarter_open_channels(cluster, community, author, channels).await;
     let mut conn = cluster.pool.acquire().await.unwrap();
@@ -61,10 +107,25 @@ async fn seed(
     .execute(&mut *tx)
     .await
     .unwrap();
+    seed_other_tenant(&mut tx, other).await;
     tx.commit().await.unwrap();
     restore_indexes(&mut conn, &deferred).await;
     sqlx::query("VACUUM ANALYZE events").execute(&mut *conn).await.unwrap();
     sqlx::query("VACUUM ANALYZE channels").execute(&mut *conn).await.unwrap();
+}
+
+/// `EXPLAIN (ANALYZE, BUFFERS)` of the page statement of `filter`, with a search's settings.
+async fn explain(
+    cluster: &Cluster,
+    reader: &buzz_query::sql::Reader<'_>,
+    filter: &buzz_core::Filter,
+) -> String {
+    let mut tx = cluster.pool.begin().await.unwrap();
+    buzz_query::plan::prepare_search(&mut tx).await.unwrap();
+    let mut qb = buzz_query::sql::explain_select_events(reader, filter, 50);
+    let plan: Vec<String> = qb.build_query_scalar().fetch_all(&mut *tx).await.unwrap();
+    tx.rollback().await.unwrap();
+    plan.join("\n")
 }
 
 /// `n` REQs of `make(i)` through alternating gateways; (sorted latencies in ms, mean rows per
@@ -114,14 +175,25 @@ async fn bench_two_word_search() {
     let queries: usize = bench_param("BUZZ_BENCH_QUERIES", 200);
     let cluster = Cluster::start_with(ClusterOptions::default()).await;
     let team = cluster.community("bench.test").await;
+    let other_messages: i64 = bench_param("BUZZ_BENCH_OTHER", 150_000);
     let reader = cluster.member(&team).await;
+    let tenant = cluster.community("other.test").await;
+    let other = Other { community: tenant.id, owner: &tenant.owner.public_hex(), messages: other_messages };
     let started = Instant::now();
-    seed(&cluster, team.id, &reader.public_hex(), messages, channels).await;
+    seed(&cluster, team.id, &reader.public_hex(), (messages, channels), &other).await;
     let seeded = started.elapsed().as_secs_f64();
-    let index_bytes: i64 = sqlx::query_scalar("SELECT pg_relation_size('events_search')")
-        .fetch_one(&cluster.pool)
-        .await
-        .unwrap();
+    let size = |index: &'static str| {
+        let pool = cluster.pool.clone();
+        async move {
+            let bytes: i64 = sqlx::query_scalar("SELECT pg_relation_size($1::regclass)")
+                .bind(index)
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+            bytes as f64 / 1048576.0
+        }
+    };
+    let index_mib = (size("events_search").await, size(buzz_store::fragments::SEARCH_INDEX).await);
 
     // The plan of the statement the query-service runs for a two-word search.
     let filter: buzz_core::Filter = serde_json::from_value(json!({"search": "w300 w301"})).unwrap();
@@ -133,11 +205,7 @@ async fn bench_two_word_search() {
     // And of the most frequent pair (thousands of matches), with the search's work_mem.
     let filter: buzz_core::Filter = serde_json::from_value(json!({"search": "w0 w10"})).unwrap();
     let mut tx = cluster.pool.begin().await.unwrap();
-    sqlx::query("SELECT set_config('work_mem', $1, true)")
-        .bind(buzz_query::plan::SEARCH_WORK_MEM)
-        .execute(&mut *tx)
-        .await
-        .unwrap();
+    buzz_query::plan::prepare_search(&mut tx).await.unwrap();
     let mut qb = buzz_query::sql::explain_select_events(&r, &filter, 50);
     let plan: Vec<String> = qb.build_query_scalar().fetch_all(&mut *tx).await.unwrap();
     tx.rollback().await.unwrap();
@@ -159,15 +227,36 @@ async fn bench_two_word_search() {
     let one = |i: usize| json!({"search": format!("w{}", (i * 7) % 20)});
     // One word of the 20 most frequent (w0 is in about 17 % of messages): may exceed the budget.
     let single = timed(&mut clients, queries.min(100), true, one).await;
+    // Another community's phrase, against a word nobody wrote; then on the old index alone.
+    let n = queries.min(50);
+    let theirs = timed(&mut clients, n, false, |_| json!({"search": PHRASE})).await;
+    let absent = timed(&mut clients, n, false, |_| json!({"search": "zzqnothing"})).await;
+    let phrase: buzz_core::Filter = serde_json::from_value(json!({"search": PHRASE})).unwrap();
+    println!(
+        "PLAN {PHRASE} ({})\n{}",
+        buzz_store::fragments::SEARCH_INDEX,
+        explain(&cluster, &r, &phrase).await
+    );
+    sqlx::query(&format!("DROP INDEX {}", buzz_store::fragments::SEARCH_INDEX))
+        .execute(&cluster.pool)
+        .await
+        .unwrap();
+    println!("PLAN {PHRASE} (events_search alone)\n{}", explain(&cluster, &r, &phrase).await);
+    let theirs_old = timed(&mut clients, n, false, |_| json!({"search": PHRASE})).await;
     println!(
         "BENCH {}",
         json!({
             "messages": messages, "channels": channels, "readable_channels": (channels + 3) / 4,
-            "queries": queries, "seed_seconds": seeded, "index_mib": index_bytes as f64 / 1048576.0,
+            "queries": queries, "seed_seconds": seeded,
+            "index_mib": {"events_search": index_mib.0, "events_search_community": index_mib.1},
+            "other_tenant_messages": other_messages,
             "warmup_p50_ms": percentile(&warmup, 50),
             "two_words": figures(&two),
             "two_frequent_words": figures(&freq),
             "one_frequent_word": figures(&single),
+            "other_tenants_phrase": figures(&theirs),
+            "absent_word": figures(&absent),
+            "other_tenants_phrase_on_events_search_alone": figures(&theirs_old),
         })
     );
     cluster.stop().await;

@@ -54,18 +54,21 @@ fn all() -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thirty_two_active_captures_are_shared_by_every_replica_and_the_33rd_is_unavailable() {
     let cluster = Cluster::start().await;
-    let team = cluster.community("team.test").await;
-    buzz_tests::seed::artifact_corpus(&cluster, team.id, &team.owner.public_hex(), 20, 1).await;
-    let mut readers = Vec::new();
-    for i in 0..32 {
-        let reader = cluster.member(&team).await;
-        let r = snap(&cluster, i % 2, &team, &reader, all()).await;
-        assert_eq!(r.0, 200, "capture {i}: {}", r.1);
-        readers.push(reader);
+    // Two communities each take their share (half, 16); together they fill the relay.
+    for host in ["one.test", "two.test"] {
+        let team = cluster.community(host).await;
+        buzz_tests::seed::artifact_corpus(&cluster, team.id, &team.owner.public_hex(), 20, 1).await;
+        for i in 0..16 {
+            let reader = cluster.member(&team).await;
+            let r = snap(&cluster, i % 2, &team, &reader, all()).await;
+            assert_eq!(r.0, 200, "{host} capture {i}: {}", r.1);
+        }
     }
-    let late = cluster.member(&team).await;
+    // A third community, holding nothing, finds the relay full.
+    let third = cluster.community("three.test").await;
+    let late = cluster.member(&third).await;
     for g in 0..2 {
-        assert_snapshot_error(&snap(&cluster, g, &team, &late, all()).await, 503, "snapshot_unavailable");
+        assert_snapshot_error(&snap(&cluster, g, &third, &late, all()).await, 503, "snapshot_unavailable");
     }
     assert_eq!(charges(&cluster).len(), 32);
     cluster.stop().await;
@@ -73,6 +76,7 @@ async fn thirty_two_active_captures_are_shared_by_every_replica_and_the_33rd_is_
 
 fn small_storage(s: &mut buzz_snapshot::Settings) {
     s.max_charged_bytes = 40_000;
+    s.community_max_charged_bytes = Some(30_000);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -82,17 +86,20 @@ async fn charged_bytes_are_a_shared_quota_and_a_capture_over_it_is_unavailable()
         ..ClusterOptions::default()
     })
     .await;
-    let team = cluster.community("team.test").await;
+    let (team, other) = (cluster.community("team.test").await, cluster.community("other.test").await);
     // 100 entries: about 24 kB charged (pages, body records, meta, each field with what Redis
     // holds for it beyond its bytes), so one fits and two do not.
-    buzz_tests::seed::artifact_corpus(&cluster, team.id, &team.owner.public_hex(), 100, 1).await;
-    let (a, b) = (cluster.member(&team).await, cluster.member(&team).await);
+    for c in [&team, &other] {
+        buzz_tests::seed::artifact_corpus(&cluster, c.id, &c.owner.public_hex(), 100, 1).await;
+    }
+    let (a, b) = (cluster.member(&team).await, cluster.member(&other).await);
     let first = snap(&cluster, 0, &team, &a, all()).await;
     assert_eq!(first.0, 200, "{}", first.1);
     let charged = charges(&cluster)[0]["b"].as_i64().unwrap();
-    assert!(charged > 20_000 && charged <= 40_000, "{charged}");
-    // Another reader through the other gateway and replica: over the shared quota.
-    assert_snapshot_error(&snap(&cluster, 1, &team, &b, all()).await, 503, "snapshot_unavailable");
+    assert!(charged > 20_000 && charged <= 30_000, "{charged}");
+    // Another community's reader, within its own share, through the other gateway and replica:
+    // over the shared quota.
+    assert_snapshot_error(&snap(&cluster, 1, &other, &b, all()).await, 503, "snapshot_unavailable");
     // The refused capture left nothing behind; the first is untouched and completes.
     assert_eq!(charges(&cluster).len(), 1);
     let token = first.1["token"].clone();

@@ -1,0 +1,11 @@
+-- Expand: the `btree_gin` extension (PostgreSQL contrib), which 0006 needs to put
+-- `community_id` (a uuid) in a GIN index beside the search document. It only adds operator
+-- classes; no table is touched.
+--
+-- `btree_gin` is a trusted extension (PostgreSQL 13+): the database owner, or any role with
+-- CREATE on the database, installs it without being a superuser. Where `buzz migrate`'s role
+-- may not (or the contrib files are not installed on the server), this migration fails, `buzz
+-- migrate` says what to do, and the schema stays at 4: every service keeps running and
+-- searches use 0003's `events_search` (docs/operations.md "Changing the schema"). A superuser
+-- may also create it beforehand; then this statement does nothing.
+CREATE EXTENSION IF NOT EXISTS btree_gin;
