@@ -149,8 +149,8 @@ async fn import(
         return Err(HttpAuthError::Replay.into());
     }
     let operator = auth.pubkey;
-    let reader = tokio::io::BufReader::new(tokio::fs::File::open(&file.0).await.map_err(unavailable)?);
-    match import_store::import(&state.op.pool, relay, host.as_deref(), (reader, state.max_line_bytes)).await {
+    match import_store::import(&state.op.pool, relay, host.as_deref(), (&file.0, state.max_line_bytes)).await
+    {
         Ok(done) => {
             tracing::info!(%operator, community_id = %done.community_id, host = %done.host,
                 imported = done.imported, resigned = done.resigned, "community import");

@@ -12,6 +12,8 @@ pub mod fi_store;
 pub mod fi_view;
 pub mod import;
 pub mod import_lines;
+pub mod import_rows;
+pub mod import_seq;
 pub mod import_store;
 pub mod lease_rules;
 pub mod lifecycle;

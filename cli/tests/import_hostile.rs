@@ -1,0 +1,175 @@
+//! Hostile community imports (issue 37): what a crafted export file could do to the relay and to
+//! every other community, end to end with the real `buzz` CLI and cluster.
+//!
+//! Run: `cargo nextest run -p buzz-cli --test import_hostile` (PostgreSQL, Redis and NATS).
+
+#![allow(clippy::unwrap_used)]
+
+mod import_files;
+
+use buzz_core::{Event, Keys};
+use buzz_tests::client::{message, WsClient};
+use buzz_tests::snapshot::{channel, create, ok, rev, tag, TASK};
+use buzz_tests::{nip86, Cluster, ClusterOptions, Community};
+use import_files::{export, import_lines, renamed};
+use reqwest::Method;
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+fn options() -> ClusterOptions {
+    ClusterOptions { writers: 1, queriers: 1, snapshots: 1, ..ClusterOptions::default() }
+}
+
+/// What [`small_world`] wrote: the reader whose marker and mention are there, the channel, and
+/// the events whose seq the links name.
+struct Small {
+    bob: Keys,
+    general: Uuid,
+    marked: Event,
+    created: Event,
+}
+
+/// A channel with a thread of messages, a mention of bob, bob's read marker, an artifact created
+/// and updated, and an audited NIP-86 change.
+async fn small_world(cluster: &Cluster, team: &Community) -> Small {
+    let (alice, bob) = (cluster.member(team).await, cluster.member(team).await);
+    let mut o = WsClient::authed(cluster.gateways[0], &team.host, &team.owner).await;
+    let mut a = WsClient::authed(cluster.gateways[1], &team.host, &alice).await;
+    let general = channel(&mut o, &team.owner, "open", &[]).await;
+    ok(&mut a, &message(&alice, general, "one")).await;
+    let marked = alice.sign_new(9, vec![tag("h", general), tag("p", bob.public_hex())], "two, bob");
+    ok(&mut a, &marked).await;
+    ok(&mut a, &message(&alice, general, "three")).await;
+    let path = format!("/api/channels/{general}/read");
+    let body = json!({"up_to": marked.id});
+    let res = cluster.tenant_request(1, team, Method::POST, &path, Some(&body), &bob).await;
+    assert!(res.status().is_success(), "mark read: {}", res.status());
+    let (d, created) = create(&mut a, &alice, general, TASK, &[]).await;
+    ok(&mut a, &rev(&alice, "update", d, general, Some(&created), TASK, &[tag("p", bob.public_hex())])).await;
+    ok(&mut a, &message(&alice, general, "four")).await;
+    nip86::ok(cluster, 0, team, &team.owner, "disallowkind", &json!([7])).await;
+    Small { bob, general, marked, created }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seqs_at_the_maximum_in_an_import_take_fresh_numbers_and_every_community_keeps_writing() {
+    let cluster = Cluster::start_with(options()).await;
+    let team = cluster.community("team.test").await;
+    small_world(&cluster, &team).await;
+    let other = cluster.community("other.test").await;
+    let (mut lines, id) = renamed(&export(&cluster, &team).await);
+    for kind in ["event", "audit"] {
+        let last = lines.iter_mut().rev().find(|l| l["type"] == kind).unwrap();
+        last["row"]["seq"] = i64::MAX.into();
+    }
+    let (code, answer, err) = import_lines(&cluster, &lines, "copy.test").await;
+    assert_eq!((code, &answer["imported"]), (0, &json!(true)), "{answer} {err}");
+
+    // Every other community goes on writing: a channel, a message, a NIP-86 change.
+    let mut ws = WsClient::authed(cluster.gateways[1], &other.host, &other.owner).await;
+    let ch = channel(&mut ws, &other.owner, "open", &[]).await;
+    ok(&mut ws, &message(&other.owner, ch, "still writing")).await;
+    nip86::ok(&cluster, 0, &other, &other.owner, "disallowkind", &json!([7])).await;
+    // The imported rows took the target's own numbers, and so does what follows them.
+    let copy =
+        Community { id: buzz_core::CommunityId(id), host: "copy.test".into(), owner: team.owner.clone() };
+    let general: Uuid = lines.iter().find(|l| l["type"] == "channel").unwrap()["row"]["id"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut c = WsClient::authed(cluster.gateways[0], &copy.host, &copy.owner).await;
+    let after = message(&copy.owner, general, "after the import");
+    ok(&mut c, &after).await;
+    nip86::ok(&cluster, 1, &copy, &copy.owner, "disallowkind", &json!([1])).await;
+    for table in ["events", "community_audit"] {
+        let sql = format!("SELECT max(seq) FROM {table}");
+        let max: i64 = sqlx::query_scalar(&sql).fetch_one(&cluster.pool).await.unwrap();
+        assert!(max < 1_000, "{table}: {max}");
+    }
+    let later: bool = sqlx::query_scalar(
+        "SELECT seq > ALL (SELECT seq FROM events WHERE community_id = $1 AND id <> $2) FROM events \
+         WHERE community_id = $1 AND id = $2",
+    )
+    .bind(id)
+    .bind(after.id.to_string())
+    .fetch_one(&cluster.pool)
+    .await
+    .unwrap();
+    assert!(later, "a new message is accepted after every imported one");
+    cluster.stop().await;
+}
+
+/// Every seq of community `id` (events, revision records, read markers, mentions; and apart, the
+/// audit log), labelled by what it belongs to, as its rank among the community's distinct
+/// values: the order and the ties, without the numbers.
+async fn seq_ranks(cluster: &Cluster, id: Uuid) -> Vec<(String, i64)> {
+    sqlx::query_as(
+        "SELECT label, dense_rank() OVER (PARTITION BY space ORDER BY seq) FROM ( \
+           SELECT 'e' AS space, CASE WHEN pubkey = $2 THEN 'relay ' || kind || ' ' || channel_id \
+                  ELSE 'event ' || id END AS label, seq FROM events WHERE community_id = $1 \
+           UNION ALL SELECT 'e', 'revision ' || revision_id, accepted_seq FROM artifact_revisions \
+                  WHERE community_id = $1 \
+           UNION ALL SELECT 'e', 'marker ' || channel_id || ' ' || pubkey, seq FROM read_markers \
+                  WHERE community_id = $1 \
+           UNION ALL SELECT 'e', 'mention ' || pubkey || ' ' || event_id, seq FROM mentions \
+                  WHERE community_id = $1 \
+           UNION ALL SELECT 'a', 'audit ' || method || ' ' || params::text, seq FROM community_audit \
+                  WHERE community_id = $1) x ORDER BY label",
+    )
+    .bind(id)
+    .bind(cluster.relay.public_hex())
+    .fetch_all(&cluster.pool)
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn imported_seqs_are_fresh_and_keep_the_order_of_every_link_even_to_events_that_are_gone() {
+    let cluster = Cluster::start_with(options()).await;
+    let team = cluster.community("team.test").await;
+    let small = small_world(&cluster, &team).await;
+    // Gone as retention removes events: the marker's message and the artifact's first revision,
+    // whose read marker, mention and revision record stay and name their seq.
+    sqlx::query("DELETE FROM events WHERE community_id = $1 AND id = ANY($2)")
+        .bind(team.id)
+        .bind(vec![small.marked.id.to_string(), small.created.id.to_string()])
+        .execute(&cluster.pool)
+        .await
+        .unwrap();
+    let source_max: i64 =
+        sqlx::query_scalar("SELECT max(seq) FROM events").fetch_one(&cluster.pool).await.unwrap();
+    let (lines, id) = renamed(&export(&cluster, &team).await);
+    let (code, answer, err) = import_lines(&cluster, &lines, "copy.test").await;
+    assert_eq!((code, &answer["imported"]), (0, &json!(true)), "{answer} {err}");
+
+    let (want, got) = (seq_ranks(&cluster, team.id.0).await, seq_ranks(&cluster, id).await);
+    assert!(want.len() >= 12 && want.iter().any(|(l, _)| l.starts_with("marker")), "{want:?}");
+    assert_eq!(want, got);
+    let min: i64 = sqlx::query_scalar(
+        "SELECT least((SELECT min(seq) FROM events WHERE community_id = $1), \
+                      (SELECT min(accepted_seq) FROM artifact_revisions WHERE community_id = $1))",
+    )
+    .bind(id)
+    .fetch_one(&cluster.pool)
+    .await
+    .unwrap();
+    assert!(min > source_max, "numbers from this deployment's sequence: {min} <= {source_max}");
+    // The unread count and the mentions read the same from the links.
+    let copy =
+        Community { id: buzz_core::CommunityId(id), host: "copy.test".into(), owner: team.owner.clone() };
+    for path in [format!("/api/channels/{}/summary", small.general), "/api/mentions?limit=100".to_owned()] {
+        let read = |c: &Community| {
+            let path = path.clone();
+            let (cluster, bob) = (&cluster, &small.bob);
+            let c = c.clone();
+            async move {
+                let res = cluster.tenant_request(0, &c, Method::GET, &path, None, bob).await;
+                assert!(res.status().is_success(), "{path}: {}", res.status());
+                res.json::<Value>().await.unwrap()
+            }
+        };
+        assert_eq!(read(&team).await, read(&copy).await, "{path}");
+    }
+    cluster.stop().await;
+}

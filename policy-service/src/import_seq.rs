@@ -1,0 +1,186 @@
+//! Fresh acceptance numbers for an import (issue 37 item 1): the file's `seq` values are never
+//! stored; every imported row takes a number from this deployment's own sequences, in the file's
+//! order, so a file can neither exhaust a sequence nor move it for other communities.
+//!
+//! `events.seq` is named by other rows: `artifact_revisions.accepted_seq`, `read_markers.seq` and
+//! `mentions.seq`, some of them naming an event retention has removed since. So a first pass over
+//! the spooled file gathers every value those four columns hold into a temporary table, and each
+//! distinct value gets one new number from the `events.seq` sequence, in the values' order
+//! ([`import_seq`]); the import then stores each row with the new number of its value. Equal
+//! values stay equal and order is kept exactly, links to vanished events included, whatever the
+//! file's numbers were. Audit rows are named by nothing: each takes the next number of the
+//! `community_audit` identity in the file's order ([`AUDIT_SEQ`]).
+//!
+//! Memory stays bounded: values go to PostgreSQL [`CHUNK`] at a time, and the map lives in the
+//! import's transaction (`ON COMMIT DROP`).
+
+use sqlx::PgConnection;
+use tokio::io::AsyncBufRead;
+
+use crate::export_format::Section;
+use crate::import_lines::BoundedLines;
+use crate::import_store::{invalid, line_error, ImportError};
+
+/// Values sent per statement.
+const CHUNK: usize = 65_536;
+
+/// The column of each section whose values are `events.seq` numbers.
+#[must_use]
+pub fn seq_column(section: &str) -> Option<&'static str> {
+    match section {
+        "event" | "read_marker" | "mention" => Some("seq"),
+        "revision" => Some("accepted_seq"),
+        _ => None,
+    }
+}
+
+/// The statement that inserts a batch of `section`'s rows (`$1` the community, `$2` the rows as a
+/// JSON array): a [`seq_column`] takes the new number of its value (`import_seq`), audit rows
+/// take the next numbers of their identity in their `seq` order, and every other column is the
+/// row's own.
+#[must_use]
+pub fn insert_sql(section: &Section) -> String {
+    let (table, cols) = (section.table, section.columns);
+    let rows = format!("jsonb_populate_recordset(NULL::{table}, $2::jsonb) r");
+    let mapped = seq_column(section.kind);
+    let select: Vec<String> = cols
+        .split(", ")
+        .map(|c| {
+            if Some(c) == mapped || (section.kind == "audit" && c == "seq") {
+                "n.new".into()
+            } else {
+                format!("r.{c}")
+            }
+        })
+        .collect();
+    let select = select.join(", ");
+    match (section.kind, mapped) {
+        ("audit", _) => format!(
+            "INSERT INTO {table} (community_id, {cols}) OVERRIDING SYSTEM VALUE SELECT $1, {select} \
+             FROM (SELECT r.*, row_number() OVER (ORDER BY r.seq) AS rank FROM {rows}) r \
+             JOIN (SELECT new, row_number() OVER (ORDER BY new) AS rank FROM ( \
+                   SELECT nextval(pg_get_serial_sequence('{table}', 'seq')::regclass) AS new \
+                   FROM generate_series(1, jsonb_array_length($2::jsonb))) x) n USING (rank)"
+        ),
+        (kind, Some(column)) => {
+            let overriding = if kind == "event" { "OVERRIDING SYSTEM VALUE" } else { "" };
+            format!(
+                "INSERT INTO {table} (community_id, {cols}) {overriding} SELECT $1, {select} \
+                 FROM {rows} JOIN import_seq n ON n.old = r.{column}"
+            )
+        }
+        _ => format!("INSERT INTO {table} (community_id, {cols}) SELECT $1, {select} FROM {rows}"),
+    }
+}
+
+/// What pass 1 reads of a line: its type and the seq values of its row.
+#[derive(serde::Deserialize)]
+struct Line {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    row: Option<SeqRow>,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct SeqRow {
+    seq: Option<serde_json::Value>,
+    accepted_seq: Option<serde_json::Value>,
+}
+
+/// Pass 1: reads `lines` (the whole file again) and fills the temporary table `import_seq` (old
+/// value → new number) for every value of a [`seq_column`]. Event seqs must increase, as an export
+/// writes them. Answers the number of distinct values.
+pub async fn import_seq<R: AsyncBufRead + Unpin>(
+    conn: &mut PgConnection,
+    mut lines: BoundedLines<R>,
+) -> Result<u64, ImportError> {
+    for sql in [
+        "CREATE TEMPORARY TABLE import_seq_old (old bigint NOT NULL) ON COMMIT DROP",
+        "CREATE TEMPORARY TABLE import_seq (old bigint PRIMARY KEY, new bigint NOT NULL) ON COMMIT DROP",
+    ] {
+        sqlx::query(sql).execute(&mut *conn).await?;
+    }
+    let mut values: Vec<i64> = Vec::with_capacity(CHUNK);
+    let mut last_event = None;
+    while let Some(line) = lines.next_line().await.map_err(line_error)? {
+        let Ok(Line { kind, row }) = serde_json::from_str::<Line>(&line) else {
+            return Err(invalid(
+                "every line must be a JSON object with a string \"type\" and an object \"row\"",
+            ));
+        };
+        let Some(column) = seq_column(&kind) else { continue };
+        let row = row.unwrap_or_default();
+        let value = if column == "seq" { row.seq } else { row.accepted_seq };
+        let value = value.as_ref().and_then(serde_json::Value::as_i64);
+        let value = value.ok_or_else(|| invalid(format!("{kind} {column} must be an integer")))?;
+        if kind == "event" {
+            if last_event.is_some_and(|last| value <= last) {
+                return Err(invalid("event seqs must increase through the file"));
+            }
+            last_event = Some(value);
+        }
+        values.push(value);
+        if values.len() == CHUNK {
+            send(conn, &mut values).await?;
+        }
+    }
+    send(conn, &mut values).await?;
+    let mapped = sqlx::query(
+        "WITH d AS MATERIALIZED (SELECT DISTINCT old FROM import_seq_old), \
+              o AS (SELECT old, row_number() OVER (ORDER BY old) AS rank FROM d), \
+              n AS (SELECT new, row_number() OVER (ORDER BY new) AS rank FROM ( \
+                    SELECT nextval(pg_get_serial_sequence('events', 'seq')::regclass) AS new FROM d) x) \
+         INSERT INTO import_seq (old, new) SELECT o.old, n.new FROM o JOIN n USING (rank)",
+    )
+    .execute(&mut *conn)
+    .await?
+    .rows_affected();
+    sqlx::query("DROP TABLE import_seq_old").execute(&mut *conn).await?;
+    Ok(mapped)
+}
+
+async fn send(conn: &mut PgConnection, values: &mut Vec<i64>) -> Result<(), ImportError> {
+    if !values.is_empty() {
+        sqlx::query("INSERT INTO import_seq_old (old) SELECT unnest($1::bigint[])")
+            .bind(&*values)
+            .execute(&mut *conn)
+            .await?;
+        values.clear();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export_format::section_of;
+
+    fn sql(kind: &str) -> String {
+        section_of(kind).map(|(_, s)| insert_sql(s)).unwrap_or_default()
+    }
+
+    #[test]
+    fn seq_columns_take_the_new_number_of_their_value_and_nothing_else_is_renumbered() {
+        let events = sql("event");
+        assert!(
+            events.contains("JOIN import_seq n ON n.old = r.seq")
+                && events.contains("$1, r.id, n.new, r.pubkey")
+        );
+        assert!(events.contains("OVERRIDING SYSTEM VALUE"), "{events}");
+        assert!(
+            sql("revision").contains("n.new, r.accepted_at")
+                && sql("revision").contains("n.old = r.accepted_seq")
+        );
+        for kind in ["read_marker", "mention"] {
+            assert!(sql(kind).contains("n.old = r.seq") && !sql(kind).contains("OVERRIDING"), "{kind}");
+        }
+        let audit = sql("audit");
+        assert!(audit.contains("SELECT $1, n.new, r.actor") && audit.contains("ORDER BY r.seq"), "{audit}");
+        assert!(audit.contains("pg_get_serial_sequence('community_audit', 'seq')"), "{audit}");
+        let member = sql("member");
+        assert!(
+            !member.contains("import_seq") && member.contains("SELECT $1, r.pubkey, r.role, r.added_at FROM")
+        );
+    }
+}
