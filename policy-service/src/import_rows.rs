@@ -1,5 +1,5 @@
 //! The section rows of an import, batched per section and inserted in the import's transaction
-//! ([`crate::import_store`]); in check mode (the community exists) only compared.
+//! (`import_store.rs`); in check mode (the community exists) only compared.
 
 use std::collections::HashMap;
 
@@ -8,8 +8,8 @@ use serde_json::{Map, Value};
 use sqlx::PgConnection;
 
 use crate::export_format::{section_of, Section, SECTIONS};
+use crate::import_input::{invalid, rejected, row_of, text, ImportError};
 use crate::import_seq::{insert_sql, seq_column};
-use crate::import_store::{invalid, rejected, row_of, text, ImportError};
 
 /// Rows inserted per statement.
 const BATCH: usize = 1000;

@@ -18,8 +18,8 @@ use sqlx::PgConnection;
 use tokio::io::AsyncBufRead;
 
 use crate::export_format::Section;
+use crate::import_input::{invalid, line_error, ImportError};
 use crate::import_lines::BoundedLines;
-use crate::import_store::{invalid, line_error, ImportError};
 
 /// Values sent per statement.
 const CHUNK: usize = 65_536;

@@ -21,47 +21,11 @@ use std::path::Path;
 use buzz_core::{CommunityId, Keys, Pubkey};
 use serde_json::{Map, Value};
 use sqlx::{PgConnection, PgPool};
-use tokio::io::{AsyncBufRead, BufReader};
 
 use crate::export_format::{counts_agree, section_of, COMMUNITY_COLUMNS, FORMAT, SECTIONS, VERSION};
-use crate::import_lines::{BoundedLines, LineError, LineTooLong};
+pub use crate::import_input::ImportError;
+use crate::import_input::{invalid, next_line, open, rejected, row_of, text};
 use crate::import_rows::Rows;
-
-/// Why an import was refused.
-#[derive(Debug, thiserror::Error)]
-pub enum ImportError {
-    /// The file is not a complete, valid export (400 `invalid_export`).
-    #[error("{0}")]
-    Invalid(String),
-    /// The community id exists here with other contents (409 `community_conflict`).
-    #[error("community conflict")]
-    CommunityConflict,
-    /// The host is bound to another community (409 `host_conflict`).
-    #[error("host conflict")]
-    HostConflict,
-    /// A line is longer than `BUZZ_IMPORT_MAX_LINE_BYTES` (413 `import_line_too_long`).
-    #[error(transparent)]
-    LineTooLong(#[from] LineTooLong),
-    /// The spooled body could not be read (503).
-    #[error(transparent)]
-    Io(#[from] std::io::Error),
-    /// The store failed (503).
-    #[error(transparent)]
-    Sql(#[from] sqlx::Error),
-}
-
-pub(crate) fn invalid(why: impl Into<String>) -> ImportError {
-    ImportError::Invalid(why.into())
-}
-
-/// A line that could not be read, as the import's error.
-pub(crate) fn line_error(e: LineError) -> ImportError {
-    match e {
-        LineError::TooLong(e) => e.into(),
-        LineError::NotUtf8 => invalid("every line must be UTF-8"),
-        LineError::Io(e) => e.into(),
-    }
-}
 
 /// What an import did.
 #[derive(Debug, serde::Serialize)]
@@ -76,34 +40,6 @@ pub struct Imported {
     pub resigned: u64,
     /// Rows per section.
     pub counts: Map<String, Value>,
-}
-
-/// Reads the next line as a JSON object of type `want` (any type when `None`); `None` at the end.
-async fn next_line<R: AsyncBufRead + Unpin>(
-    lines: &mut BoundedLines<R>,
-) -> Result<Option<Map<String, Value>>, ImportError> {
-    let Some(line) = lines.next_line().await.map_err(line_error)? else { return Ok(None) };
-    match serde_json::from_str::<Value>(&line) {
-        Ok(Value::Object(map)) if map.get("type").is_some_and(Value::is_string) => Ok(Some(map)),
-        _ => Err(invalid("every line must be a JSON object with a string \"type\"")),
-    }
-}
-
-/// The `row` object of a section line.
-pub(crate) fn row_of(mut line: Map<String, Value>) -> Result<Map<String, Value>, ImportError> {
-    match line.remove("row") {
-        Some(Value::Object(row)) => Ok(row),
-        _ => Err(invalid("a row line must carry its columns in an object \"row\"")),
-    }
-}
-
-pub(crate) fn text<'m>(map: &'m Map<String, Value>, field: &str) -> Result<&'m str, ImportError> {
-    map.get(field).and_then(Value::as_str).ok_or_else(|| invalid(format!("{field} must be a string")))
-}
-
-/// The lines of the spooled export `file`, each at most `max_line` bytes.
-async fn open(file: &Path, max_line: usize) -> Result<BoundedLines<BufReader<tokio::fs::File>>, ImportError> {
-    Ok(BoundedLines::new(BufReader::new(tokio::fs::File::open(file).await?), max_line))
 }
 
 /// Imports the export in `file` (read twice: [`crate::import_seq`]), its lines at most
@@ -211,16 +147,5 @@ async fn insert_community(
             Err(ImportError::CommunityConflict)
         }
         Err(e) => Err(rejected(e, "communities")),
-    }
-}
-
-/// A database refusal of the file's data (class 22 data exceptions, 23 integrity violations) is
-/// the file's fault; anything else is the store's.
-pub(crate) fn rejected(e: sqlx::Error, table: &str) -> ImportError {
-    match &e {
-        sqlx::Error::Database(d) if d.code().is_some_and(|c| c.starts_with("22") || c.starts_with("23")) => {
-            invalid(format!("{table}: {d}"))
-        }
-        _ => ImportError::Sql(e),
     }
 }

@@ -11,6 +11,7 @@ pub mod fi_routes;
 pub mod fi_store;
 pub mod fi_view;
 pub mod import;
+pub mod import_input;
 pub mod import_lines;
 pub mod import_rows;
 pub mod import_seq;
