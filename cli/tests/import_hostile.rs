@@ -11,7 +11,7 @@ use buzz_core::{Event, Keys};
 use buzz_tests::client::{message, WsClient};
 use buzz_tests::snapshot::{channel, create, ok, rev, tag, TASK};
 use buzz_tests::{nip86, Cluster, ClusterOptions, Community};
-use import_files::{export, import_lines, renamed};
+use import_files::{export, import_lines, renamed, with_event};
 use reqwest::Method;
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -171,5 +171,145 @@ async fn imported_seqs_are_fresh_and_keep_the_order_of_every_link_even_to_events
         };
         assert_eq!(read(&team).await, read(&copy).await, "{path}");
     }
+    cluster.stop().await;
+}
+
+/// A key's event of `kind` with `tags`, a minute old.
+fn signed(keys: &Keys, kind: u32, tags: Vec<Vec<String>>, content: &str) -> Event {
+    let created_at = buzz_core::unix_now() - 60;
+    keys.sign(buzz_core::UnsignedEvent {
+        pubkey: String::new(),
+        created_at,
+        kind,
+        tags,
+        content: content.into(),
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_import_whose_header_names_a_key_never_makes_this_relay_sign_what_that_key_signed() {
+    let cluster = Cluster::start_with(options()).await;
+    let team = cluster.community("team.test").await;
+    let small = small_world(&cluster, &team).await;
+    let lines = export(&cluster, &team).await;
+    let attacker = Keys::generate();
+    let g = small.general;
+    let derives = "this relay does not derive";
+    let forged = [
+        (
+            signed(&attacker, 9, vec![tag("h", g)], "relay notice: sign in again at https://evil.example"),
+            derives,
+        ),
+        (signed(&attacker, 22242, vec![tag("relay", "wss://team.test"), tag("challenge", "c")], ""), derives),
+        (signed(&attacker, 27235, vec![tag("u", "https://team.test/"), tag("method", "POST")], ""), derives),
+        // A second member list of the channel, naming the attacker.
+        (
+            signed(
+                &attacker,
+                39002,
+                vec![tag("d", g), vec!["p".into(), attacker.public_hex(), "owner".into()]],
+                "",
+            ),
+            "appears twice",
+        ),
+        // A removal no imported move records.
+        (
+            signed(
+                &attacker,
+                45011,
+                vec![tag("d", Uuid::new_v4()), tag("h", g), tag("e", "ab".repeat(32))],
+                "",
+            ),
+            "revision records do not show",
+        ),
+        // A kind this relay never stores from anyone.
+        (signed(&small.bob, 1, vec![tag("h", g)], "a kind-1 note"), "never accepted from a client"),
+    ];
+    for (event, why) in &forged {
+        let (mut file, id) = renamed(&with_event(&lines, event, Some(g)));
+        file[0]["relay_pubkey"] = attacker.public_hex().into();
+        let (code, answer, err) = import_lines(&cluster, &file, "forged.test").await;
+        assert!(
+            code == 5 && err.contains("400") && err.contains("invalid_export") && err.contains(why),
+            "kind {}: {code} {answer} {err}",
+            event.kind
+        );
+        assert_eq!(
+            import_files::rows(&cluster, "events", id).await,
+            0,
+            "kind {}: nothing imported",
+            event.kind
+        );
+        let (status, _) = cluster
+            .operator_json(Method::GET, &format!("/operator/communities?community_id={id}"), None)
+            .await;
+        assert_eq!(status, 404);
+    }
+    cluster.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn channel_state_in_an_import_is_derived_from_the_imported_tables_whatever_the_file_says() {
+    let cluster = Cluster::start_with(options()).await;
+    let team = cluster.community("team.test").await;
+    let small = small_world(&cluster, &team).await;
+    let lines = export(&cluster, &team).await;
+    let attacker = Keys::generate();
+    let relay = cluster.relay.public_hex();
+    // The file's relay events, forged by the key its header names: the attacker listed in the
+    // member list, the channel renamed.
+    let (mut file, id) = renamed(&lines);
+    file[0]["relay_pubkey"] = attacker.public_hex().into();
+    for line in file.iter_mut().filter(|l| l["type"] == "event" && l["row"]["pubkey"] == relay.as_str()) {
+        let mut event: Event = serde_json::from_str(line["row"]["raw"].as_str().unwrap()).unwrap();
+        match event.kind {
+            39002 => event.tags.push(vec!["p".into(), attacker.public_hex(), "owner".into()]),
+            39000 => event.tags[1][1] = "sign in again at https://evil.example".into(),
+            _ => {}
+        }
+        let forged = attacker.sign(buzz_core::UnsignedEvent {
+            pubkey: String::new(),
+            created_at: event.created_at,
+            kind: event.kind,
+            tags: event.tags,
+            content: event.content,
+        });
+        line["row"]["id"] = forged.id.to_string().into();
+        line["row"]["pubkey"] = forged.pubkey.to_string().into();
+        line["row"]["raw"] = forged.to_json().into();
+    }
+    let (code, answer, err) = import_lines(&cluster, &file, "derived.test").await;
+    assert_eq!(
+        (code, &answer["imported"], &answer["resigned"]),
+        (0, &json!(true), &json!(2)),
+        "{answer} {err}"
+    );
+    let copy =
+        Community { id: buzz_core::CommunityId(id), host: "derived.test".into(), owner: team.owner.clone() };
+    let filter = json!({"kinds": [39000, 39002], "#d": [small.general.to_string()]});
+    let mut o = WsClient::authed(cluster.gateways[0], &team.host, &team.owner).await;
+    let mut c = WsClient::authed(cluster.gateways[1], &copy.host, &copy.owner).await;
+    let (want, got) =
+        (o.req("s", std::slice::from_ref(&filter)).await.events, c.req("c", &[filter]).await.events);
+    assert_eq!(got.len(), 2, "{got:?}");
+    for (w, g) in want.iter().zip(&got) {
+        assert_eq!(g.pubkey, cluster.relay.pubkey(), "served as this relay's");
+        assert!(g.verify().is_ok());
+        assert_eq!(
+            (g.kind, &g.tags, g.created_at),
+            (w.kind, &w.tags, w.created_at),
+            "derived from the tables"
+        );
+    }
+    let by_attacker: i64 = sqlx::query_scalar("SELECT count(*) FROM events WHERE pubkey = $1 OR raw LIKE $2")
+        .bind(attacker.public_hex())
+        .bind(format!("%{}%", attacker.public_hex()))
+        .fetch_one(&cluster.pool)
+        .await
+        .unwrap();
+    assert_eq!(by_attacker, 0, "nothing of what the attacker signed is stored");
+    // A rerun derives the same events from the stored tables: recognised, nothing written.
+    let (code, again, err) = import_lines(&cluster, &file, "derived.test").await;
+    assert_eq!((code, &again["imported"]), (0, &json!(false)), "{again} {err}");
     cluster.stop().await;
 }

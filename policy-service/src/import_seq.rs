@@ -17,7 +17,6 @@
 use sqlx::PgConnection;
 use tokio::io::AsyncBufRead;
 
-use crate::export_format::Section;
 use crate::import_input::{invalid, line_error, ImportError};
 use crate::import_lines::BoundedLines;
 
@@ -31,45 +30,6 @@ pub fn seq_column(section: &str) -> Option<&'static str> {
         "event" | "read_marker" | "mention" => Some("seq"),
         "revision" => Some("accepted_seq"),
         _ => None,
-    }
-}
-
-/// The statement that inserts a batch of `section`'s rows (`$1` the community, `$2` the rows as a
-/// JSON array): a [`seq_column`] takes the new number of its value (`import_seq`), audit rows
-/// take the next numbers of their identity in their `seq` order, and every other column is the
-/// row's own.
-#[must_use]
-pub fn insert_sql(section: &Section) -> String {
-    let (table, cols) = (section.table, section.columns);
-    let rows = format!("jsonb_populate_recordset(NULL::{table}, $2::jsonb) r");
-    let mapped = seq_column(section.kind);
-    let select: Vec<String> = cols
-        .split(", ")
-        .map(|c| {
-            if Some(c) == mapped || (section.kind == "audit" && c == "seq") {
-                "n.new".into()
-            } else {
-                format!("r.{c}")
-            }
-        })
-        .collect();
-    let select = select.join(", ");
-    match (section.kind, mapped) {
-        ("audit", _) => format!(
-            "INSERT INTO {table} (community_id, {cols}) OVERRIDING SYSTEM VALUE SELECT $1, {select} \
-             FROM (SELECT r.*, row_number() OVER (ORDER BY r.seq) AS rank FROM {rows}) r \
-             JOIN (SELECT new, row_number() OVER (ORDER BY new) AS rank FROM ( \
-                   SELECT nextval(pg_get_serial_sequence('{table}', 'seq')::regclass) AS new \
-                   FROM generate_series(1, jsonb_array_length($2::jsonb))) x) n USING (rank)"
-        ),
-        (kind, Some(column)) => {
-            let overriding = if kind == "event" { "OVERRIDING SYSTEM VALUE" } else { "" };
-            format!(
-                "INSERT INTO {table} (community_id, {cols}) {overriding} SELECT $1, {select} \
-                 FROM {rows} JOIN import_seq n ON n.old = r.{column}"
-            )
-        }
-        _ => format!("INSERT INTO {table} (community_id, {cols}) SELECT $1, {select} FROM {rows}"),
     }
 }
 
@@ -149,38 +109,4 @@ async fn send(conn: &mut PgConnection, values: &mut Vec<i64>) -> Result<(), Impo
         values.clear();
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::export_format::section_of;
-
-    fn sql(kind: &str) -> String {
-        section_of(kind).map(|(_, s)| insert_sql(s)).unwrap_or_default()
-    }
-
-    #[test]
-    fn seq_columns_take_the_new_number_of_their_value_and_nothing_else_is_renumbered() {
-        let events = sql("event");
-        assert!(
-            events.contains("JOIN import_seq n ON n.old = r.seq")
-                && events.contains("$1, r.id, n.new, r.pubkey")
-        );
-        assert!(events.contains("OVERRIDING SYSTEM VALUE"), "{events}");
-        assert!(
-            sql("revision").contains("n.new, r.accepted_at")
-                && sql("revision").contains("n.old = r.accepted_seq")
-        );
-        for kind in ["read_marker", "mention"] {
-            assert!(sql(kind).contains("n.old = r.seq") && !sql(kind).contains("OVERRIDING"), "{kind}");
-        }
-        let audit = sql("audit");
-        assert!(audit.contains("SELECT $1, n.new, r.actor") && audit.contains("ORDER BY r.seq"), "{audit}");
-        assert!(audit.contains("pg_get_serial_sequence('community_audit', 'seq')"), "{audit}");
-        let member = sql("member");
-        assert!(
-            !member.contains("import_seq") && member.contains("SELECT $1, r.pubkey, r.role, r.added_at FROM")
-        );
-    }
 }

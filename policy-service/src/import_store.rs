@@ -25,7 +25,9 @@ use sqlx::{PgConnection, PgPool};
 use crate::export_format::{counts_agree, section_of, COMMUNITY_COLUMNS, FORMAT, SECTIONS, VERSION};
 pub use crate::import_input::ImportError;
 use crate::import_input::{invalid, next_line, open, rejected, row_of, text};
+use crate::import_relay::Deriver;
 use crate::import_rows::Rows;
+use crate::import_sql::{CREATE_RELAY_IDS, UNRECORDED_REMOVAL};
 
 /// What an import did.
 #[derive(Debug, serde::Serialize)]
@@ -86,8 +88,9 @@ pub async fn import(
     };
     if !check {
         crate::import_seq::import_seq(&mut tx, open(file, max_line).await?).await?;
+        sqlx::query(CREATE_RELAY_IDS).execute(&mut *tx).await?;
     }
-    let mut rows = Rows::new(id, check, source_relay, relay);
+    let mut rows = Rows::new(id, check, Deriver::new(relay, source_relay, max_line));
     let end = loop {
         let line =
             next_line(&mut lines).await?.ok_or_else(|| invalid("the file ends without its end line"))?;
@@ -117,6 +120,13 @@ pub async fn import(
         }
         tx.rollback().await?;
         return Ok(imported);
+    }
+    let unrecorded: Option<String> =
+        sqlx::query_scalar(UNRECORDED_REMOVAL).bind(id).fetch_optional(&mut *tx).await?;
+    if let Some(event) = unrecorded {
+        return Err(invalid(format!(
+            "event {event}: a 45011 removal of a move the export's revision records do not show"
+        )));
     }
     tx.commit().await?;
     Ok(imported)

@@ -4,6 +4,7 @@
 pub mod access;
 pub mod current_tags;
 pub mod fragments;
+pub mod relay_state;
 pub mod tag_rows;
 
 /// The stored domain values live in `buzz_core::domain` (one `Role` for the bus and the store).

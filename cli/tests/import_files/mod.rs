@@ -100,3 +100,22 @@ pub async fn rows(cluster: &Cluster, table: &str, id: uuid::Uuid) -> i64 {
         .await
         .unwrap()
 }
+
+/// `lines` with `event` added after the last event line (the next seq, in `channel`), the
+/// header's and end line's counts raised to match.
+pub fn with_event(lines: &[Value], event: &buzz_core::Event, channel: Option<uuid::Uuid>) -> Vec<Value> {
+    let mut out = lines.to_vec();
+    let last = out.iter().rposition(|l| l["type"] == "event").unwrap();
+    let row = serde_json::json!({
+        "id": event.id, "seq": out[last]["row"]["seq"].as_i64().unwrap() + 1, "pubkey": event.pubkey,
+        "kind": event.kind, "created_at": event.created_at, "channel_id": channel, "raw": event.to_json(),
+        "accepted_at": "2026-12-01T00:00:00+00:00", "expires_at": null, "deleted_at": null,
+        "redacted_at": null, "thread_root": null,
+    });
+    out.insert(last + 1, serde_json::json!({"type": "event", "row": row}));
+    for i in [0, out.len() - 1] {
+        let n = out[i]["counts"]["event"].as_u64().unwrap();
+        out[i]["counts"]["event"] = (n + 1).into();
+    }
+    out
+}
