@@ -313,3 +313,28 @@ async fn channel_state_in_an_import_is_derived_from_the_imported_tables_whatever
     assert_eq!((code, &again["imported"]), (0, &json!(false)), "{again} {err}");
     cluster.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_no_section_has_in_a_row_or_a_line_is_refused_and_nothing_is_imported() {
+    let cluster = Cluster::start_with(options()).await;
+    let team = cluster.community("team.test").await;
+    small_world(&cluster, &team).await;
+    let lines = export(&cluster, &team).await;
+    type Edit = fn(&mut Value);
+    let edits: [(&str, Edit); 4] = [
+        ("member", |l| l["row"]["pad"] = "x".repeat(1000).into()),
+        ("event", |l| l["row"]["extra"] = json!({"a": [1, 2, 3]})),
+        ("community", |l| l["row"]["pad"] = "x".into()),
+        ("channel", |l| l["pad"] = "x".into()),
+    ];
+    for (kind, edit) in edits {
+        let (mut file, id) = renamed(&lines);
+        edit(file.iter_mut().find(|l| l["type"] == kind).unwrap());
+        let (code, answer, err) = import_lines(&cluster, &file, "padded.test").await;
+        assert!(code == 5 && err.contains("400") && err.contains("invalid_export"), "{kind}: {answer} {err}");
+        assert!(err.contains("unknown column") || err.contains("every line must be"), "{kind}: {err}");
+        assert_eq!(import_files::rows(&cluster, "events", id).await, 0, "{kind}");
+        assert_eq!(import_files::rows(&cluster, "community_members", id).await, 0, "{kind}");
+    }
+    cluster.stop().await;
+}

@@ -1,10 +1,9 @@
-//! What an import reads and how it fails: the error of every refusal, and the helpers that read a
-//! line's fields (the import's store, rows and seq modules share them).
+//! How an import fails, and how it opens its file: the error of every refusal (the import's
+//! store, rows, seq and line modules share them).
 
 use std::path::Path;
 
-use serde_json::{Map, Value};
-use tokio::io::{AsyncBufRead, BufReader};
+use tokio::io::BufReader;
 
 use crate::import_lines::{BoundedLines, LineError, LineTooLong};
 
@@ -42,29 +41,6 @@ pub(crate) fn line_error(e: LineError) -> ImportError {
         LineError::NotUtf8 => invalid("every line must be UTF-8"),
         LineError::Io(e) => e.into(),
     }
-}
-
-/// Reads the next line as a JSON object of type `want` (any type when `None`); `None` at the end.
-pub(crate) async fn next_line<R: AsyncBufRead + Unpin>(
-    lines: &mut BoundedLines<R>,
-) -> Result<Option<Map<String, Value>>, ImportError> {
-    let Some(line) = lines.next_line().await.map_err(line_error)? else { return Ok(None) };
-    match serde_json::from_str::<Value>(&line) {
-        Ok(Value::Object(map)) if map.get("type").is_some_and(Value::is_string) => Ok(Some(map)),
-        _ => Err(invalid("every line must be a JSON object with a string \"type\"")),
-    }
-}
-
-/// The `row` object of a section line.
-pub(crate) fn row_of(mut line: Map<String, Value>) -> Result<Map<String, Value>, ImportError> {
-    match line.remove("row") {
-        Some(Value::Object(row)) => Ok(row),
-        _ => Err(invalid("a row line must carry its columns in an object \"row\"")),
-    }
-}
-
-pub(crate) fn text<'m>(map: &'m Map<String, Value>, field: &str) -> Result<&'m str, ImportError> {
-    map.get(field).and_then(Value::as_str).ok_or_else(|| invalid(format!("{field} must be a string")))
 }
 
 /// The lines of the spooled export `file`, each at most `max_line` bytes.

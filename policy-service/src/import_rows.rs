@@ -1,19 +1,25 @@
 //! The section rows of an import, batched per section and inserted in the import's transaction
 //! (`import_store.rs`); in check mode (the community exists) only compared.
+//!
+//! A batch is the rows' own JSON text in an array, sent as one statement's parameter: it flushes
+//! at [`BATCH_BYTES`] or [`BATCH_ROWS`], whichever comes first, so the rows held never exceed
+//! that and one line ([`crate::import_json`] reads them without a JSON tree).
 
 use buzz_core::{CommunityId, Event};
-use serde_json::{Map, Value};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::export_format::{section_of, Section, SECTIONS};
-use crate::import_input::{invalid, rejected, row_of, text, ImportError};
+use crate::export_format::{Section, SECTIONS};
+use crate::import_input::{invalid, rejected, ImportError};
+use crate::import_json::{tag_cost, Row};
 use crate::import_relay::{Derived, Deriver};
 use crate::import_seq::seq_column;
 use crate::import_sql::{insert_sql, INSERT_DERIVED_TAGS, INSERT_RELAY_IDS};
 
-/// Rows inserted per statement.
-const BATCH: usize = 1000;
+/// A batch is sent once its text reaches this many bytes.
+pub const BATCH_BYTES: usize = 4 << 20;
+/// Rows inserted per statement at most.
+pub const BATCH_ROWS: usize = 1000;
 
 /// The section rows read so far, batched per section.
 pub struct Rows<'k> {
@@ -22,9 +28,16 @@ pub struct Rows<'k> {
     check: bool,
     /// Derives the relay's own events in place of the file's.
     derive: Deriver<'k>,
+    /// The most memory an event's tags may take once parsed: four lines.
+    max_tag_bytes: usize,
     section: usize,
-    pending: Vec<Map<String, Value>>,
-    /// The events of `pending` this relay derived.
+    /// The batch: `[` and its rows' JSON text, separated by `,` (empty in check mode).
+    batch: String,
+    /// Rows in the batch.
+    rows: usize,
+    /// The event ids of the batch (check mode).
+    ids: Vec<String>,
+    /// The events of the batch this relay derived.
     derived: Vec<Derived>,
     /// Rows read per section.
     pub counts: [u64; SECTIONS.len()],
@@ -36,14 +49,18 @@ pub struct Rows<'k> {
 }
 
 impl<'k> Rows<'k> {
-    /// Rows of community `id`, the relay's own events derived by `derive`.
-    pub fn new(id: CommunityId, check: bool, derive: Deriver<'k>) -> Self {
+    /// Rows of community `id` from lines of at most `max_line` bytes, the relay's own events
+    /// derived by `derive`.
+    pub fn new(id: CommunityId, check: bool, derive: Deriver<'k>, max_line: usize) -> Self {
         Self {
             id,
             check,
             derive,
+            max_tag_bytes: max_line.saturating_mul(4),
             section: 0,
-            pending: Vec::with_capacity(BATCH),
+            batch: String::new(),
+            rows: 0,
+            ids: Vec::new(),
             derived: Vec::new(),
             counts: [0; SECTIONS.len()],
             last_audit: None,
@@ -62,17 +79,14 @@ impl<'k> Rows<'k> {
         self.missing
     }
 
-    /// Takes one section line.
+    /// Takes one row of section `SECTIONS[index]`.
     pub async fn push(
         &mut self,
         conn: &mut PgConnection,
-        line: Map<String, Value>,
+        index: usize,
+        row: &Row<'_>,
     ) -> Result<(), ImportError> {
-        let kind = text(&line, "type")?;
-        let (index, section) =
-            section_of(kind).ok_or_else(|| invalid(format!("unknown line type {kind:?}")))?;
-        let kind = section.kind;
-        let mut row = row_of(line)?;
+        let kind = SECTIONS[index].kind;
         if index < self.section {
             return Err(invalid(format!("{kind} lines come before {} lines", SECTIONS[self.section].kind)));
         }
@@ -80,92 +94,119 @@ impl<'k> Rows<'k> {
             self.flush(conn).await?;
             self.section = index;
         }
-        match section.kind {
-            "event" => self.event(conn, &mut row).await?,
+        self.batch.push(if self.rows == 0 { '[' } else { ',' });
+        match kind {
+            "event" => self.event(conn, row).await?,
             "audit" => {
-                let seq = row.get("seq").and_then(Value::as_i64);
-                let seq = seq.ok_or_else(|| invalid("audit seq must be an integer"))?;
+                let seq: i64 = row.parse("seq", "an integer")?;
                 if self.last_audit.is_some_and(|last| seq <= last) {
                     return Err(invalid("audit seqs must increase through the file"));
                 }
                 self.last_audit = Some(seq);
+                self.batch.push_str(row.text());
             }
-            _ => {}
+            _ => self.batch.push_str(row.text()),
         }
         self.counts[index] += 1;
-        self.pending.push(row);
-        if self.pending.len() >= BATCH {
+        self.rows += 1;
+        if self.batch.len() >= BATCH_BYTES || self.rows >= BATCH_ROWS {
             self.flush(conn).await?;
         }
         Ok(())
     }
 
-    /// Verifies an event row, and puts in its place the event this relay derives for it, if any.
-    async fn event(
-        &mut self,
-        conn: &mut PgConnection,
-        row: &mut Map<String, Value>,
-    ) -> Result<(), ImportError> {
-        let event: Event =
-            serde_json::from_str(text(row, "raw")?).map_err(|e| invalid(format!("event raw: {e}")))?;
-        event.verify().map_err(|e| invalid(format!("event {}: {e}", event.id.as_str())))?;
-        let agrees = row.get("id").and_then(Value::as_str) == Some(event.id.as_str())
-            && row.get("pubkey").and_then(Value::as_str) == Some(event.pubkey.as_str())
-            && row.get("kind").and_then(Value::as_u64) == Some(u64::from(event.kind))
-            && row.get("created_at").and_then(Value::as_i64) == Some(event.created_at);
-        if !agrees {
-            return Err(invalid(format!("event {}: its columns differ from its JSON", event.id.as_str())));
+    /// Verifies an event row and adds it to the batch, or in its place the event this relay
+    /// derives for it.
+    async fn event(&mut self, conn: &mut PgConnection, row: &Row<'_>) -> Result<(), ImportError> {
+        let raw = row.str("raw")?;
+        // Tags in an `Event` take far more memory than their JSON when they are many and short:
+        // refused past a few lines' worth (docs/design.md, Limits).
+        let cost = tag_cost(&raw).ok_or_else(|| invalid("event raw: not an event with tags"))?;
+        if cost > self.max_tag_bytes {
+            return Err(invalid(format!(
+                "event raw: its tags would take {cost} bytes in memory, more than {} (4 lines)",
+                self.max_tag_bytes
+            )));
         }
-        let channel =
-            match row.get("channel_id") {
-                None | Some(Value::Null) => None,
-                Some(v) => Some(v.as_str().and_then(|c| c.parse::<Uuid>().ok()).ok_or_else(|| {
-                    invalid(format!("event {}: channel_id must be a UUID", event.id.as_str()))
-                })?),
-            };
-        let Some(derived) = self.derive.derive(conn, self.id, &event, channel).await? else { return Ok(()) };
-        row.insert("id".into(), derived.event.id.as_str().into());
-        row.insert("pubkey".into(), derived.event.pubkey.as_str().into());
-        row.insert("raw".into(), derived.event.to_json().into());
-        if derived.event.id.as_str() != derived.old {
+        let event: Event = serde_json::from_str(&raw).map_err(|e| invalid(format!("event raw: {e}")))?;
+        drop(raw);
+        let id = event.id.as_str();
+        event.verify().map_err(|e| invalid(format!("event {id}: {e}")))?;
+        let agrees = row.str("id")? == id
+            && row.str("pubkey")? == event.pubkey.as_str()
+            && row.parse::<u64>("kind", "an integer")? == u64::from(event.kind)
+            && row.parse::<i64>("created_at", "an integer")? == event.created_at;
+        if !agrees {
+            return Err(invalid(format!("event {id}: its columns differ from its JSON")));
+        }
+        let channel: Option<Uuid> = row.parse("channel_id", "a UUID or null")?;
+        let derived = self.derive.derive(conn, self.id, &event, channel).await?;
+        let Some(derived) = derived else {
+            if self.check {
+                self.ids.push(id.to_owned());
+            } else {
+                self.batch.push_str(row.text());
+            }
+            return Ok(());
+        };
+        let new = &derived.event;
+        if self.check {
+            self.ids.push(new.id.as_str().to_owned());
+        } else {
+            let raw = serde_json::to_string(&new.to_json()).map_err(|e| invalid(e.to_string()))?;
+            for (i, (column, value)) in row.columns().iter().enumerate() {
+                self.batch.push_str(if i == 0 { "{\"" } else { ",\"" });
+                self.batch.push_str(column);
+                self.batch.push_str("\":");
+                match *column {
+                    "id" => self.batch.push_str(&format!("\"{}\"", new.id.as_str())),
+                    "pubkey" => self.batch.push_str(&format!("\"{}\"", new.pubkey.as_str())),
+                    "raw" => self.batch.push_str(&raw),
+                    _ => self.batch.push_str(value.get()),
+                }
+            }
+            self.batch.push('}');
+        }
+        if new.id.as_str() != derived.old {
             self.resigned += 1;
         }
         self.derived.push(derived);
         Ok(())
     }
 
-    /// Inserts (or in check mode compares) the pending rows.
+    /// Inserts (or in check mode compares) the batch.
     pub async fn flush(&mut self, conn: &mut PgConnection) -> Result<(), ImportError> {
-        if self.pending.is_empty() {
+        if self.rows == 0 {
             return Ok(());
         }
+        let rows = std::mem::take(&mut self.rows);
         let section: &Section = &SECTIONS[self.section];
-        let rows = std::mem::take(&mut self.pending);
         if self.check {
             self.derived.clear();
+            self.batch.clear();
             if section.kind == "event" {
-                let ids: Vec<&str> =
-                    rows.iter().filter_map(|r| r.get("id").and_then(Value::as_str)).collect();
                 let found: i64 = sqlx::query_scalar(
                     "SELECT count(*) FROM events WHERE community_id = $1 AND id = ANY($2)",
                 )
                 .bind(self.id)
-                .bind(&ids)
+                .bind(&self.ids)
                 .fetch_one(&mut *conn)
                 .await?;
-                self.missing += (rows.len() as u64).saturating_sub(u64::try_from(found).unwrap_or(0));
+                self.missing += (rows as u64).saturating_sub(u64::try_from(found).unwrap_or(0));
+                self.ids.clear();
             }
             return Ok(());
         }
+        self.batch.push(']');
         let sql = insert_sql(section);
-        let mut query = sqlx::query(&sql).bind(self.id).bind(sqlx::types::Json(&rows));
+        let mut query = sqlx::query(&sql).bind(self.id).bind(self.batch.as_str());
         if section.kind == "event_tag" {
             query = query.bind(self.derive.relay_pubkey());
         }
-        let done = query.execute(&mut *conn).await;
-        let done = done.map_err(|e| rejected(e, section.table))?;
+        let done = query.execute(&mut *conn).await.map_err(|e| rejected(e, section.table))?;
+        self.batch.clear();
         // A mapped seq names a value pass 1 read: a row without one means the file changed.
-        if seq_column(section.kind).is_some() && done.rows_affected() != rows.len() as u64 {
+        if seq_column(section.kind).is_some() && done.rows_affected() != rows as u64 {
             return Err(invalid(format!(
                 "{}: a seq the first reading of the file did not hold",
                 section.table
@@ -174,8 +215,6 @@ impl<'k> Rows<'k> {
         if section.kind == "event" {
             self.store_derived(conn).await?;
         }
-        self.pending = rows;
-        self.pending.clear();
         Ok(())
     }
 

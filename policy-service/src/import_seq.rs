@@ -17,7 +17,9 @@
 use sqlx::PgConnection;
 use tokio::io::AsyncBufRead;
 
+use crate::export_format::SECTIONS;
 use crate::import_input::{invalid, line_error, ImportError};
+use crate::import_json::{self, Line};
 use crate::import_lines::BoundedLines;
 
 /// Values sent per statement.
@@ -33,24 +35,10 @@ pub fn seq_column(section: &str) -> Option<&'static str> {
     }
 }
 
-/// What pass 1 reads of a line: its type and the seq values of its row.
-#[derive(serde::Deserialize)]
-struct Line {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    row: Option<SeqRow>,
-}
-
-#[derive(serde::Deserialize, Default)]
-struct SeqRow {
-    seq: Option<serde_json::Value>,
-    accepted_seq: Option<serde_json::Value>,
-}
-
 /// Pass 1: reads `lines` (the whole file again) and fills the temporary table `import_seq` (old
-/// value → new number) for every value of a [`seq_column`]. Event seqs must increase, as an export
-/// writes them. Answers the number of distinct values.
+/// value → new number) for every value of a [`seq_column`]. Every section line is read as the
+/// second reading reads it (an unknown name is refused here, before a row is written). Event seqs
+/// must increase, as an export writes them. Answers the number of distinct values.
 pub async fn import_seq<R: AsyncBufRead + Unpin>(
     conn: &mut PgConnection,
     mut lines: BoundedLines<R>,
@@ -63,18 +51,18 @@ pub async fn import_seq<R: AsyncBufRead + Unpin>(
     }
     let mut values: Vec<i64> = Vec::with_capacity(CHUNK);
     let mut last_event = None;
-    while let Some(line) = lines.next_line().await.map_err(line_error)? {
-        let Ok(Line { kind, row }) = serde_json::from_str::<Line>(&line) else {
-            return Err(invalid(
-                "every line must be a JSON object with a string \"type\" and an object \"row\"",
-            ));
+    // The header and community lines: the second reading checks them.
+    for _ in 0..2 {
+        lines.next_line().await.map_err(line_error)?;
+    }
+    while let Some(text) = lines.next_line().await.map_err(line_error)? {
+        let (section, row) = match import_json::line(text)? {
+            Line::End(_) => break,
+            Line::Row { section, row } => (SECTIONS[section].kind, row),
         };
-        let Some(column) = seq_column(&kind) else { continue };
-        let row = row.unwrap_or_default();
-        let value = if column == "seq" { row.seq } else { row.accepted_seq };
-        let value = value.as_ref().and_then(serde_json::Value::as_i64);
-        let value = value.ok_or_else(|| invalid(format!("{kind} {column} must be an integer")))?;
-        if kind == "event" {
+        let Some(column) = seq_column(section) else { continue };
+        let value: i64 = row.parse(column, "an integer")?;
+        if section == "event" {
             if last_event.is_some_and(|last| value <= last) {
                 return Err(invalid("event seqs must increase through the file"));
             }

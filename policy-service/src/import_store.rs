@@ -7,9 +7,11 @@
 //!   new numbers from this deployment's `events.seq` sequence, audit rows from their identity, in
 //!   the file's order ([`crate::import_seq`]), so the order of acceptance, compare-and-swap history
 //!   and unread counts are the source's exactly and later events are accepted after them.
-//! - Events the source relay signed (39000/39002 channel state, 45011 removals) are re-signed
-//!   by this relay's key unless it is the same key (docs/design.md "Community export and
-//!   import" says why); their new ids replace the old ones in tag rows, read markers and mentions.
+//! - The relay's own events (39000/39002 channel state, 45011 removals) are derived again and
+//!   signed by this relay ([`crate::import_relay`]); nothing else by a relay key is accepted.
+//! - Lines are read in place and rows batched as their own text, up to
+//!   [`crate::import_rows::BATCH_BYTES`] a statement, so memory stays bounded whatever the file
+//!   holds ([`crate::import_json`]); a name a section does not have is refused.
 //! - NIP-86 rows (bans, event bans, the audit log) are restored as they were, the audit log in its
 //!   order. An export without those sections imports.
 //! - A community id that exists already is a conflict, unless it holds this export already (same
@@ -18,13 +20,16 @@
 
 use std::path::Path;
 
+use std::borrow::Cow;
+
 use buzz_core::{CommunityId, Keys, Pubkey};
 use serde_json::{Map, Value};
 use sqlx::{PgConnection, PgPool};
 
 use crate::export_format::{counts_agree, section_of, COMMUNITY_COLUMNS, FORMAT, SECTIONS, VERSION};
 pub use crate::import_input::ImportError;
-use crate::import_input::{invalid, next_line, open, rejected, row_of, text};
+use crate::import_input::{invalid, line_error, open, rejected};
+use crate::import_json::{self, Line, Row};
 use crate::import_relay::Deriver;
 use crate::import_rows::Rows;
 use crate::import_sql::{CREATE_RELAY_IDS, UNRECORDED_REMOVAL};
@@ -53,23 +58,16 @@ pub async fn import(
     (file, max_line): (&Path, usize),
 ) -> Result<Imported, ImportError> {
     let mut lines = open(file, max_line).await?;
-    let header = next_line(&mut lines).await?.ok_or_else(|| invalid("the file is empty"))?;
-    if text(&header, "type")? != "header" || text(&header, "format")? != FORMAT {
-        return Err(invalid(format!("the first line must be the {FORMAT} header")));
-    }
-    if header.get("version").and_then(Value::as_u64) != Some(VERSION) {
-        return Err(invalid(format!("only version {VERSION} of the format is read")));
-    }
-    let source_relay =
-        Pubkey::parse(text(&header, "relay_pubkey")?).map_err(|_| invalid("relay_pubkey must be 64 hex"))?;
-    let community = next_line(&mut lines).await?.filter(|c| c.get("type") == Some(&"community".into()));
-    let community = community.map(row_of).transpose()?;
-    let community = community.ok_or_else(|| invalid("the second line must be the community"))?;
+    let text = lines.next_line().await.map_err(line_error)?.ok_or_else(|| invalid("the file is empty"))?;
+    let source_relay = header(text)?;
+    let text = lines.next_line().await.map_err(line_error)?;
+    let text = text.ok_or_else(|| invalid("the second line must be the community"))?;
+    let community = import_json::typed_row(text, "community", &import_json::names(COMMUNITY_COLUMNS))?;
     let id =
-        CommunityId::parse(text(&community, "id")?).map_err(|_| invalid("the community id is not a UUID"))?;
-    let host = buzz_core::host::community_host(host.unwrap_or(text(&community, "host")?))
+        CommunityId::parse(&community.str("id")?).map_err(|_| invalid("the community id is not a UUID"))?;
+    let host = buzz_core::host::community_host(host.unwrap_or(&community.str("host")?))
         .map_err(|e| invalid(e.to_string()))?;
-    let owner = text(&community, "owner_pubkey")?.to_owned();
+    let owner = community.str("owner_pubkey")?.into_owned();
     // No lock: the new row is invisible (and its host unleased) until the commit, and a rerun's
     // check only reads, so neither holds back leases, writes or operator calls meanwhile.
     let mut tx = pool.begin().await?;
@@ -90,24 +88,23 @@ pub async fn import(
         crate::import_seq::import_seq(&mut tx, open(file, max_line).await?).await?;
         sqlx::query(CREATE_RELAY_IDS).execute(&mut *tx).await?;
     }
-    let mut rows = Rows::new(id, check, Deriver::new(relay, source_relay, max_line));
+    let mut rows = Rows::new(id, check, Deriver::new(relay, source_relay, max_line), max_line);
     let end = loop {
-        let line =
-            next_line(&mut lines).await?.ok_or_else(|| invalid("the file ends without its end line"))?;
-        if text(&line, "type")? == "end" {
-            break line;
+        let text = lines.next_line().await.map_err(line_error)?;
+        match import_json::line(text.ok_or_else(|| invalid("the file ends without its end line"))?)? {
+            Line::End(counts) => break counts,
+            Line::Row { section, row } => rows.push(&mut tx, section, &row).await?,
         }
-        rows.push(&mut tx, line).await?;
     };
     rows.flush(&mut tx).await?;
-    if next_line(&mut lines).await?.is_some() {
+    if lines.next_line().await.map_err(line_error)?.is_some() {
         return Err(invalid("nothing may follow the end line"));
+    }
+    if !counts_agree(&end, &rows.counts) {
+        return Err(invalid("the end line's counts differ from the rows read: the file is incomplete"));
     }
     let counts: Map<String, Value> =
         SECTIONS.iter().zip(rows.counts).map(|(s, n)| (s.kind.to_owned(), n.into())).collect();
-    if !counts_agree(end.get("counts"), &counts) {
-        return Err(invalid("the end line's counts differ from the rows read: the file is incomplete"));
-    }
     let imported = Imported { community_id: id, host, imported: !check, resigned: rows.resigned(), counts };
     if check {
         let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM events WHERE community_id = $1")
@@ -132,13 +129,36 @@ pub async fn import(
     Ok(imported)
 }
 
+/// The header line's `relay_pubkey`, once its format and version are this relay's.
+fn header(text: &str) -> Result<Pubkey, ImportError> {
+    #[derive(serde::Deserialize)]
+    struct Header<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: Cow<'a, str>,
+        #[serde(borrow)]
+        format: Cow<'a, str>,
+        version: u64,
+        #[serde(borrow)]
+        relay_pubkey: Cow<'a, str>,
+    }
+    let first = || invalid(format!("the first line must be the {FORMAT} header"));
+    let h: Header<'_> = serde_json::from_str(text).map_err(|_| first())?;
+    if h.kind != "header" || h.format != FORMAT {
+        return Err(first());
+    }
+    if h.version != VERSION {
+        return Err(invalid(format!("only version {VERSION} of the format is read")));
+    }
+    Pubkey::parse(&h.relay_pubkey).map_err(|_| invalid("relay_pubkey must be 64 hex"))
+}
+
 fn event_section() -> usize {
     section_of("event").map_or(0, |(i, _)| i)
 }
 
 async fn insert_community(
     conn: &mut PgConnection,
-    community: &Map<String, Value>,
+    community: &Row<'_>,
     host: &str,
 ) -> Result<(), ImportError> {
     let columns = COMMUNITY_COLUMNS.replace("host,", "$2,");
@@ -146,7 +166,7 @@ async fn insert_community(
         "INSERT INTO communities ({COMMUNITY_COLUMNS}) SELECT {columns} \
          FROM jsonb_populate_record(NULL::communities, $1::jsonb)"
     );
-    let done = sqlx::query(&sql).bind(sqlx::types::Json(community)).bind(host).execute(conn).await;
+    let done = sqlx::query(&sql).bind(community.text()).bind(host).execute(conn).await;
     match done {
         Ok(_) => Ok(()),
         Err(sqlx::Error::Database(e)) if e.constraint() == Some("communities_host_key") => {

@@ -12,6 +12,7 @@ pub mod fi_store;
 pub mod fi_view;
 pub mod import;
 pub mod import_input;
+pub mod import_json;
 pub mod import_lines;
 pub mod import_relay;
 pub mod import_rows;

@@ -13,7 +13,12 @@ use serde_json::Value;
 /// Runs `buzz operator <args>` against `cluster` (off the runtime's threads): exit code, stdout
 /// and stderr.
 pub async fn buzz(cluster: &Cluster, args: Vec<String>) -> (i32, String, String) {
-    let url = format!("http://{}", cluster.policy);
+    buzz_at(&format!("http://{}", cluster.policy), cluster, args).await
+}
+
+/// [`buzz`] against the operator API at `url`, signed by `cluster`'s operator key.
+pub async fn buzz_at(url: &str, cluster: &Cluster, args: Vec<String>) -> (i32, String, String) {
+    let url = url.to_owned();
     let key = cluster.operator.secret_hex();
     let out = tokio::task::spawn_blocking(move || {
         Command::new(env!("CARGO_BIN_EXE_buzz"))
