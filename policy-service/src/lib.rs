@@ -77,6 +77,7 @@ impl Application {
             relay: settings.relay_secret_key.as_deref().and_then(buzz_core::Keys::from_secret_hex),
             max_bytes: settings.import_max_bytes,
             max_line_bytes: settings.import_max_line_bytes,
+            imports: Arc::new(tokio::sync::Semaphore::new(settings.import_max_concurrent)),
         });
         let fi = &settings.nip_fi;
         let registry = Arc::new(buzz_fi::Registry::new(&fi.issuers, fi.jwks_max_age, fi.jwks_timeout));
