@@ -9,46 +9,15 @@ mod import_files;
 
 use buzz_core::{Event, Keys};
 use buzz_tests::client::{message, WsClient};
-use buzz_tests::snapshot::{channel, create, ok, rev, tag, TASK};
+use buzz_tests::snapshot::{channel, ok, tag};
 use buzz_tests::{nip86, Cluster, ClusterOptions, Community};
-use import_files::{export, import_lines, renamed, with_event};
+use import_files::{export, import_lines, renamed, small_world, with_event};
 use reqwest::Method;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
 fn options() -> ClusterOptions {
     ClusterOptions { writers: 1, queriers: 1, snapshots: 1, ..ClusterOptions::default() }
-}
-
-/// What [`small_world`] wrote: the reader whose marker and mention are there, the channel, and
-/// the events whose seq the links name.
-struct Small {
-    bob: Keys,
-    general: Uuid,
-    marked: Event,
-    created: Event,
-}
-
-/// A channel with a thread of messages, a mention of bob, bob's read marker, an artifact created
-/// and updated, and an audited NIP-86 change.
-async fn small_world(cluster: &Cluster, team: &Community) -> Small {
-    let (alice, bob) = (cluster.member(team).await, cluster.member(team).await);
-    let mut o = WsClient::authed(cluster.gateways[0], &team.host, &team.owner).await;
-    let mut a = WsClient::authed(cluster.gateways[1], &team.host, &alice).await;
-    let general = channel(&mut o, &team.owner, "open", &[]).await;
-    ok(&mut a, &message(&alice, general, "one")).await;
-    let marked = alice.sign_new(9, vec![tag("h", general), tag("p", bob.public_hex())], "two, bob");
-    ok(&mut a, &marked).await;
-    ok(&mut a, &message(&alice, general, "three")).await;
-    let path = format!("/api/channels/{general}/read");
-    let body = json!({"up_to": marked.id});
-    let res = cluster.tenant_request(1, team, Method::POST, &path, Some(&body), &bob).await;
-    assert!(res.status().is_success(), "mark read: {}", res.status());
-    let (d, created) = create(&mut a, &alice, general, TASK, &[]).await;
-    ok(&mut a, &rev(&alice, "update", d, general, Some(&created), TASK, &[tag("p", bob.public_hex())])).await;
-    ok(&mut a, &message(&alice, general, "four")).await;
-    nip86::ok(cluster, 0, team, &team.owner, "disallowkind", &json!([7])).await;
-    Small { bob, general, marked, created }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -336,117 +305,5 @@ async fn a_name_no_section_has_in_a_row_or_a_line_is_refused_and_nothing_is_impo
         assert_eq!(import_files::rows(&cluster, "events", id).await, 0, "{kind}");
         assert_eq!(import_files::rows(&cluster, "community_members", id).await, 0, "{kind}");
     }
-    cluster.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_captured_import_header_is_spent_before_its_body_is_read() {
-    let cluster = Cluster::start_with(options()).await;
-    let team = cluster.community("team.test").await;
-    small_world(&cluster, &team).await;
-    let (lines, id) = renamed(&export(&cluster, &team).await);
-    let body: Vec<u8> = lines.iter().flat_map(|l| format!("{l}\n").into_bytes()).collect();
-    let url = import_files::import_url(&cluster, "captured.test");
-    let header = buzz_core::nip98::authorization_header(&cluster.operator, "POST", &url, &body);
-    // The header sent with junk: refused, and spent.
-    let junk = vec![b'x'; 1 << 20];
-    let (status, answer) = import_files::post(&url, &header, junk.clone()).await;
-    assert_eq!((status, answer["code"].as_str()), (401, Some("invalid_auth")), "{answer}");
-    let (status, answer) = import_files::post(&url, &header, junk).await;
-    assert_eq!((status, answer["code"].as_str()), (401, Some("replay_detected")), "{answer}");
-    // Even with the body it was signed for, it no longer works.
-    let (status, answer) = import_files::post(&url, &header, body.clone()).await;
-    assert_eq!((status, answer["code"].as_str()), (401, Some("replay_detected")), "{answer}");
-    let (status, _) =
-        cluster.operator_json(Method::GET, &format!("/operator/communities?community_id={id}"), None).await;
-    assert_eq!(status, 404, "nothing imported");
-    // A fresh signature over the same body imports it.
-    let header = buzz_core::nip98::authorization_header(&cluster.operator, "POST", &url, &body);
-    let (status, answer) = import_files::post(&url, &header, body).await;
-    assert_eq!((status, &answer["imported"]), (201, &json!(true)), "{answer}");
-    cluster.stop().await;
-}
-
-/// Whether the policy-service (in this process) spools the body of each NIP-98 header of
-/// `headers` (its spool is named after the header's event).
-fn spooling(headers: &[String]) -> bool {
-    headers.iter().all(|h| {
-        let event = buzz_core::nip98::decode_header(h).unwrap();
-        std::env::temp_dir().join(format!("buzz-import-{}.ndjson", event.id.as_str())).exists()
-    })
-}
-
-/// Starts an import of `body` into `host` whose body stays open after its first half: the
-/// request and the sender of the rest.
-struct Held {
-    request: tokio::task::JoinHandle<(u16, Value)>,
-    rest: tokio::sync::mpsc::Sender<Vec<u8>>,
-    header: String,
-}
-
-fn held_import(cluster: &Cluster, host: &str, body: Vec<u8>) -> Held {
-    let url = import_files::import_url(cluster, host);
-    let header = buzz_core::nip98::authorization_header(&cluster.operator, "POST", &url, &body);
-    let auth = header.clone();
-    let (send, recv) = tokio::sync::mpsc::channel::<Vec<u8>>(2);
-    let first = body[..body.len() / 2].to_vec();
-    let chunks = futures::stream::unfold((Some(first), recv), |(first, mut recv)| async move {
-        match first {
-            Some(f) => Some((Ok::<_, std::io::Error>(f), (None, recv))),
-            None => recv.recv().await.map(|c| (Ok(c), (None, recv))),
-        }
-    });
-    let request = tokio::spawn(async move {
-        let res = reqwest::Client::new()
-            .post(&url)
-            .header("authorization", auth)
-            .body(reqwest::Body::wrap_stream(chunks))
-            .send()
-            .await
-            .unwrap();
-        (res.status().as_u16(), res.json().await.unwrap_or(Value::Null))
-    });
-    Held { request, rest: send, header }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn imports_run_at_most_two_at_a_time_and_a_third_is_told_to_come_back() {
-    let cluster = Cluster::start_with(options()).await;
-    let team = cluster.community("team.test").await;
-    small_world(&cluster, &team).await;
-    let lines = export(&cluster, &team).await;
-    let body =
-        |lines: &[Value]| -> Vec<u8> { lines.iter().flat_map(|l| format!("{l}\n").into_bytes()).collect() };
-    let (a, b) = (body(&renamed(&lines).0), body(&renamed(&lines).0));
-    let (first, second) =
-        (held_import(&cluster, "a.test", a.clone()), held_import(&cluster, "b.test", b.clone()));
-    // Both are being received once their spool files exist.
-    let headers = [first.header.clone(), second.header.clone()];
-    buzz_tests::cluster::eventually(std::time::Duration::from_secs(10), || {
-        let headers = headers.clone();
-        async move { spooling(&headers) }
-    })
-    .await;
-    // A third is refused at once, its signature not spent.
-    let url = import_files::import_url(&cluster, "c.test");
-    let junk = b"junk".to_vec();
-    let header = buzz_core::nip98::authorization_header(&cluster.operator, "POST", &url, &junk);
-    let (status, answer) = import_files::post(&url, &header, junk.clone()).await;
-    assert_eq!((status, answer["code"].as_str()), (503, Some("import_busy")), "{answer}");
-    first.rest.send(a[a.len() / 2..].to_vec()).await.unwrap();
-    second.rest.send(b[b.len() / 2..].to_vec()).await.unwrap();
-    for held in [first, second] {
-        drop(held.rest);
-        let (status, answer) = held.request.await.unwrap();
-        assert_eq!((status, &answer["imported"]), (201, &json!(true)), "{answer}");
-    }
-    // The refused header was not spent (its body is read now, and is no export), and a third
-    // import runs once the two are done.
-    let (status, answer) = import_files::post(&url, &header, junk).await;
-    assert_eq!((status, answer["code"].as_str()), (400, Some("invalid_export")), "{answer}");
-    let third: Vec<u8> = body(&renamed(&lines).0);
-    let header = buzz_core::nip98::authorization_header(&cluster.operator, "POST", &url, &third);
-    let (status, answer) = import_files::post(&url, &header, third).await;
-    assert_eq!((status, &answer["imported"]), (201, &json!(true)), "{answer}");
     cluster.stop().await;
 }

@@ -7,8 +7,13 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use buzz_core::{Event, Keys};
+use buzz_tests::client::{message, WsClient};
+use buzz_tests::snapshot::{channel, create, ok, rev, tag, TASK};
 use buzz_tests::{Cluster, Community};
-use serde_json::Value;
+use reqwest::Method;
+use serde_json::{json, Value};
+use uuid::Uuid;
 
 /// Runs `buzz operator <args>` against `cluster` (off the runtime's threads): exit code, stdout
 /// and stderr.
@@ -123,4 +128,35 @@ pub fn with_event(lines: &[Value], event: &buzz_core::Event, channel: Option<uui
         out[i]["counts"]["event"] = (n + 1).into();
     }
     out
+}
+
+/// What [`small_world`] wrote: the reader whose marker and mention are there, the channel, and
+/// the events whose seq the links name.
+pub struct Small {
+    pub bob: Keys,
+    pub general: Uuid,
+    pub marked: Event,
+    pub created: Event,
+}
+
+/// A channel with a thread of messages, a mention of bob, bob's read marker, an artifact created
+/// and updated, and an audited NIP-86 change.
+pub async fn small_world(cluster: &Cluster, team: &Community) -> Small {
+    let (alice, bob) = (cluster.member(team).await, cluster.member(team).await);
+    let mut o = WsClient::authed(cluster.gateways[0], &team.host, &team.owner).await;
+    let mut a = WsClient::authed(cluster.gateways[1], &team.host, &alice).await;
+    let general = channel(&mut o, &team.owner, "open", &[]).await;
+    ok(&mut a, &message(&alice, general, "one")).await;
+    let marked = alice.sign_new(9, vec![tag("h", general), tag("p", bob.public_hex())], "two, bob");
+    ok(&mut a, &marked).await;
+    ok(&mut a, &message(&alice, general, "three")).await;
+    let path = format!("/api/channels/{general}/read");
+    let body = json!({"up_to": marked.id});
+    let res = cluster.tenant_request(1, team, Method::POST, &path, Some(&body), &bob).await;
+    assert!(res.status().is_success(), "mark read: {}", res.status());
+    let (d, created) = create(&mut a, &alice, general, TASK, &[]).await;
+    ok(&mut a, &rev(&alice, "update", d, general, Some(&created), TASK, &[tag("p", bob.public_hex())])).await;
+    ok(&mut a, &message(&alice, general, "four")).await;
+    buzz_tests::nip86::ok(cluster, 0, team, &team.owner, "disallowkind", &json!([7])).await;
+    Small { bob, general, marked, created }
 }
