@@ -127,3 +127,22 @@ async fn imports_run_at_most_two_at_a_time_and_a_third_is_told_to_come_back() {
     assert_eq!((status, &answer["imported"]), (201, &json!(true)), "{answer}");
     cluster.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn export_and_import_answer_only_an_allowlisted_operator() {
+    let cluster = Cluster::start_with(options()).await;
+    let team = cluster.community("team.test").await;
+    let stranger = buzz_core::Keys::generate();
+    let path = format!("/operator/communities/{}/export", team.id);
+    let res = cluster.operator_request(Method::GET, &path, None, &stranger).await;
+    assert_eq!(res.status(), 403, "a key outside the allowlist exports nothing");
+    let url = format!("http://{}{path}", cluster.policy);
+    assert_eq!(reqwest::get(&url).await.unwrap().status(), 401, "no signature");
+    let lines = export(&cluster, &team).await;
+    let body: Vec<u8> = lines.iter().flat_map(|l| format!("{l}\n").into_bytes()).collect();
+    let url = import_files::import_url(&cluster, "stranger.test");
+    let header = buzz_core::nip98::authorization_header(&team.owner, "POST", &url, &body);
+    let (status, answer) = import_files::post(&url, &header, body).await;
+    assert_eq!(status, 403, "not even the community's owner imports: {answer}");
+    cluster.stop().await;
+}
