@@ -161,6 +161,7 @@ async fn build(
         relay_secret_key: Some(keys.relay.secret_hex()),
         import_max_bytes: buzz_policy::settings::IMPORT_MAX_BYTES,
         import_max_line_bytes: buzz_policy::settings::IMPORT_MAX_LINE_BYTES,
+        import_max_concurrent: buzz_policy::settings::IMPORT_MAX_CONCURRENT,
     })
     .await?;
     let write = buzz_write::Application::build(buzz_write::Settings {

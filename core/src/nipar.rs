@@ -87,6 +87,19 @@ impl Op {
     }
 }
 
+/// The tags of the relay-signed kind-45011 removal a move leaves in its source: the artifact
+/// (`d`), the source scope (`h`) and the revision it replaced (`e`); no destination metadata and
+/// no content. The write-service signs it when it accepts a move; a community import derives it
+/// again, from the imported revision records, for the removals its file carries.
+#[must_use]
+pub fn removal_tags(d: Uuid, source: ChannelId, replaced: &str) -> Vec<Vec<String>> {
+    vec![
+        vec!["d".to_owned(), d.to_string()],
+        vec!["h".to_owned(), source.to_string()],
+        vec!["e".to_owned(), replaced.to_owned()],
+    ]
+}
+
 /// Validates a kind-45010 event's envelope (every "Event format" rule of the spec). The error is
 /// the text after `invalid: `, naming the rule that failed. NIP-OA `auth` tags are checked
 /// elsewhere (signatures), but their count and shape rules on delete revisions are checked here.

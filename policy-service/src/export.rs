@@ -37,6 +37,8 @@ pub struct ExportState {
     pub max_bytes: u64,
     /// The longest import line (`BUZZ_IMPORT_MAX_LINE_BYTES`).
     pub max_line_bytes: usize,
+    /// One permit per import received or run at once (`BUZZ_IMPORT_MAX_CONCURRENT`).
+    pub imports: Arc<tokio::sync::Semaphore>,
 }
 
 impl HasOperator for Arc<ExportState> {

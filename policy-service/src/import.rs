@@ -4,8 +4,11 @@
 //! The body can be far larger than memory, so the operator's NIP-98 is checked in two steps:
 //! everything but the body (signature, allowlist, URL, method, time window; a `payload` tag is
 //! required) before a byte is read, then the body is spooled to a temporary file while it is
-//! hashed, and only when the hash equals `payload` is the signature spent (replay guard) and the
-//! file imported. Nothing is written before the whole body is authenticated. The spool is capped
+//! hashed, and only when the hash equals `payload` is the file imported. Nothing is written before
+//! the whole body is authenticated. The signature is spent (replay guard) before the first byte
+//! is spooled, so a captured header buys one spool at most, whatever body comes with it (issue 37
+//! item 8); and at most `BUZZ_IMPORT_MAX_CONCURRENT` imports are received or run at once: another
+//! is 503 `import_busy` before its signature is spent. The spool is capped
 //! (`BUZZ_IMPORT_MAX_BYTES`) and so is a line (`BUZZ_IMPORT_MAX_LINE_BYTES`): both are 413 JSON
 //! errors (`import_too_large`, `import_line_too_long`), and nothing is imported.
 
@@ -84,10 +87,10 @@ fn too_large(max: u64) -> ApiError {
     )
 }
 
-/// Writes the body to a temporary file, at most `max` bytes, and answers it with the body's
-/// sha256 (hex).
-async fn spool(body: Body, max: u64) -> Result<(Spool, String), ApiError> {
-    let path = std::env::temp_dir().join(format!("buzz-import-{}.ndjson", uuid::Uuid::new_v4()));
+/// Writes the body to a temporary file named after the request's NIP-98 event `auth` (spent, so
+/// unique), at most `max` bytes, and answers it with the body's sha256 (hex).
+async fn spool(body: Body, max: u64, auth: &Event) -> Result<(Spool, String), ApiError> {
+    let path = std::env::temp_dir().join(format!("buzz-import-{}.ndjson", auth.id.as_str()));
     let spool = Spool(path);
     let file = tokio::fs::File::create(&spool.0).await.map_err(unavailable)?;
     let mut file = tokio::io::BufWriter::new(file);
@@ -141,16 +144,25 @@ async fn import(
     if declared.is_some_and(|n| n > state.max_bytes) {
         return Err(too_large(state.max_bytes));
     }
-    let (file, digest) = spool(body, state.max_bytes).await?;
-    if digest != payload {
-        return Err(HttpAuthError::from(Nip98Error::PayloadMismatch).into());
-    }
+    // Held until the import is done (or refused): the spool, the import's memory and its
+    // connection are bounded by the permits.
+    let Ok(_permit) = state.imports.clone().try_acquire_owned() else {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "import_busy",
+            "as many imports as BUZZ_IMPORT_MAX_CONCURRENT are running; try again later",
+        ));
+    };
     if !state.op.guard.first_use(&auth.id).await? {
         return Err(HttpAuthError::Replay.into());
     }
+    let (file, digest) = spool(body, state.max_bytes, &auth).await?;
+    if digest != payload {
+        return Err(HttpAuthError::from(Nip98Error::PayloadMismatch).into());
+    }
     let operator = auth.pubkey;
-    let reader = tokio::io::BufReader::new(tokio::fs::File::open(&file.0).await.map_err(unavailable)?);
-    match import_store::import(&state.op.pool, relay, host.as_deref(), (reader, state.max_line_bytes)).await {
+    match import_store::import(&state.op.pool, relay, host.as_deref(), (&file.0, state.max_line_bytes)).await
+    {
         Ok(done) => {
             tracing::info!(%operator, community_id = %done.community_id, host = %done.host,
                 imported = done.imported, resigned = done.resigned, "community import");

@@ -36,8 +36,9 @@ impl<R: AsyncBufRead + Unpin> BoundedLines<R> {
         Self { reader, max, buf: Vec::new() }
     }
 
-    /// The next line without its `\n` (or `\r\n`); `None` at the end.
-    pub async fn next_line(&mut self) -> Result<Option<String>, LineError> {
+    /// The next line without its `\n` (or `\r\n`), borrowed from the reader's buffer (no copy);
+    /// `None` at the end.
+    pub async fn next_line(&mut self) -> Result<Option<&str>, LineError> {
         self.buf.clear();
         let limit = u64::try_from(self.max).unwrap_or(u64::MAX).saturating_add(2);
         let n = (&mut self.reader).take(limit).read_until(b'\n', &mut self.buf).await?;
@@ -54,7 +55,7 @@ impl<R: AsyncBufRead + Unpin> BoundedLines<R> {
             return Err(LineTooLong(self.max).into());
         }
         let line = std::str::from_utf8(&self.buf).map_err(|_| LineError::NotUtf8)?;
-        Ok(Some(line.to_owned()))
+        Ok(Some(line))
     }
 }
 
@@ -67,7 +68,7 @@ mod tests {
         let mut lines = BoundedLines::new(input, max);
         let mut out = Vec::new();
         while let Some(l) = lines.next_line().await? {
-            out.push(l);
+            out.push(l.to_owned());
         }
         Ok(out)
     }

@@ -11,7 +11,13 @@ pub mod fi_routes;
 pub mod fi_store;
 pub mod fi_view;
 pub mod import;
+pub mod import_input;
+pub mod import_json;
 pub mod import_lines;
+pub mod import_relay;
+pub mod import_rows;
+pub mod import_seq;
+pub mod import_sql;
 pub mod import_store;
 pub mod lease_rules;
 pub mod lifecycle;
@@ -71,6 +77,7 @@ impl Application {
             relay: settings.relay_secret_key.as_deref().and_then(buzz_core::Keys::from_secret_hex),
             max_bytes: settings.import_max_bytes,
             max_line_bytes: settings.import_max_line_bytes,
+            imports: Arc::new(tokio::sync::Semaphore::new(settings.import_max_concurrent)),
         });
         let fi = &settings.nip_fi;
         let registry = Arc::new(buzz_fi::Registry::new(&fi.issuers, fi.jwks_max_age, fi.jwks_timeout));

@@ -40,6 +40,9 @@ pub struct Settings {
     /// The longest line of an import (`BUZZ_IMPORT_MAX_LINE_BYTES`); longer is 413
     /// `import_line_too_long`.
     pub import_max_line_bytes: usize,
+    /// Imports received or run at once (`BUZZ_IMPORT_MAX_CONCURRENT`, at least 1); another is 503
+    /// `import_busy`.
+    pub import_max_concurrent: usize,
 }
 
 /// Default of `BUZZ_IMPORT_MAX_BYTES`: 16 GiB of spool.
@@ -47,6 +50,8 @@ pub const IMPORT_MAX_BYTES: u64 = 16 << 30;
 /// Default of `BUZZ_IMPORT_MAX_LINE_BYTES`: 4 MiB, far above a row of the largest event the
 /// gateway admits by default (128 KiB, escaped once more inside the row).
 pub const IMPORT_MAX_LINE_BYTES: usize = 4 << 20;
+/// Default of `BUZZ_IMPORT_MAX_CONCURRENT`: two imports at a time.
+pub const IMPORT_MAX_CONCURRENT: usize = 2;
 
 /// The policy-service's flags and environment variables.
 #[derive(Debug, clap::Parser)]
@@ -91,6 +96,9 @@ pub struct Args {
     /// The longest line of a community import, in bytes
     #[arg(long, env = "BUZZ_IMPORT_MAX_LINE_BYTES", default_value_t = IMPORT_MAX_LINE_BYTES, value_parser = trimmed::<usize>)]
     import_max_line_bytes: usize,
+    /// Community imports received or run at once (at least 1)
+    #[arg(long, env = "BUZZ_IMPORT_MAX_CONCURRENT", default_value_t = IMPORT_MAX_CONCURRENT, value_parser = trimmed::<usize>)]
+    import_max_concurrent: usize,
 }
 
 impl Settings {
@@ -114,6 +122,9 @@ impl TryFrom<Args> for Settings {
         if a.relay_secret_key.as_deref().is_some_and(|k| buzz_core::Keys::from_secret_hex(k).is_none()) {
             return Err(invalid::<Args>("BUZZ_RELAY_SECRET_KEY is not a valid 64-char hex secret key"));
         }
+        if a.import_max_concurrent == 0 {
+            return Err(invalid::<Args>("BUZZ_IMPORT_MAX_CONCURRENT must be at least 1"));
+        }
         let operator_pubkeys = parse_pubkeys(&a.operator_pubkeys)
             .map_err(|e| invalid::<Args>(format!("invalid value for RELAY_OPERATOR_PUBKEYS: {e}")))?;
         Ok(Self {
@@ -131,6 +142,7 @@ impl TryFrom<Args> for Settings {
             relay_secret_key: a.relay_secret_key,
             import_max_bytes: a.import_max_bytes,
             import_max_line_bytes: a.import_max_line_bytes,
+            import_max_concurrent: a.import_max_concurrent,
         })
     }
 }
@@ -186,9 +198,19 @@ mod tests {
         assert_eq!(s.admin_listen, SocketAddr::from(([127, 0, 0, 1], 7085)));
         assert_eq!(s.relay_secret_key, None, "optional: export and import answer 503 without it");
         assert_eq!((s.import_max_bytes, s.import_max_line_bytes), (IMPORT_MAX_BYTES, IMPORT_MAX_LINE_BYTES));
-        let small = ["--import-max-bytes=1000", "--import-max-line-bytes=100", "--operator-pubkeys", &key];
+        assert_eq!(s.import_max_concurrent, IMPORT_MAX_CONCURRENT);
+        let small = [
+            "--import-max-bytes=1000",
+            "--import-max-line-bytes=100",
+            "--import-max-concurrent=1",
+            "--operator-pubkeys",
+            &key,
+        ];
         let s = Settings::parse_from(args.iter().chain(&small)).unwrap();
-        assert_eq!((s.import_max_bytes, s.import_max_line_bytes), (1000, 100));
+        assert_eq!((s.import_max_bytes, s.import_max_line_bytes, s.import_max_concurrent), (1000, 100, 1));
+        let none = ["--import-max-concurrent=0", "--operator-pubkeys", &key];
+        let err = Settings::parse_from(args.iter().chain(&none)).unwrap_err();
+        assert!(err.to_string().contains("BUZZ_IMPORT_MAX_CONCURRENT must be at least 1"), "{err}");
         let err = Settings::parse_from(args.iter().chain(&[
             "--operator-pubkeys",
             &key,

@@ -6,6 +6,7 @@ pub mod bans;
 pub mod current_tags;
 pub mod fragments;
 mod migrate;
+pub mod relay_state;
 pub mod tag_rows;
 
 pub use migrate::{migrate, migrate_to};

@@ -14,6 +14,7 @@
 
 use buzz_core::ids::parse_uuid;
 use buzz_core::kinds::ARTIFACT_REVISION;
+use buzz_core::Event;
 use sqlx::{Postgres, QueryBuilder};
 use uuid::Uuid;
 
@@ -25,6 +26,29 @@ pub const DERIVED: [&str; 2] = ["d", "h"];
 pub fn has_row(kind: u32, name: &str) -> bool {
     let mut chars = name.chars();
     chars.next().is_some() && chars.next().is_none() && (kind != ARTIFACT_REVISION || !is_derived(name))
+}
+
+/// The tag index rows of `event` whose name `keep` accepts: each such tag's name (1 to 64 bytes)
+/// with the hash of its first value (hashed only when kept).
+pub fn indexed_tags<'e>(
+    event: &'e Event,
+    keep: impl Fn(&str) -> bool + 'e,
+) -> impl Iterator<Item = (&'e str, Vec<u8>)> {
+    event.tags.iter().filter_map(move |t| match t.as_slice() {
+        [name, value, ..] if !name.is_empty() && name.len() <= 64 && keep(name) => {
+            Some((name.as_str(), crate::tag_value_hash(value)))
+        }
+        _ => None,
+    })
+}
+
+/// The `event_tags` rows of `event`: its [`indexed_tags`] that a generic filter can name and no
+/// other row answers for (single-character names, but a NIP-AR revision's `d` and `h`). The
+/// write-service stores them with every event; a community import with the relay events it
+/// derives.
+pub fn event_tag_rows(event: &Event) -> impl Iterator<Item = (&str, Vec<u8>)> {
+    let kind = event.kind;
+    indexed_tags(event, move |name| has_row(kind, name))
 }
 
 /// Whether a generic filter's predicate on `name` is answered, on revisions, from their records

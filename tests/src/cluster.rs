@@ -194,6 +194,7 @@ impl Cluster {
                 relay_secret_key: Some(relay.secret_hex()),
                 import_max_bytes: buzz_policy::settings::IMPORT_MAX_BYTES,
                 import_max_line_bytes: buzz_policy::settings::IMPORT_MAX_LINE_BYTES,
+                import_max_concurrent: buzz_policy::settings::IMPORT_MAX_CONCURRENT,
             };
             if let Some(tweak) = opts.policy_settings {
                 tweak(&mut policy_settings);

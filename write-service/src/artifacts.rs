@@ -233,16 +233,7 @@ pub(crate) fn p_keys(event: &Event) -> Vec<Pubkey> {
     keys
 }
 
-/// The relay-signed kind-45011 removal a move leaves in the source: the artifact (`d`), the source
-/// scope (`h`) and the revision it replaced (`e`); no destination metadata and no content.
+/// The relay-signed kind-45011 removal a move leaves in the source (`nipar::removal_tags`).
 fn removal(relay: &Relay<'_>, env: &Envelope, replaced: &str, source: ChannelId) -> Event {
-    relay.keys.sign_new(
-        nipar::KIND_REMOVAL,
-        vec![
-            vec!["d".to_owned(), env.d.to_string()],
-            vec!["h".to_owned(), source.to_string()],
-            vec!["e".to_owned(), replaced.to_owned()],
-        ],
-        "",
-    )
+    relay.keys.sign_new(nipar::KIND_REMOVAL, nipar::removal_tags(env.d, source, replaced), "")
 }

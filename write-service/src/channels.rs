@@ -7,7 +7,7 @@ use buzz_core::kinds::{
 };
 use buzz_core::{CommunityId, Event};
 use buzz_store::access::{self, Channel};
-use buzz_store::Visibility;
+use buzz_store::relay_state::{channel_members, members_tags, metadata_tags};
 use sqlx::PgConnection;
 
 use crate::error::WriteResult;
@@ -141,27 +141,16 @@ pub async fn relay_state(
     relay: &Relay<'_>,
     kinds: &[u32],
 ) -> WriteResult<Vec<LiveEvent>> {
-    let d = channel.id.to_string();
-    let mut meta = vec![
-        vec!["d".to_owned(), d.clone()],
-        vec!["name".to_owned(), channel.name.clone()],
-        vec![if channel.visibility == Visibility::Open { "public" } else { "private" }.to_owned()],
-        vec!["visibility".to_owned(), channel.visibility.as_str().to_owned()],
-        vec!["channel_type".to_owned(), channel.channel_type.as_str().to_owned()],
-        vec!["archived".to_owned(), channel.archived.to_string()],
-    ];
-    if let Some(ttl) = channel.ttl_seconds {
-        meta.push(vec!["ttl".to_owned(), ttl.to_string()]);
-    }
-    let mut members = vec![vec!["d".to_owned(), d]];
-    for (pubkey, role) in store::channel_members(tx, community, channel.id).await? {
-        members.push(vec!["p".to_owned(), pubkey.into(), role.as_str().to_owned()]);
-    }
     let mut out = Vec::new();
-    for (kind, tags) in [(CHANNEL_METADATA, meta), (CHANNEL_MEMBERS, members)] {
+    for kind in [CHANNEL_METADATA, CHANNEL_MEMBERS] {
         if !kinds.contains(&kind) {
             continue;
         }
+        let tags = if kind == CHANNEL_METADATA {
+            metadata_tags(channel)
+        } else {
+            members_tags(channel.id, channel_members(tx, community, channel.id, None).await?)
+        };
         let signed = relay.keys.sign_new(kind, tags, "");
         store::drop_relay_event(tx, community, channel.id, kind, &signed.pubkey).await?;
         if store::insert_event(tx, community, &signed, Some(channel.id), None, None).await?.is_none() {

@@ -8,27 +8,7 @@ use sqlx::PgConnection;
 use crate::rules::admission::AdmissionView;
 use crate::rules::channel::Spec;
 
-/// The tag index rows of `event` whose name `keep` accepts: each such tag's name (1 to 64 bytes)
-/// with the hash of its first value (hashed only when kept).
-pub fn indexed_tags<'e>(
-    event: &'e Event,
-    keep: impl Fn(&str) -> bool + 'e,
-) -> impl Iterator<Item = (&'e str, Vec<u8>)> {
-    event.tags.iter().filter_map(move |t| match t.as_slice() {
-        [name, value, ..] if !name.is_empty() && name.len() <= 64 && keep(name) => {
-            Some((name.as_str(), buzz_store::tag_value_hash(value)))
-        }
-        _ => None,
-    })
-}
-
-/// The `event_tags` rows of `event`: its [`indexed_tags`] that a generic filter can name and no
-/// other row answers for (single-character names, but a NIP-AR revision's `d` and `h`:
-/// `buzz_store::tag_rows`).
-pub fn event_tag_rows(event: &Event) -> impl Iterator<Item = (&str, Vec<u8>)> {
-    let kind = event.kind;
-    indexed_tags(event, move |name| buzz_store::tag_rows::has_row(kind, name))
-}
+pub use buzz_store::tag_rows::{event_tag_rows, indexed_tags};
 
 /// Stores the event and its tag index rows in one statement; returns its acceptance `seq`, or
 /// `None` when it was already there (a concurrent duplicate), in which case nothing was written.
@@ -328,22 +308,6 @@ pub async fn channel_role(
     .bind(channel)
     .bind(pubkey)
     .fetch_optional(conn)
-    .await
-}
-
-/// Active members of a channel with their roles, in a stable order.
-pub async fn channel_members(
-    conn: &mut PgConnection,
-    community: CommunityId,
-    channel: ChannelId,
-) -> Result<Vec<(Pubkey, Role)>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT pubkey, role FROM channel_members WHERE community_id = $1 AND channel_id = $2 AND removed_at IS NULL \
-         ORDER BY added_at, pubkey",
-    )
-    .bind(community)
-    .bind(channel)
-    .fetch_all(conn)
     .await
 }
 
