@@ -307,3 +307,31 @@ async fn a_name_no_section_has_in_a_row_or_a_line_is_refused_and_nothing_is_impo
     }
     cluster.stop().await;
 }
+
+/// A file that makes a key both banned and a member (or the owner) is refused and imports
+/// nothing: the relay never holds such a key, and tokens, member changes and read markers trust
+/// that it does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_import_that_makes_a_key_both_banned_and_a_member_is_refused() {
+    let cluster = Cluster::start_with(options()).await;
+    let team = cluster.community("team.test").await;
+    small_world(&cluster, &team).await;
+    let member = cluster.member(&team).await;
+    let stranger = Keys::generate();
+    nip86::ok(&cluster, 0, &team, &team.owner, "banpubkey", &json!([stranger.public_hex(), "spam"])).await;
+    let exported = export(&cluster, &team).await;
+    for key in [member.public_hex(), team.owner.public_hex()] {
+        let (mut lines, id) = renamed(&exported);
+        let ban = lines.iter_mut().find(|l| l["type"] == "ban").unwrap();
+        ban["row"]["pubkey"] = key.clone().into();
+        let (code, answer, err) = import_lines(&cluster, &lines, "copy.test").await;
+        assert_ne!(code, 0, "{answer}");
+        assert!(err.contains("both banned and a member"), "{err}");
+        assert_eq!(import_files::rows(&cluster, "community_members", id).await, 0);
+    }
+    // The honest file imports.
+    let (lines, _) = renamed(&exported);
+    let (code, answer, err) = import_lines(&cluster, &lines, "copy.test").await;
+    assert_eq!((code, &answer["imported"]), (0, &json!(true)), "{answer} {err}");
+    cluster.stop().await;
+}

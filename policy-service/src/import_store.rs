@@ -125,8 +125,33 @@ pub async fn import(
             "event {event}: a 45011 removal of a move the export's revision records do not show"
         )));
     }
+    if let Some(key) = banned_member(&mut tx, id).await? {
+        return Err(invalid(format!(
+            "key {key} is both banned and a member of the community (a ban removes membership)"
+        )));
+    }
     tx.commit().await?;
     Ok(imported)
+}
+
+/// A key of the imported community that is both banned and a member (or its owner): the relay
+/// never holds one (`buzz_store::bans`), and the paths that trust "a member is never banned"
+/// (tokens, member changes, read markers) must not meet one from a file.
+async fn banned_member(tx: &mut PgConnection, id: CommunityId) -> Result<Option<String>, sqlx::Error> {
+    let migrated: bool =
+        sqlx::query_scalar("SELECT to_regclass('community_bans') IS NOT NULL").fetch_one(&mut *tx).await?;
+    if !migrated {
+        return Ok(None);
+    }
+    sqlx::query_scalar(
+        "SELECT b.pubkey FROM community_bans b WHERE b.community_id = $1 \
+           AND (EXISTS (SELECT 1 FROM community_members m WHERE m.community_id = $1 AND m.pubkey = b.pubkey) \
+                OR b.pubkey = (SELECT owner_pubkey FROM communities WHERE id = $1)) \
+         ORDER BY b.pubkey LIMIT 1",
+    )
+    .bind(id)
+    .fetch_optional(&mut *tx)
+    .await
 }
 
 /// The header line's `relay_pubkey`, once its format and version are this relay's.

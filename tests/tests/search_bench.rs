@@ -173,7 +173,9 @@ async fn bench_two_word_search() {
     let messages: i64 = bench_param("BUZZ_BENCH_MESSAGES", 1_000_000);
     let channels: i64 = bench_param("BUZZ_BENCH_CHANNELS", 500);
     let queries: usize = bench_param("BUZZ_BENCH_QUERIES", 200);
-    let cluster = Cluster::start_with(ClusterOptions::default()).await;
+    let opts =
+        ClusterOptions { gateway_settings: Some(buzz_tests::helpers::unmetered_reads), ..Default::default() };
+    let cluster = Cluster::start_with(opts).await;
     let team = cluster.community("bench.test").await;
     let other_messages: i64 = bench_param("BUZZ_BENCH_OTHER", 150_000);
     let reader = cluster.member(&team).await;
