@@ -2,7 +2,8 @@
 # The one command that runs buzz-relay's default test suite:
 #   1. makes sure PostgreSQL, Redis and NATS are up (scripts/deps-up.sh),
 #   2. installs the JavaScript client the newcomer-path test drives (tests/js: node, nostr-tools),
-#   3. checks that no tracked file names a registry or mirror host, lints and renders the chart, builds every target of the workspace, starts the chart's pods
+#   3. checks that no tracked file names a registry or mirror host and that the docs name what exists,
+#      lints and renders the chart, builds every target of the workspace, starts the chart's pods
 #      as local processes (scripts/chart-run.sh),
 #   4. runs the upgrade test when a migration or a bus payload changed since the last release,
 #   5. a 20 s cargo-fuzz smoke per fuzz target when the nightly toolchain is present,
@@ -43,6 +44,10 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/buzz-target}
 
 # No tracked file names a package registry's or mirror's host (scripts/check-hosts.sh).
 bash scripts/check-hosts.sh || exit $?
+
+# Every environment variable the code reads is in docs/configuration.md, and every path, test,
+# link and section the docs name exists (scripts/check-docs.sh).
+bash scripts/check-docs.sh || exit $?
 
 # The Helm chart: lint, offline render and Kubernetes schema checks (fast; before the Rust suite so
 # the test runner's summary stays the last line).
