@@ -206,7 +206,7 @@ def repo_path(token):
     """The repository path a token names, or None when it does not look like one."""
     token = token.strip().rstrip(".,;:)")
     token = re.sub(r":\d+(-\d+)?$", "", token)  # file.rs:123
-    if "://" in token or token.startswith(("../", "/", "~", "$", ".")) or "/" not in token:
+    if "://" in token or token.startswith(("../", "./", "/", "~", "$")) or "/" not in token:
         return None
     if not PATHISH.match(token) or "<" in token or "{" in token:
         return None
@@ -276,8 +276,8 @@ def check_code_ref(where, token):
 
 
 def check_link(where, doc, target):
-    if re.match(r"^[a-z]+:", target) or target.startswith("#") and False:
-        return
+    if re.match(r"^[a-z]+:", target):
+        return  # a URL (https:, mailto:)
     path, _, anchor = target.partition("#")
     if path == "":
         path = doc
