@@ -185,3 +185,45 @@ async fn another_community_reads_while_one_community_floods_counts() {
     assert!(worst < Duration::from_millis(1500), "a quiet REQ took {worst:?}");
     cluster.stop().await;
 }
+
+/// Reads have a bucket per socket (`BUZZ_RATE_READ_PER_SEC`, `BUZZ_RATE_READ_BURST`): a REQ or
+/// COUNT past it is `CLOSED rate-limited:` at once and stores nothing, another socket of the same
+/// key starts full, and the bucket refills.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_past_the_sockets_bucket_are_closed_rate_limited_and_it_refills() {
+    let cluster = Cluster::start_with(ClusterOptions {
+        gateway_settings: Some(|s| {
+            s.rate_read_burst = 3;
+            s.rate_read_per_sec = 2.0;
+        }),
+        ..Default::default()
+    })
+    .await;
+    let team = cluster.community("read-limit.test").await;
+    let member = cluster.member(&team).await;
+    let mut ws = WsClient::authed(cluster.gateways[0], &team.host, &member).await;
+    let mut refused = Vec::new();
+    for i in 0..5 {
+        let sub = format!("r{i}");
+        let answer = if i % 2 == 0 {
+            ws.req(&sub, &[json!({"kinds": [9]})]).await.closed
+        } else {
+            ws.count(&sub, &[json!({"kinds": [9]})]).await.err()
+        };
+        refused.extend(answer);
+    }
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    assert!(refused.iter().all(|r| r.starts_with("rate-limited: too many REQ and COUNT")), "{refused:?}");
+    // Another socket of the same key starts with a full bucket.
+    let mut other = WsClient::authed(cluster.gateways[1], &team.host, &member).await;
+    assert_eq!(other.req("o", &[json!({"kinds": [9]})]).await.closed, None);
+    // The first socket's bucket refills (2 a second).
+    for n in 0.. {
+        if ws.req(&format!("later{n}"), &[json!({"kinds": [9]})]).await.closed.is_none() {
+            break;
+        }
+        assert!(n < 100, "the bucket never refilled");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    cluster.stop().await;
+}
