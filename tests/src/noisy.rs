@@ -80,8 +80,13 @@ pub async fn flood(mut ws: WsClient, mix: Vec<Shot>, in_flight: usize, stop: Can
     got
 }
 
-/// `n` REQs of `filter` one after another on `ws`; the sorted latencies (to `EOSE`) and how many
-/// were refused (`CLOSED`) or answered with other than `expect` events.
+/// How often the quiet reader sends a REQ at most: as a person's client does, under the relay's
+/// per-socket read limit (20 a second).
+pub const QUIET_PACE: Duration = Duration::from_millis(60);
+
+/// `n` REQs of `filter` one after another on `ws`, one every [`QUIET_PACE`] at most; the sorted
+/// latencies (to `EOSE`) and how many were refused (`CLOSED`) or answered with other than
+/// `expect` events.
 pub async fn timed_reqs(
     ws: &mut WsClient,
     n: usize,
@@ -90,12 +95,18 @@ pub async fn timed_reqs(
 ) -> (Vec<Duration>, usize) {
     let mut latencies = Vec::with_capacity(n);
     let mut failed = 0;
+    let mut pace = tokio::time::interval(QUIET_PACE);
+    pace.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     for i in 0..n {
+        pace.tick().await;
         let sub = format!("quiet{i}");
         let started = Instant::now();
         let page = ws.req(&sub, std::slice::from_ref(filter)).await;
         latencies.push(started.elapsed());
         if page.closed.is_some() || page.events.len() != expect {
+            if failed == 0 {
+                eprintln!("quiet REQ {i} failed: {:?}, {} events", page.closed, page.events.len());
+            }
             failed += 1;
         }
         ws.send_json(&json!(["CLOSE", sub])).await;

@@ -18,6 +18,9 @@ impl Session {
         };
         if !self.read_bucket.try_take() {
             let s = &self.state.settings;
+            let wait =
+                std::time::Duration::from_secs_f64(1.0 / s.rate_read_per_sec.max(0.001)).min(s.idle_timeout);
+            self.read_pause = Some(tokio::time::Instant::now() + wait);
             let message = format!(
                 "rate-limited: too many REQ and COUNT messages on this connection ({} per second, bursts of {})",
                 s.rate_read_per_sec, s.rate_read_burst

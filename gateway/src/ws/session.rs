@@ -43,6 +43,10 @@ pub(super) struct Session {
     pub(super) bucket: crate::ratelimit::TokenBucket,
     /// Per-connection read limit (REQ and COUNT).
     pub(super) read_bucket: crate::ratelimit::TokenBucket,
+    /// Set when a REQ or COUNT found the read bucket empty: the loop reads nothing more from the
+    /// socket until then (the bucket's next token), so a client that answers each refusal at once
+    /// is slowed by TCP instead of spinning through refusals.
+    pub(super) read_pause: Option<Instant>,
     /// When an unauthenticated socket is closed; `None` while authenticated. Set at connect
     /// and again whenever the socket loses its authentication.
     unauthenticated_until: Option<Instant>,
@@ -97,6 +101,7 @@ pub async fn run(
             state.settings.rate_read_per_sec,
             state.settings.rate_read_burst,
         ),
+        read_pause: None,
         subs: Subs::default(),
         read_cache: HashMap::new(),
         validated_version: 0,
@@ -169,7 +174,8 @@ impl Session {
                     self.close(1008, "auth timeout");
                     return End::Closed;
                 }
-                m = stream.next() => {
+                () = until(self.read_pause) => self.read_pause = None,
+                m = stream.next(), if self.read_pause.is_none() => {
                     let Some(Ok(msg)) = m else { return End::Closed };
                     last_seen = Instant::now();
                     match msg {
