@@ -1,5 +1,5 @@
 //! The `Host` header as the gateway reads it (`HeaderValue` → `to_str` →
-//! `host::normalize_host`, gateway/src/request.rs) and community hosts as the operator API takes
+//! `host::normalize_host`, gateway/src/http/request.rs) and community hosts as the operator API takes
 //! them (`host::community_host`, policy-service `fi_request::canonical_host`).
 //! Asserts: no panic; normalising is idempotent and yields lowercase visible ASCII; a community
 //! host is its own normal form and a community host again; loopback is decided on the normal form.

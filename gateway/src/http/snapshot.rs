@@ -15,7 +15,7 @@ use buzz_bus::Actor;
 use buzz_core::CommunityId;
 use futures::StreamExt;
 
-use crate::AppState;
+use crate::state::AppState;
 use buzz_http_auth::ApiError;
 
 /// A snapshot operation may run for the spec's eight seconds; the gateway waits a little longer

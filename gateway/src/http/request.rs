@@ -9,7 +9,7 @@ use buzz_core::{CommunityId, TokenHash};
 use buzz_http_auth::ApiError;
 use sha2::Digest as _;
 
-use crate::AppState;
+use crate::state::AppState;
 
 /// The community of this request's Host; unknown or empty hosts fail closed with 404.
 pub async fn community_for(
@@ -26,7 +26,7 @@ pub async fn community_for(
         if state.settings.nip_fi.mode == buzz_fi::Mode::Off {
             ApiError::from(e)
         } else {
-            ApiError::from(crate::fi_denial::Denial::AuthorizationUnavailable)
+            ApiError::from(crate::fi::denial::Denial::AuthorizationUnavailable)
         }
     })?;
     match lease {
@@ -62,14 +62,14 @@ pub async fn http_actor(
     path_and_query: &str,
     body: &[u8],
 ) -> Result<Actor, ApiError> {
-    crate::fi::refuse_protected(state, method, path_and_query)?;
+    crate::fi::admission::refuse_protected(state.fi_gate(), method, path_and_query)?;
     let mut actor = if let Some(token) = bearer(headers) {
         resolve_for_host(state, host, token).await?
     } else {
         let urls = signed_urls(host, path_and_query);
         Actor::session(buzz_http_auth::authenticate(headers, method, &urls, body, &state.guard).await?)
     };
-    crate::fi::admit_http(state, host, headers, &mut actor).await?;
+    crate::fi::admission::admit_http(state.fi_gate(), host, headers, &mut actor).await?;
     Ok(actor)
 }
 

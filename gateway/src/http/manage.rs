@@ -16,7 +16,7 @@ use buzz_core::nip86;
 use buzz_http_auth::ApiError;
 use serde_json::{json, Value};
 
-use crate::AppState;
+use crate::state::AppState;
 
 /// A JSON-RPC-shaped answer: `{"result": ..., "error": null}` or `{"result": null, "error": ...}`.
 fn answer(status: StatusCode, result: Value, error: Option<&str>) -> Response {
@@ -52,21 +52,21 @@ pub async fn rpc(State(state): State<Arc<AppState>>, headers: HeaderMap, body: B
         let e = format!("POST / takes Content-Type: {}", nip86::CONTENT_TYPE);
         return answer(StatusCode::UNSUPPORTED_MEDIA_TYPE, Value::Null, Some(&e));
     }
-    let (host, community) = match crate::request::community_for(&state, &headers).await {
+    let (host, community) = match crate::http::request::community_for(&state, &headers).await {
         Ok(t) => t,
         Err(e) => return refused(&e),
     };
     // `deny_protected` refuses management outright, as it refuses `/api/members`.
-    if let Err(denial) = crate::fi::refuse_protected(&state, "POST", "/") {
+    if let Err(denial) = crate::fi::admission::refuse_protected(state.fi_gate(), "POST", "/") {
         return refused(&ApiError::from(denial));
     }
-    if crate::request::bearer(&headers).is_some() {
+    if crate::http::request::bearer(&headers).is_some() {
         return answer(StatusCode::UNAUTHORIZED, Value::Null, Some("NIP-86 takes NIP-98 authorization only"));
     }
     if headers.contains_key(header::AUTHORIZATION) && !has_payload_tag(&headers) {
         return answer(StatusCode::UNAUTHORIZED, Value::Null, Some("NIP-86 requires the NIP-98 payload tag"));
     }
-    let actor = match crate::request::http_actor(&state, &headers, &host, "POST", "/", &body).await {
+    let actor = match crate::http::request::http_actor(&state, &headers, &host, "POST", "/", &body).await {
         Ok(a) => a,
         Err(e) => return refused(&e),
     };

@@ -4,7 +4,7 @@
 //! - `POST /api/channels/{id}/read` with `{"up_to": <event id>}` → `{channel_id, read_up_to, moved}`
 //! - `GET /api/mentions?limit=n` (1–100, default 50) → `{mentions: [{event_id, channel_id, read, event}]}`
 //!
-//! Authenticated like every `/api` route through [`crate::extract::Signed`]; summaries and
+//! Authenticated like every `/api` route through [`crate::http::extract::Signed`]; summaries and
 //! mentions are answered by the query-service over `chat`, read markers by the write-service.
 //! A missing channel and one the caller cannot read give the same 404.
 
@@ -19,8 +19,8 @@ use buzz_core::http_json::JsonObject;
 use buzz_core::{ChannelId, EventId};
 use buzz_http_auth::ApiError;
 
-use crate::extract::Signed;
-use crate::AppState;
+use crate::http::extract::Signed;
+use crate::state::AppState;
 
 const DEFAULT_MENTIONS: u32 = 50;
 const MAX_MENTIONS: u32 = 100;

@@ -1,6 +1,6 @@
 //! Tenant HTTP: the router (every error as the contract's JSON), NIP-11, the WebSocket upgrade,
 //! the members API, probes (metrics are on the admin port: [`admin_router`]). Host binding and
-//! authentication reach handlers as the extractors of [`crate::extract`].
+//! authentication reach handlers as the extractors of [`crate::http::extract`].
 
 use std::sync::Arc;
 
@@ -15,9 +15,9 @@ use buzz_core::http_json::JsonObject;
 use buzz_core::Pubkey;
 use buzz_http_auth::ApiError;
 
-use crate::extract::{Signed, Tenant};
-use crate::fi_sockets::FiSockets;
-use crate::AppState;
+use crate::fi::sockets::FiSockets;
+use crate::http::extract::{Signed, Tenant};
+use crate::state::AppState;
 
 /// The WebSocket read buffer of each socket.
 const READ_BUFFER_BYTES: usize = 8 * 1024;
@@ -28,14 +28,14 @@ pub fn router(state: Arc<AppState>) -> Router {
     let ready = readiness(state.nats.clone(), state.fi_sockets.clone(), state.settings.nip_fi.mode);
     let max_body = state.settings.limits.max_message_length;
     Router::new()
-        .route("/", get(root).post(crate::manage::rpc))
+        .route("/", get(root).post(crate::http::manage::rpc))
         .route("/api/members", post(put_member))
         .route("/api/members/{pubkey}", delete(remove_member))
-        .route("/api/tokens", post(crate::tokens::issue))
+        .route("/api/tokens", post(crate::http::tokens::issue))
         .with_state(state.clone())
-        .merge(crate::chat_api::router(state.clone()))
-        .merge(crate::query_api::router(state.clone()))
-        .merge(crate::fi_info::router(state))
+        .merge(crate::http::chat::router(state.clone()))
+        .merge(crate::http::query::router(state.clone()))
+        .merge(crate::http::info::router(state))
         .merge(buzz_telemetry::probe_router(ready))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
         .layer(DefaultBodyLimit::max(max_body))
@@ -67,12 +67,18 @@ async fn root(
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
     // `Authorization: Bearer` on the upgrade: resolved before upgrading; invalid is 401, no socket.
-    let initial = match crate::request::bearer(&headers) {
-        Some(token) => Some(crate::request::resolve(&state, community.community_id, token).await?),
+    let initial = match crate::http::request::bearer(&headers) {
+        Some(token) => Some(crate::http::request::resolve(&state, community.community_id, token).await?),
         None => None,
     };
     if let Ok(ws) = upgrade {
-        let fi = crate::fi::admit_upgrade(&state, &community, &host, &headers, initial.as_ref())?;
+        let fi = crate::fi::admission::admit_upgrade(
+            state.fi_gate(),
+            &community,
+            &host,
+            &headers,
+            initial.as_ref(),
+        )?;
         let initial = initial.map(|a| buzz_bus::Actor { fi_admitted: fi.is_some(), ..a });
         let max = state.settings.limits.max_message_length;
         // Frames up to 4x the limit still arrive, so an oversized message gets a NOTICE and the
@@ -85,7 +91,7 @@ async fn root(
             .read_buffer_size(READ_BUFFER_BYTES)
             .max_message_size(hard_cap)
             .max_frame_size(hard_cap)
-            .on_upgrade(move |socket| crate::ws::run(socket, state, community, host, initial, fi)));
+            .on_upgrade(move |socket| crate::ws::session::run(socket, state, community, host, initial, fi)));
     }
     let wants_nip11 = headers
         .get(header::ACCEPT)

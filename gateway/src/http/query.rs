@@ -17,9 +17,9 @@ use tokio::sync::mpsc;
 
 use buzz_http_auth::ApiError;
 
-use crate::extract::Signed;
+use crate::http::extract::Signed;
+use crate::state::AppState;
 use crate::ws::query::{self, Answered, QueryBus, QueryUpdate, Ticket};
-use crate::AppState;
 
 /// The `POST /query` route.
 pub fn router(state: Arc<AppState>) -> Router {
@@ -30,7 +30,7 @@ fn bad(code: &'static str, message: impl Into<String>) -> ApiError {
     ApiError::new(StatusCode::BAD_REQUEST, code, message)
 }
 
-/// What the body asks: an artifact query, or a snapshot action (`crate::snapshot_api`).
+/// What the body asks: an artifact query, or a snapshot action (`crate::http::snapshot`).
 enum Parsed {
     Query(Filter),
     Snapshot(serde_json::Value),
@@ -45,17 +45,17 @@ fn parse_body(state: &AppState, body: &[u8]) -> Result<Parsed, ApiError> {
     let value: serde_json::Value =
         serde_json::from_slice(body).map_err(|_| bad("invalid", "invalid: body is not JSON"))?;
     let names_snapshot = match &value {
-        serde_json::Value::Array(filters) => filters.iter().any(crate::snapshot_api::is_snapshot),
-        other => crate::snapshot_api::is_snapshot(other),
+        serde_json::Value::Array(filters) => filters.iter().any(crate::http::snapshot::is_snapshot),
+        other => crate::http::snapshot::is_snapshot(other),
     };
     let one_filter = value.as_array().and_then(|f| if let [one] = f.as_slice() { Some(one) } else { None });
     let Some(one) = one_filter else {
         if names_snapshot {
-            return Err(crate::snapshot_api::error(buzz_bus::snapshot::SnapshotCode::SnapshotInvalid));
+            return Err(crate::http::snapshot::error(buzz_bus::snapshot::SnapshotCode::SnapshotInvalid));
         }
         return Err(bad("invalid", "invalid: body must be a JSON array of exactly one filter"));
     };
-    if crate::snapshot_api::is_snapshot(one) {
+    if crate::http::snapshot::is_snapshot(one) {
         return Ok(Parsed::Snapshot(one.clone()));
     }
     let filter = Filter::from_value(one).map_err(|e| filter_error(&e))?;
@@ -100,7 +100,7 @@ async fn handle(
     let filter = match parsed {
         Parsed::Query(filter) => filter,
         Parsed::Snapshot(one) => {
-            return crate::snapshot_api::forward(&state, community.community_id, actor, one, count).await
+            return crate::http::snapshot::forward(&state, community.community_id, actor, one, count).await
         }
     };
     let ticket = if count { Ticket::Count { serial: 0 } } else { Ticket::Page { generation: 1 } };

@@ -15,11 +15,23 @@ use buzz_fi::evidence::{self, EvidenceError};
 use buzz_fi::Mode;
 use tokio::time::Instant;
 
-use crate::fi_denial::Denial;
-use crate::AppState;
+use crate::fi::denial::Denial;
+use crate::hosts::HostCache;
 
 /// The evidence header.
 pub const EVIDENCE_HEADER: &str = evidence::HEADER;
+
+/// What admission reads of the gateway: the FI settings (`BUZZ_NIP_FI_*`), the issuer trust
+/// registry and the host leases.
+#[derive(Clone, Copy)]
+pub struct Gate<'a> {
+    /// The gateway's NIP-FI settings.
+    pub settings: &'a buzz_fi::FiSettings,
+    /// The issuer trust registry (`BUZZ_NIP_FI_ISSUERS`).
+    pub trust: &'a buzz_fi::Registry,
+    /// Host → community leases.
+    pub hosts: &'a HostCache,
+}
 
 /// A socket admitted with valid evidence: the key AUTH must prove, and when it must close.
 #[derive(Debug, Clone)]
@@ -32,17 +44,17 @@ pub struct Admission {
 
 /// The verified evidence of this request, `None` when there is none (and `off` ignores it).
 fn verified(
-    state: &AppState,
+    gate: Gate<'_>,
     community: &CommunityLease,
     host: &str,
     headers: &HeaderMap,
 ) -> Result<Option<evidence::Evidence>, Denial> {
-    if state.settings.nip_fi.mode == Mode::Off {
+    if gate.settings.mode == Mode::Off {
         return Ok(None);
     }
     let Some(raw) = headers.get(EVIDENCE_HEADER) else { return Ok(None) };
     let jws = raw.to_str().ok().and_then(evidence::bearer_value).ok_or(Denial::EvidenceRejected)?;
-    match evidence::verify(&state.fi_trust, jws, &community.fi_issuers, host, unix_now()) {
+    match evidence::verify(gate.trust, jws, &community.fi_issuers, host, unix_now()) {
         Ok(ev) => Ok(Some(ev)),
         Err(EvidenceError::Rejected(why)) => {
             tracing::info!(community = %community.community_id, why, "fi evidence rejected");
@@ -55,14 +67,14 @@ fn verified(
 /// Admission at the WebSocket upgrade. `initial`: the actor of a bearer token on the upgrade,
 /// which must be the evidence's key. `Ok(None)`: a non-FI socket (allowed only while not required).
 pub fn admit_upgrade(
-    state: &AppState,
+    gate: Gate<'_>,
     community: &CommunityLease,
     host: &str,
     headers: &HeaderMap,
     initial: Option<&Actor>,
 ) -> Result<Option<Admission>, Denial> {
-    let required = state.settings.nip_fi.mode.effective_required(community.requires_nip_fi);
-    let Some(ev) = verified(state, community, host, headers)? else {
+    let required = gate.settings.mode.effective_required(community.requires_nip_fi);
+    let Some(ev) = verified(gate, community, host, headers)? else {
         return if required { Err(Denial::AuthRequired) } else { Ok(None) };
     };
     if initial.is_some_and(|a| a.pubkey != ev.nostr_pubkey) {
@@ -70,7 +82,7 @@ pub fn admit_upgrade(
     }
     let now = unix_now();
     let until_exp = Duration::from_secs(ev.exp.saturating_sub(now));
-    let lifetime = state.settings.nip_fi.max_connection_lifetime.min(until_exp);
+    let lifetime = gate.settings.max_connection_lifetime.min(until_exp);
     Ok(Some(Admission { nostr_pubkey: ev.nostr_pubkey, deadline: Instant::now() + lifetime }))
 }
 
@@ -91,8 +103,8 @@ pub fn is_protected(method: &str, path: &str) -> bool {
 }
 
 /// Before authenticating a tenant HTTP request: `deny_protected` refuses protected routes.
-pub fn refuse_protected(state: &AppState, method: &str, path: &str) -> Result<(), Denial> {
-    if state.settings.nip_fi.mode == Mode::DenyProtected && is_protected(method, path) {
+pub fn refuse_protected(gate: Gate<'_>, method: &str, path: &str) -> Result<(), Denial> {
+    if gate.settings.mode == Mode::DenyProtected && is_protected(method, path) {
         return Err(Denial::AuthorizationDenied);
     }
     Ok(())
@@ -101,20 +113,20 @@ pub fn refuse_protected(state: &AppState, method: &str, path: &str) -> Result<()
 /// After authenticating a tenant HTTP request as `actor`: the evidence must be valid and name
 /// the actor's key when the community requires FI (and whenever it is presented).
 pub async fn admit_http(
-    state: &AppState,
+    gate: Gate<'_>,
     host: &str,
     headers: &HeaderMap,
     actor: &mut Actor,
 ) -> Result<(), Denial> {
-    if state.settings.nip_fi.mode == Mode::Off {
+    if gate.settings.mode == Mode::Off {
         return Ok(());
     }
-    let community = state.hosts.lookup(host).await.map_err(|_| Denial::AuthorizationUnavailable)?;
+    let community = gate.hosts.lookup(host).await.map_err(|_| Denial::AuthorizationUnavailable)?;
     let Some(community) = community else {
         return Err(Denial::UnknownHost);
     };
-    let required = state.settings.nip_fi.mode.effective_required(community.requires_nip_fi);
-    match verified(state, &community, host, headers)? {
+    let required = gate.settings.mode.effective_required(community.requires_nip_fi);
+    match verified(gate, &community, host, headers)? {
         Some(ev) if ev.nostr_pubkey == actor.pubkey => {
             actor.fi_admitted = true;
             Ok(())

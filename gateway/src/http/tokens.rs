@@ -1,5 +1,5 @@
 //! Bearer tokens: `POST /api/tokens` (NIP-98 only); resolving `Authorization: Bearer <token>`
-//! for HTTP calls and the WebSocket upgrade lives in [`crate::request`].
+//! for HTTP calls and the WebSocket upgrade lives in [`crate::http::request`].
 //!
 //! A token is `buzz_` + base64url(32 random bytes), shown to its holder once. Only its sha256 (hex)
 //! crosses the bus or reaches storage, and neither the token nor the header is ever logged.
@@ -18,9 +18,9 @@ use rand::RngCore as _;
 
 use buzz_http_auth::ApiError;
 
-use crate::extract::{Nip98Signed, Signed};
-use crate::request::{hash, TOKEN_PREFIX};
-use crate::AppState;
+use crate::http::extract::{Nip98Signed, Signed};
+use crate::http::request::{hash, TOKEN_PREFIX};
+use crate::state::AppState;
 
 /// A fresh token: `buzz_` + base64url (no padding) of 32 random bytes.
 #[must_use]

@@ -10,8 +10,8 @@ use axum::routing::get;
 use axum::{Json, Router};
 use buzz_fi::Mode;
 
-use crate::request::community_for;
-use crate::AppState;
+use crate::http::request::community_for;
+use crate::state::AppState;
 use buzz_http_auth::ApiError;
 
 /// The `GET /info` route.

@@ -14,8 +14,8 @@ use axum::response::{IntoResponse, Response};
 use buzz_bus::{Actor, CommunityLease};
 use buzz_http_auth::ApiError;
 
-use crate::request::{bearer, community_for, http_actor};
-use crate::AppState;
+use crate::http::request::{bearer, community_for, http_actor};
+use crate::state::AppState;
 
 /// The community bound to the request's Host (normalised); unknown hosts are 404 `unknown_host`.
 pub struct Tenant {
