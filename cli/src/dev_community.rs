@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use buzz_core::CommunityId;
-use buzz_policy::store::{self, CreateError};
+use buzz_policy::communities::store::{self, CreateError};
 
 /// Reads a secret key from `path`, creating it on first use.
 pub fn key_file(path: &Path) -> anyhow::Result<buzz_core::Keys> {

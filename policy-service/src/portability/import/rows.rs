@@ -1,20 +1,20 @@
 //! The section rows of an import, batched per section and inserted in the import's transaction
-//! (`import_store.rs`); in check mode (the community exists) only compared.
+//! (`store.rs`); in check mode (the community exists) only compared.
 //!
 //! A batch is the rows' own JSON text in an array, sent as one statement's parameter: it flushes
 //! at [`BATCH_BYTES`] or [`BATCH_ROWS`], whichever comes first, so the rows held never exceed
-//! that and one line ([`crate::import_json`] reads them without a JSON tree).
+//! that and one line ([`crate::portability::import::json`] reads them without a JSON tree).
 
 use buzz_core::{CommunityId, Event};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::export_format::{Section, SECTIONS};
-use crate::import_input::{invalid, rejected, ImportError};
-use crate::import_json::{tag_cost, Row};
-use crate::import_relay::{Derived, Deriver};
-use crate::import_seq::seq_column;
-use crate::import_sql::{insert_sql, INSERT_DERIVED_TAGS, INSERT_RELAY_IDS};
+use crate::portability::format::{Section, SECTIONS};
+use crate::portability::import::input::{invalid, rejected, ImportError};
+use crate::portability::import::json::{tag_cost, Row};
+use crate::portability::import::relay::{Derived, Deriver};
+use crate::portability::import::seq::seq_column;
+use crate::portability::import::sql::{insert_sql, INSERT_DERIVED_TAGS, INSERT_RELAY_IDS};
 
 /// A batch is sent once its text reaches this many bytes.
 pub const BATCH_BYTES: usize = 4 << 20;

@@ -4,7 +4,7 @@
 use buzz_core::CommunityId;
 use sqlx::PgPool;
 
-use crate::fi_store;
+use crate::nip_fi::store;
 
 /// Why a bind or unbind failed.
 #[derive(Debug)]
@@ -30,7 +30,7 @@ impl From<sqlx::Error> for BindingError {
 /// Binds; `Ok(true)` when new, `Ok(false)` when it already existed. Adds no trust.
 pub async fn bind(pool: &PgPool, community_id: CommunityId, issuer: &str) -> Result<bool, BindingError> {
     let mut tx = pool.begin().await?;
-    fi_store::lock_deletion(&mut tx, community_id, false).await?;
+    store::lock_deletion(&mut tx, community_id, false).await?;
     let lifecycle: Option<buzz_core::Lifecycle> =
         sqlx::query_scalar("SELECT lifecycle FROM communities WHERE id = $1 FOR KEY SHARE")
             .bind(community_id)
@@ -58,9 +58,8 @@ pub async fn bind(pool: &PgPool, community_id: CommunityId, issuer: &str) -> Res
 pub async fn unbind(pool: &PgPool, community_id: CommunityId, issuer: &str) -> Result<(), BindingError> {
     let mut tx = pool.begin().await?;
     sqlx::query("SET LOCAL lock_timeout = '10s'").execute(&mut *tx).await?;
-    fi_store::lock_deletion(&mut tx, community_id, false).await?;
-    let cur =
-        fi_store::lock_community(&mut tx, community_id).await?.ok_or(BindingError::CommunityNotFound)?;
+    store::lock_deletion(&mut tx, community_id, false).await?;
+    let cur = store::lock_community(&mut tx, community_id).await?.ok_or(BindingError::CommunityNotFound)?;
     if cur.requires_nip_fi {
         let held: Option<i32> = sqlx::query_scalar(
             "SELECT 1 FROM community_auth_upgrades WHERE community_id = $1 AND accepted_policy_generation = $2 \

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 /// One sweep: read, then publish (also when nothing is required, so gateways see every sweep).
 pub async fn sweep(pool: &sqlx::PgPool, nats: &async_nats::Client, subject: &str) -> anyhow::Result<usize> {
-    let rows = crate::fi_store::required_communities(pool).await?;
+    let rows = crate::nip_fi::store::required_communities(pool).await?;
     let required: Vec<RequiredCommunity> = rows
         .into_iter()
         .map(|(community_id, policy_generation)| RequiredCommunity { community_id, policy_generation })

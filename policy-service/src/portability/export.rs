@@ -1,4 +1,4 @@
-//! `GET /operator/communities/{id}/export`: the whole community as NDJSON ([`crate::export_format`]),
+//! `GET /operator/communities/{id}/export`: the whole community as NDJSON ([`crate::portability::format`]),
 //! streamed from one `REPEATABLE READ, READ ONLY` transaction, so every line belongs to one
 //! snapshot while writers go on. Memory stays bounded: rows come off the connection one by one
 //! (`fetch`), go out in chunks of about [`CHUNK_BYTES`] through a channel of [`CHUNKS_IN_FLIGHT`],
@@ -19,8 +19,8 @@ use futures::TryStreamExt;
 use sqlx::{PgConnection, Postgres, Transaction};
 use tokio::sync::mpsc;
 
-use crate::export_format::{Section, FORMAT, SECTIONS, VERSION};
 use crate::operator::{no_store, not_found, unavailable, ApiError, HasOperator, Operator, OperatorState};
+use crate::portability::format::{Section, FORMAT, SECTIONS, VERSION};
 
 /// Bytes gathered before a chunk is sent.
 const CHUNK_BYTES: usize = 64 * 1024;

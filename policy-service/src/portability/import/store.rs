@@ -1,17 +1,17 @@
-//! The import transaction: an exported community ([`crate::export_format`]) recreated in this
-//! deployment in one transaction, batch by batch ([`crate::import_rows`]), so a failed import
+//! The import transaction: an exported community ([`crate::portability::format`]) recreated in this
+//! deployment in one transaction, batch by batch ([`crate::portability::import::rows`]), so a failed import
 //! leaves nothing behind.
 //!
 //! - Every event's id and signature are verified, and its columns must agree with its JSON.
 //! - No number of the file is stored: events, revision records, read markers and mentions take
 //!   new numbers from this deployment's `events.seq` sequence, audit rows from their identity, in
-//!   the file's order ([`crate::import_seq`]), so the order of acceptance, compare-and-swap history
+//!   the file's order ([`crate::portability::import::seq`]), so the order of acceptance, compare-and-swap history
 //!   and unread counts are the source's exactly and later events are accepted after them.
 //! - The relay's own events (39000/39002 channel state, 45011 removals) are derived again and
-//!   signed by this relay ([`crate::import_relay`]); nothing else by a relay key is accepted.
+//!   signed by this relay ([`crate::portability::import::relay`]); nothing else by a relay key is accepted.
 //! - Lines are read in place and rows batched as their own text, up to
-//!   [`crate::import_rows::BATCH_BYTES`] a statement, so memory stays bounded whatever the file
-//!   holds ([`crate::import_json`]); a name a section does not have is refused.
+//!   [`crate::portability::import::rows::BATCH_BYTES`] a statement, so memory stays bounded whatever the file
+//!   holds ([`crate::portability::import::json`]); a name a section does not have is refused.
 //! - NIP-86 rows (bans, event bans, the audit log) are restored as they were, the audit log in its
 //!   order. An export without those sections imports.
 //! - A community id that exists already is a conflict, unless it holds this export already (same
@@ -26,13 +26,13 @@ use buzz_core::{CommunityId, Keys, Pubkey};
 use serde_json::{Map, Value};
 use sqlx::{PgConnection, PgPool};
 
-use crate::export_format::{counts_agree, section_of, COMMUNITY_COLUMNS, FORMAT, SECTIONS, VERSION};
-pub use crate::import_input::ImportError;
-use crate::import_input::{invalid, line_error, open, rejected};
-use crate::import_json::{self, Line, Row};
-use crate::import_relay::Deriver;
-use crate::import_rows::Rows;
-use crate::import_sql::{CREATE_RELAY_IDS, UNRECORDED_REMOVAL};
+use crate::portability::format::{counts_agree, section_of, COMMUNITY_COLUMNS, FORMAT, SECTIONS, VERSION};
+pub use crate::portability::import::input::ImportError;
+use crate::portability::import::input::{invalid, line_error, open, rejected};
+use crate::portability::import::json::{self, Line, Row};
+use crate::portability::import::relay::Deriver;
+use crate::portability::import::rows::Rows;
+use crate::portability::import::sql::{CREATE_RELAY_IDS, UNRECORDED_REMOVAL};
 
 /// What an import did.
 #[derive(Debug, serde::Serialize)]
@@ -49,7 +49,7 @@ pub struct Imported {
     pub counts: Map<String, Value>,
 }
 
-/// Imports the export in `file` (read twice: [`crate::import_seq`]), its lines at most
+/// Imports the export in `file` (read twice: [`crate::portability::import::seq`]), its lines at most
 /// `max_line` bytes; `host` replaces the exported host.
 pub async fn import(
     pool: &PgPool,
@@ -62,7 +62,7 @@ pub async fn import(
     let source_relay = header(text)?;
     let text = lines.next_line().await.map_err(line_error)?;
     let text = text.ok_or_else(|| invalid("the second line must be the community"))?;
-    let community = import_json::typed_row(text, "community", &import_json::names(COMMUNITY_COLUMNS))?;
+    let community = json::typed_row(text, "community", &json::names(COMMUNITY_COLUMNS))?;
     let id =
         CommunityId::parse(&community.str("id")?).map_err(|_| invalid("the community id is not a UUID"))?;
     let host = buzz_core::host::community_host(host.unwrap_or(&community.str("host")?))
@@ -85,13 +85,13 @@ pub async fn import(
         Some(_) => return Err(ImportError::CommunityConflict),
     };
     if !check {
-        crate::import_seq::import_seq(&mut tx, open(file, max_line).await?).await?;
+        crate::portability::import::seq::import_seq(&mut tx, open(file, max_line).await?).await?;
         sqlx::query(CREATE_RELAY_IDS).execute(&mut *tx).await?;
     }
     let mut rows = Rows::new(id, check, Deriver::new(relay, source_relay, max_line), max_line);
     let end = loop {
         let text = lines.next_line().await.map_err(line_error)?;
-        match import_json::line(text.ok_or_else(|| invalid("the file ends without its end line"))?)? {
+        match json::line(text.ok_or_else(|| invalid("the file ends without its end line"))?)? {
             Line::End(counts) => break counts,
             Line::Row { section, row } => rows.push(&mut tx, section, &row).await?,
         }

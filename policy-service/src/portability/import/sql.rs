@@ -1,9 +1,9 @@
-//! The statements of an import that write the file's rows (`import_rows.rs`) and the relay's
-//! derived events (`import_relay.rs`), and the temporary table that maps a derived event's file
+//! The statements of an import that write the file's rows (`rows.rs`) and the relay's
+//! derived events (`relay.rs`), and the temporary table that maps a derived event's file
 //! id to its new one.
 
-use crate::export_format::Section;
-use crate::import_seq::seq_column;
+use crate::portability::format::Section;
+use crate::portability::import::seq::seq_column;
 
 /// The file id → new id of every event this relay derived (and what the end checks need), in the
 /// import's transaction rather than the policy-service's memory: a file may carry as many as it
@@ -39,7 +39,7 @@ fn renamed_event_id(section: &str) -> bool {
 }
 
 /// The statement that inserts a batch of `section`'s rows (`$1` the community, `$2` the rows as a
-/// JSON array; for `event_tag`, `$3` this relay's key): a seq column (`import_seq::seq_column`)
+/// JSON array; for `event_tag`, `$3` this relay's key): a seq column (`seq::seq_column`)
 /// takes the new number of its value (`import_seq`), audit rows the next numbers of their identity
 /// in their `seq` order, an `event_id` the id of the event derived in its place; tag rows are
 /// kept only for the file's client events (a derived event has its own). Every other column is
@@ -83,7 +83,7 @@ pub fn insert_sql(section: &Section) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export_format::section_of;
+    use crate::portability::format::section_of;
 
     fn sql(kind: &str) -> String {
         section_of(kind).map(|(_, s)| insert_sql(s)).unwrap_or_default()

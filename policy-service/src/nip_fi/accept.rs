@@ -4,8 +4,8 @@
 use buzz_core::{Lifecycle, Pubkey};
 use sqlx::PgPool;
 
-use crate::fi_request::PolicyRequest;
-use crate::fi_store::{self, Current, Receipt, DRAIN};
+use crate::nip_fi::request::PolicyRequest;
+use crate::nip_fi::store::{self, Current, Receipt, DRAIN};
 
 /// Why an enable or disable was not accepted.
 #[derive(Debug)]
@@ -105,21 +105,21 @@ fn decide(cur: &Current, req: &PolicyRequest) -> Result<Option<bool>, AcceptErro
 pub async fn accept(pool: &PgPool, req: &PolicyRequest, operator: &Pubkey) -> Result<Accepted, AcceptError> {
     let mut tx = pool.begin().await?;
     sqlx::query("SET LOCAL lock_timeout = '10s'").execute(&mut *tx).await?;
-    fi_store::lock_operation(&mut tx, req.operation_id).await?;
-    if let Some(r) = fi_store::receipt(&mut *tx, req.operation_id).await? {
+    store::lock_operation(&mut tx, req.operation_id).await?;
+    if let Some(r) = store::receipt(&mut *tx, req.operation_id).await? {
         return replay_or_conflict(r, req, operator);
     }
-    fi_store::lock_deletion(&mut tx, req.community_id, false).await?;
-    let cur = fi_store::lock_community(&mut tx, req.community_id).await?.ok_or(AcceptError::NotFound)?;
+    store::lock_deletion(&mut tx, req.community_id, false).await?;
+    let cur = store::lock_community(&mut tx, req.community_id).await?.ok_or(AcceptError::NotFound)?;
     check_target(&cur, req)?;
     let change = decide(&cur, req)?;
     // Every enable, the legacy no-op included, holds its exact binding and the host lease.
     if let Some(issuer) = req.expected_issuer.as_deref() {
-        if !fi_store::hold_binding(&mut tx, req.community_id, issuer).await? {
+        if !store::hold_binding(&mut tx, req.community_id, issuer).await? {
             return Err(conflict("issuer_conflict", "the community has no binding to expected_issuer"));
         }
     }
-    fi_store::lock_host_lease(&mut tx, &cur.host).await?;
+    store::lock_host_lease(&mut tx, &cur.host).await?;
     let generation = match change {
         None => cur.policy_generation,
         Some(required) => {
@@ -128,10 +128,10 @@ pub async fn accept(pool: &PgPool, req: &PolicyRequest, operator: &Pubkey) -> Re
                 metrics::counter!("buzz_policy_drains_total").increment(1);
                 tokio::time::sleep(DRAIN).await;
             }
-            fi_store::set_policy(&mut tx, req.community_id, required).await?
+            store::set_policy(&mut tx, req.community_id, required).await?
         }
     };
-    let receipt = fi_store::insert_receipt(&mut tx, req, operator, generation).await?;
+    let receipt = store::insert_receipt(&mut tx, req, operator, generation).await?;
     tx.commit().await?;
     Ok(Accepted::New(receipt))
 }

@@ -1,5 +1,5 @@
 //! `POST /operator/communities/import[?host=NEW_HOST]`: recreates an exported community
-//! ([`crate::export_format`]) in this deployment, in one transaction ([`crate::import_store`]).
+//! ([`crate::portability::format`]) in this deployment, in one transaction ([`crate::portability::import::store`]).
 //!
 //! The body can be far larger than memory, so the operator's NIP-98 is checked in two steps:
 //! everything but the body (signature, allowlist, URL, method, time window; a `payload` tag is
@@ -27,9 +27,9 @@ use futures::TryStreamExt;
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
-use crate::export::ExportState;
-use crate::import_store::{self, ImportError};
 use crate::operator::{no_store, unavailable, ApiError, OperatorState};
+use crate::portability::export::ExportState;
+use crate::portability::import::store::{self, ImportError};
 
 /// `POST /operator/communities/import`, its body streamed (no body limit).
 pub fn router(state: Arc<ExportState>) -> axum::Router {
@@ -161,8 +161,7 @@ async fn import(
         return Err(HttpAuthError::from(Nip98Error::PayloadMismatch).into());
     }
     let operator = auth.pubkey;
-    match import_store::import(&state.op.pool, relay, host.as_deref(), (&file.0, state.max_line_bytes)).await
-    {
+    match store::import(&state.op.pool, relay, host.as_deref(), (&file.0, state.max_line_bytes)).await {
         Ok(done) => {
             tracing::info!(%operator, community_id = %done.community_id, host = %done.host,
                 imported = done.imported, resigned = done.resigned, "community import");

@@ -39,7 +39,7 @@ pub struct Community {
     pub disallowed_kinds: Option<sqlx::types::Json<Vec<u32>>>,
     /// NIP-86 blocked addresses, for the host lease.
     #[serde(skip)]
-    pub blocked_ips: Option<sqlx::types::Json<Vec<crate::lease_rules::BlockedIp>>>,
+    pub blocked_ips: Option<sqlx::types::Json<Vec<crate::leases::rules::BlockedIp>>>,
 }
 
 /// Why a community could not be created.
@@ -200,8 +200,8 @@ pub async fn lease(pool: &PgPool, host: &str) -> Result<Option<CommunityLease>, 
     .fetch_optional(pool)
     .await?;
     Ok(row.map(|c| CommunityLease {
-        blocked_ips: crate::lease_rules::blocked(c.blocked_ips.as_ref()),
-        kinds: crate::lease_rules::kind_rules(c.allowed_kinds.as_ref(), c.disallowed_kinds.as_ref()),
+        blocked_ips: crate::leases::rules::blocked(c.blocked_ips.as_ref()),
+        kinds: crate::leases::rules::kind_rules(c.allowed_kinds.as_ref(), c.disallowed_kinds.as_ref()),
         community_id: c.community_id,
         host: c.host,
         owner_pubkey: c.owner_pubkey,

@@ -12,10 +12,10 @@ use axum::{Json, Router};
 use buzz_core::Pubkey;
 use buzz_fi::{FiSettings, Registry, TrustError};
 
-use crate::fi_accept::{self, AcceptError, Accepted};
-use crate::fi_request::{self, PolicyRequest, ReadForm};
-use crate::fi_store::{self, Receipt};
-use crate::fi_view;
+use crate::nip_fi::accept::{self, AcceptError, Accepted};
+use crate::nip_fi::request::{self, PolicyRequest, ReadForm};
+use crate::nip_fi::store::{self, Receipt};
+use crate::nip_fi::view;
 use crate::operator::{
     not_found, unavailable as store_unavailable, ApiError, HasOperator, Operator, OperatorState,
 };
@@ -58,7 +58,7 @@ async fn post_policy(
     State(state): State<Arc<FiState>>,
     Operator { pubkey: operator, body }: Operator,
 ) -> Result<Response, ApiError> {
-    let req = fi_request::parse_general(&body).map_err(ApiError::invalid_body)?;
+    let req = request::parse_general(&body).map_err(ApiError::invalid_body)?;
     mutate(&state, &req, &operator).await
 }
 
@@ -66,7 +66,7 @@ async fn post_legacy(
     State(state): State<Arc<FiState>>,
     Operator { pubkey: operator, body }: Operator,
 ) -> Result<Response, ApiError> {
-    let req = fi_request::parse_legacy(&body).map_err(ApiError::invalid_body)?;
+    let req = request::parse_legacy(&body).map_err(ApiError::invalid_body)?;
     mutate(&state, &req, &operator).await
 }
 
@@ -74,8 +74,8 @@ async fn post_legacy(
 /// the accepting transaction.
 async fn mutate(state: &FiState, req: &PolicyRequest, operator: &Pubkey) -> Result<Response, ApiError> {
     let pool = &state.op.pool;
-    if let Some(r) = fi_store::receipt(pool, req.operation_id).await.map_err(store_unavailable)? {
-        let replay = fi_accept::replay_or_conflict(r, req, operator).map_err(accept_error)?;
+    if let Some(r) = store::receipt(pool, req.operation_id).await.map_err(store_unavailable)? {
+        let replay = accept::replay_or_conflict(r, req, operator).map_err(accept_error)?;
         return answer(state, replay).await;
     }
     if !state.settings.upgrades_enabled {
@@ -88,7 +88,7 @@ async fn mutate(state: &FiState, req: &PolicyRequest, operator: &Pubkey) -> Resu
     if let Some(issuer) = &req.expected_issuer {
         check_issuer(state, issuer)?;
     }
-    let accepted = fi_accept::accept(pool, req, operator).await.map_err(accept_error)?;
+    let accepted = accept::accept(pool, req, operator).await.map_err(accept_error)?;
     if let Accepted::New(r) = &accepted {
         tracing::info!(
             %operator, operation_id = %r.operation_id, community_id = %r.community_id,
@@ -138,17 +138,17 @@ async fn answer(state: &FiState, accepted: Accepted) -> Result<Response, ApiErro
 
 async fn receipt_body(state: &FiState, r: &Receipt) -> Result<serde_json::Value, ApiError> {
     let pool = &state.op.pool;
-    let current = fi_store::current(pool, r.community_id).await.map_err(store_unavailable)?;
+    let current = store::current(pool, r.community_id).await.map_err(store_unavailable)?;
     let trust = match (&r.expected_issuer, r.desired_requires_nip_fi) {
         (Some(issuer), true) => {
             state.registry.keys(issuer).is_ok()
-                && crate::fi_bindings::exists(pool, r.community_id, issuer)
+                && crate::nip_fi::bindings::exists(pool, r.community_id, issuer)
                     .await
                     .map_err(store_unavailable)?
         }
         _ => true,
     };
-    Ok(fi_view::receipt_body(r, current.as_ref(), trust, state.settings.mode))
+    Ok(view::receipt_body(r, current.as_ref(), trust, state.settings.mode))
 }
 
 async fn get_policy(
@@ -156,20 +156,20 @@ async fn get_policy(
     uri: OriginalUri,
     Operator { pubkey: operator, .. }: Operator,
 ) -> Result<Response, ApiError> {
-    match fi_request::parse_read(uri.0.query()).map_err(ApiError::invalid_request)? {
+    match request::parse_read(uri.0.query()).map_err(ApiError::invalid_request)? {
         ReadForm::Operation(id) => read_receipt(&state, id, &operator, false).await,
         ReadForm::Current { community_id, expected_host } => {
             let pool = &state.op.pool;
-            let cur = fi_store::current(pool, community_id)
+            let cur = store::current(pool, community_id)
                 .await
                 .map_err(store_unavailable)?
                 .ok_or_else(|| not_found("community not found"))?;
             if cur.host != expected_host {
                 return Err(conflict("host_conflict", "expected_host is not the community's host"));
             }
-            let bindings = fi_store::bindings(pool, community_id).await.map_err(store_unavailable)?;
+            let bindings = store::bindings(pool, community_id).await.map_err(store_unavailable)?;
             let body =
-                fi_view::current_body(&cur, &bindings, state.settings.mode, state.settings.upgrades_enabled);
+                view::current_body(&cur, &bindings, state.settings.mode, state.settings.upgrades_enabled);
             Ok(Json(body).into_response())
         }
     }
@@ -182,7 +182,7 @@ async fn read_receipt(
     operator: &Pubkey,
     legacy: bool,
 ) -> Result<Response, ApiError> {
-    let r = fi_store::receipt(&state.op.pool, id).await.map_err(store_unavailable)?;
+    let r = store::receipt(&state.op.pool, id).await.map_err(store_unavailable)?;
     match r {
         Some(r) if r.operator_pubkey == *operator && (!legacy || r.is_legacy()) => {
             Ok(Json(receipt_body(state, &r).await?).into_response())
@@ -196,7 +196,7 @@ async fn get_legacy(
     uri: OriginalUri,
     Operator { pubkey: operator, .. }: Operator,
 ) -> Result<Response, ApiError> {
-    match fi_request::parse_read(uri.0.query()).map_err(ApiError::invalid_request)? {
+    match request::parse_read(uri.0.query()).map_err(ApiError::invalid_request)? {
         ReadForm::Operation(id) => read_receipt(&state, id, &operator, true).await,
         ReadForm::Current { .. } => {
             Err(ApiError::invalid_request("the legacy route reads only by operation_id"))
@@ -209,7 +209,7 @@ async fn post_binding(
     Operator { pubkey: operator, body }: Operator,
 ) -> Result<Response, ApiError> {
     let (community_id, issuer) = binding_body(&body)?;
-    match crate::fi_bindings::bind(&state.op.pool, community_id, &issuer).await {
+    match crate::nip_fi::bindings::bind(&state.op.pool, community_id, &issuer).await {
         Ok(created) => {
             tracing::info!(%operator, %community_id, %issuer, created, "nip-fi binding added");
             let status = if created { StatusCode::CREATED } else { StatusCode::OK };
@@ -225,7 +225,7 @@ async fn delete_binding(
     Operator { pubkey: operator, body }: Operator,
 ) -> Result<Response, ApiError> {
     let (community_id, issuer) = binding_body(&body)?;
-    match crate::fi_bindings::unbind(&state.op.pool, community_id, &issuer).await {
+    match crate::nip_fi::bindings::unbind(&state.op.pool, community_id, &issuer).await {
         Ok(()) => {
             tracing::info!(%operator, %community_id, %issuer, "nip-fi binding removed");
             let body = serde_json::json!({ "community_id": community_id, "issuer": issuer, "bound": false });
@@ -242,17 +242,17 @@ pub fn binding_body(body: &[u8]) -> Result<(buzz_core::CommunityId, String), Api
         .map_err(ApiError::invalid_body)?;
     let community_id = req
         .string("community_id")
-        .and_then(|c| fi_request::community_field("community_id", c))
+        .and_then(|c| request::community_field("community_id", c))
         .map_err(ApiError::invalid_body)?;
     let issuer = req
         .string("issuer")
-        .and_then(|i| fi_request::issuer_field("issuer", i))
+        .and_then(|i| request::issuer_field("issuer", i))
         .map_err(ApiError::invalid_body)?;
     Ok((community_id, issuer))
 }
 
-fn binding_error(e: crate::fi_bindings::BindingError) -> ApiError {
-    use crate::fi_bindings::BindingError as B;
+fn binding_error(e: crate::nip_fi::bindings::BindingError) -> ApiError {
+    use crate::nip_fi::bindings::BindingError as B;
     match e {
         B::CommunityNotFound => not_found("community not found"),
         B::BindingNotFound => not_found("binding not found"),

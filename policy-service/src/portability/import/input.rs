@@ -5,7 +5,7 @@ use std::path::Path;
 
 use tokio::io::BufReader;
 
-use crate::import_lines::{BoundedLines, LineError, LineTooLong};
+use crate::portability::import::lines::{BoundedLines, LineError, LineTooLong};
 
 /// Why an import was refused.
 #[derive(Debug, thiserror::Error)]

@@ -8,7 +8,7 @@
 //!   kind per channel, in a channel the file holds;
 //! - a 45011 removal: the tags `d`, `h`, `e` of the move it reports, rebuilt
 //!   (`buzz_core::nipar::removal_tags`), and the import is refused unless the imported revision
-//!   records hold that move (checked once they are in, `import_sql::UNRECORDED_REMOVAL`).
+//!   records hold that move (checked once they are in, `sql::UNRECORDED_REMOVAL`).
 //!
 //! Any other event by those keys, and any event of a kind the relay never accepts from a client,
 //! is refused (400): nothing is imported.
@@ -19,7 +19,7 @@ use buzz_store::relay_state::{channel, channel_members, members_tags, metadata_t
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::import_input::{invalid, ImportError};
+use crate::portability::import::input::{invalid, ImportError};
 
 /// What an event of the file is to this relay.
 #[derive(Debug, PartialEq, Eq)]

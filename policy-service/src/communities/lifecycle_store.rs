@@ -1,6 +1,6 @@
 //! SQL of the community lifecycle: changing host and owner, and deleting a community.
 //!
-//! Both follow the NIP-FI lock order of `fi_store`: community deletion lock (shared for a change,
+//! Both follow the NIP-FI lock order of `nip_fi/store.rs`: community deletion lock (shared for a change,
 //! exclusive for a deletion) → `communities` row → host lease (exclusive, for the old and the new
 //! host in name order). Receipts (`community_auth_upgrades`) have no foreign key to
 //! `communities` and are never deleted here.
@@ -8,8 +8,8 @@
 use buzz_core::{CommunityId, Lifecycle, Pubkey};
 use sqlx::{PgConnection, PgPool};
 
-use crate::fi_store;
-use crate::store::{self, Community};
+use crate::communities::store::{self, Community};
+use crate::nip_fi::store as fi_store;
 
 /// Why a lifecycle change was not applied.
 #[derive(Debug, thiserror::Error)]

@@ -5,7 +5,7 @@ use buzz_core::Lifecycle;
 use buzz_fi::Mode;
 use serde_json::{json, Value};
 
-use crate::fi_store::{Current, Receipt};
+use crate::nip_fi::store::{Current, Receipt};
 
 /// A receipt's state: `applied`, `pending`, `superseded` or `unavailable` (never `active`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

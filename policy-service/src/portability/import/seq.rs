@@ -17,10 +17,10 @@
 use sqlx::PgConnection;
 use tokio::io::AsyncBufRead;
 
-use crate::export_format::SECTIONS;
-use crate::import_input::{invalid, line_error, ImportError};
-use crate::import_json::{self, Line};
-use crate::import_lines::BoundedLines;
+use crate::portability::format::SECTIONS;
+use crate::portability::import::input::{invalid, line_error, ImportError};
+use crate::portability::import::json::{self, Line};
+use crate::portability::import::lines::BoundedLines;
 
 /// Values sent per statement.
 const CHUNK: usize = 65_536;
@@ -56,7 +56,7 @@ pub async fn import_seq<R: AsyncBufRead + Unpin>(
         lines.next_line().await.map_err(line_error)?;
     }
     while let Some(text) = lines.next_line().await.map_err(line_error)? {
-        let (section, row) = match import_json::line(text)? {
+        let (section, row) = match json::line(text)? {
             Line::End(_) => break,
             Line::Row { section, row } => (SECTIONS[section].kind, row),
         };

@@ -18,7 +18,7 @@ use buzz_bus::BusError;
 use buzz_core::http_json::JsonObject;
 use buzz_core::{CommunityId, Pubkey};
 
-use crate::lifecycle_store::{self as lstore, Change, ChangeError};
+use crate::communities::lifecycle_store::{self as lstore, Change, ChangeError};
 use crate::operator::{no_store, not_found, unavailable, ApiError, HasOperator, Operator, OperatorState};
 
 /// What the lifecycle routes need: the operator surface and the bus to the snapshot-service.

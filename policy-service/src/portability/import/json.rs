@@ -13,8 +13,8 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::export_format::{section_of, SECTIONS};
-use crate::import_input::{invalid, ImportError};
+use crate::portability::format::{section_of, SECTIONS};
+use crate::portability::import::input::{invalid, ImportError};
 
 /// The longest part of a name quoted in an error.
 const QUOTED: usize = 64;
