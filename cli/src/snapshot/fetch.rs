@@ -9,11 +9,11 @@ use std::time::Duration;
 use buzz_core::Event;
 use serde_json::{json, Value};
 
-use crate::snapshot_error::SnapshotError;
-use crate::snapshot_http::Relay;
-use crate::snapshot_live::Live;
-use crate::snapshot_merge::{verify_body, Entry};
-use crate::snapshot_step::Step;
+use crate::snapshot::error::SnapshotError;
+use crate::snapshot::http::Relay;
+use crate::snapshot::live::Live;
+use crate::snapshot::merge::{verify_body, Entry};
+use crate::snapshot::step::Step;
 
 /// The spec's `bodyRows`: most revision ids per `bodies` request. A batch whose bodies exceed
 /// `bodyBytes` (413) is halved; a single body over it fails.

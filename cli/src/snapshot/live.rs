@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::snapshot_error::SnapshotError;
-use crate::snapshot_http::Target;
+use crate::snapshot::error::SnapshotError;
+use crate::snapshot::http::Target;
 
 type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 

@@ -4,7 +4,7 @@
 use buzz_core::Keys;
 use serde_json::{json, Value};
 
-use crate::snapshot_error::SnapshotError;
+use crate::snapshot::error::SnapshotError;
 
 /// A relay: its WebSocket URL and the host that names the community.
 #[derive(Debug, Clone)]

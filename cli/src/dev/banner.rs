@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use crate::dev_community::{DevKeys, LocalCommunity};
-use crate::nip19;
+use crate::dev::community::{DevKeys, LocalCommunity};
+use crate::dev::nip19;
 
 /// Everything the banner names.
 pub struct Banner<'a> {

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::dev_banner::{self, Banner};
-use crate::dev_community::{self, DevKeys};
+use crate::dev::banner::{self, Banner};
+use crate::dev::community::{self, DevKeys};
 
 #[derive(clap::Args)]
 pub struct DevArgs {
@@ -89,7 +89,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let services = build(&args, &keys, policy_addr, &operator_origin, shutdown.clone()).await?;
     let gateway_addr = services.gateway.addr();
     let metrics_addr = services.gateway.admin_addr();
-    let community = dev_community::ensure(&pool, &local_host(gateway_addr.port()), &keys.owner).await?;
+    let community = community::ensure(&pool, &local_host(gateway_addr.port()), &keys.owner).await?;
     pool.close().await;
 
     // Before the banner: Ctrl-C as soon as the banner shows must stop the services cleanly.
@@ -98,7 +98,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     if let Err(e) = wait_ready(gateway_addr, &community.host).await {
         eprintln!("warning: {e:#}");
     }
-    dev_banner::print(&Banner {
+    banner::print(&Banner {
         community: &community,
         keys: &keys,
         dir,

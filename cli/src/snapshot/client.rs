@@ -12,15 +12,15 @@ use buzz_core::nipar::KIND_REVISION as KIND;
 use buzz_core::{Event, Keys};
 use serde_json::{json, Value};
 
-pub use crate::snapshot_error::SnapshotError;
-pub use crate::snapshot_fetch::RequestRetry;
-use crate::snapshot_fetch::{bodies, call, manifest, Manifest};
-use crate::snapshot_http::Relay;
-pub use crate::snapshot_http::Target;
-use crate::snapshot_live::{lookup, Live};
-pub use crate::snapshot_local::LocalWrites;
-pub use crate::snapshot_merge::{verify_body, Entry, Predicates, Reconciler};
-pub use crate::snapshot_step::Step;
+pub use crate::snapshot::error::SnapshotError;
+pub use crate::snapshot::fetch::RequestRetry;
+use crate::snapshot::fetch::{bodies, call, manifest, Manifest};
+use crate::snapshot::http::Relay;
+pub use crate::snapshot::http::Target;
+use crate::snapshot::live::{lookup, Live};
+pub use crate::snapshot::local::LocalWrites;
+pub use crate::snapshot::merge::{verify_body, Entry, Predicates, Reconciler};
+pub use crate::snapshot::step::Step;
 
 /// What to capture and how persistently.
 pub struct Options {

@@ -19,7 +19,7 @@ use buzz_core::nipar::{KIND_REMOVAL, KIND_REVISION as KIND};
 use buzz_core::Event;
 use serde_json::Value;
 
-use crate::snapshot_error::SnapshotError;
+use crate::snapshot::error::SnapshotError;
 
 /// One manifest entry: the captured revision of an artifact in its home channel.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -250,5 +250,4 @@ impl Reconciler {
 }
 
 #[cfg(test)]
-#[path = "snapshot_merge_tests.rs"]
 mod tests;

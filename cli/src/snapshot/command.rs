@@ -4,9 +4,10 @@
 
 use std::io::{IsTerminal, Write};
 
-use buzz_cli::snapshot_client::{snapshot, Options, SnapshotError, Step, Target};
+use crate::snapshot::client::{snapshot, Options, SnapshotError, Step, Target};
 use serde_json::{json, Map, Value};
 
+/// The arguments of `buzz snapshot`.
 #[derive(clap::Args)]
 pub struct SnapshotArgs {
     /// Relay WebSocket URL, e.g. ws://localhost:7777
