@@ -47,25 +47,8 @@ impl Application {
             operator_pubkeys: settings.operator_pubkeys.clone(),
             origin: settings.operator_origin.clone(),
         });
-        let lifecycle_state = Arc::new(lifecycle::LifecycleState {
-            op: state.clone(),
-            bus: buzz_bus::Bus::new(nats.clone()),
-            purge_subject: subjects.snapshot_purge(),
-        });
-        let export_state = Arc::new(export::ExportState {
-            op: state.clone(),
-            relay: settings.relay_secret_key.as_deref().and_then(buzz_core::Keys::from_secret_hex),
-            max_bytes: settings.import_max_bytes,
-            max_line_bytes: settings.import_max_line_bytes,
-            imports: Arc::new(tokio::sync::Semaphore::new(settings.import_max_concurrent)),
-        });
         let fi = &settings.nip_fi;
         let registry = Arc::new(buzz_fi::Registry::new(&fi.issuers, fi.jwks_max_age, fi.jwks_timeout));
-        let fi_state = Arc::new(fi_routes::FiState {
-            op: state.clone(),
-            settings: fi.clone(),
-            registry: registry.clone(),
-        });
         let (ready_pool, ready_nats) = (pool.clone(), nats.clone());
         let ready = move || {
             let pool = ready_pool.clone();
@@ -76,13 +59,7 @@ impl Application {
             }
         };
         let admin_router = buzz_telemetry::admin_router(ready.clone());
-        let audit_router = audit::router(state.clone());
-        let router = routes::router(state)
-            .merge(audit_router)
-            .merge(fi_routes::router(fi_state))
-            .merge(lifecycle::router(lifecycle_state))
-            .merge(export::router(export_state.clone()))
-            .merge(import::route::router(export_state))
+        let router = operator_routes(&settings, state, &nats, &subjects, registry.clone())
             .merge(buzz_telemetry::probe_router(ready))
             .fallback(|| async { operator::not_found("no such route") })
             .layer(axum::extract::DefaultBodyLimit::max(operator::MAX_BODY_BYTES))
@@ -155,4 +132,36 @@ impl Application {
         self.nats.flush().await.ok();
         Ok(())
     }
+}
+
+/// Every operator route over the shared operator `state`: communities, their audit log, the
+/// NIP-FI policy plane, the lifecycle, export and import.
+fn operator_routes(
+    settings: &Settings,
+    state: Arc<operator::OperatorState>,
+    nats: &async_nats::Client,
+    subjects: &Subjects,
+    registry: Arc<buzz_fi::Registry>,
+) -> axum::Router {
+    let lifecycle_state = Arc::new(lifecycle::LifecycleState {
+        op: state.clone(),
+        bus: buzz_bus::Bus::new(nats.clone()),
+        purge_subject: subjects.snapshot_purge(),
+    });
+    let export_state = Arc::new(export::ExportState {
+        op: state.clone(),
+        relay: settings.relay_secret_key.as_deref().and_then(buzz_core::Keys::from_secret_hex),
+        max_bytes: settings.import_max_bytes,
+        max_line_bytes: settings.import_max_line_bytes,
+        imports: Arc::new(tokio::sync::Semaphore::new(settings.import_max_concurrent)),
+    });
+    let fi_state =
+        Arc::new(fi_routes::FiState { op: state.clone(), settings: settings.nip_fi.clone(), registry });
+    let audit_router = audit::router(state.clone());
+    routes::router(state)
+        .merge(audit_router)
+        .merge(fi_routes::router(fi_state))
+        .merge(lifecycle::router(lifecycle_state))
+        .merge(export::router(export_state.clone()))
+        .merge(import::route::router(export_state))
 }
