@@ -3,12 +3,9 @@
 
 mod admin;
 mod dev;
-mod dev_banner;
-mod dev_community;
 mod http;
-mod nip19;
+mod migrate;
 mod nip_fi;
-mod snapshot_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -34,7 +31,7 @@ enum Command {
         to_version: Option<i64>,
     },
     /// Run all five services in one process on loopback (local development).
-    Dev(dev::DevArgs),
+    Dev(Box<dev::command::DevArgs>),
     /// Print a new secret key and its public key.
     Keygen,
     /// Operator API calls (NIP-98 signed with an operator key).
@@ -47,7 +44,7 @@ enum Command {
     /// (`buzz admin supportedmethods` lists the methods).
     Admin(admin::AdminArgs),
     /// Every current artifact of a query through the NIP-AR snapshot transport (reference client).
-    Snapshot(snapshot_cmd::SnapshotArgs),
+    Snapshot(buzz_cli::snapshot::command::SnapshotArgs),
 }
 
 /// Exit codes: 0 success, 1 usage or local error, 5 request, transport or response error;
@@ -56,9 +53,11 @@ enum Command {
 async fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
-        Command::Migrate { database_url, to_version } => report(migrate(&database_url, to_version).await, 1),
+        Command::Migrate { database_url, to_version } => {
+            report(migrate::run(&database_url, to_version).await, 1)
+        }
         // Boxed: the whole relay's start-up is a large future.
-        Command::Dev(args) => report(Box::pin(dev::run(args)).await, 1),
+        Command::Dev(args) => report(Box::pin(dev::command::run(*args)).await, 1),
         Command::Keygen => {
             let keys = buzz_core::Keys::generate();
             println!("{{\"secret_key\":\"{}\",\"pubkey\":\"{}\"}}", keys.secret_hex(), keys.public_hex());
@@ -67,7 +66,7 @@ async fn main() {
         Command::Operator(cmd) => http::operator(cmd).await,
         Command::Members(cmd) => http::members(cmd).await,
         Command::Admin(args) => admin::run(args).await,
-        Command::Snapshot(args) => snapshot_cmd::run(args).await,
+        Command::Snapshot(args) => buzz_cli::snapshot::command::run(args).await,
     };
     std::process::exit(code);
 }
@@ -80,12 +79,4 @@ fn report(r: anyhow::Result<()>, code: i32) -> i32 {
             code
         }
     }
-}
-
-async fn migrate(url: &str, to_version: Option<i64>) -> anyhow::Result<()> {
-    let pool = buzz_store::connect(url, 2).await?;
-    buzz_store::migrate_to(&pool, to_version.unwrap_or(buzz_store::SCHEMA_VERSION)).await?;
-    let version = buzz_store::check_schema(&pool).await?;
-    println!("migrations applied (schema version {version})");
-    Ok(())
 }

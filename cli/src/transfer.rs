@@ -1,5 +1,5 @@
 //! `buzz operator export` and `buzz operator import`: a community to an NDJSON file and back
-//! (policy-service/src/export.rs, import.rs), signed with the operator's key (NIP-98).
+//! (policy-service/src/portability/export.rs, import/), signed with the operator's key (NIP-98).
 //!
 //! Export streams the answer to the file chunk by chunk with a progress counter on stderr (the
 //! header line carries the row counts) and fails unless the file ends with the `end` line.

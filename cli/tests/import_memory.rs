@@ -219,7 +219,7 @@ async fn run(n: usize) -> (u64, Vec<Value>) {
 /// four lines, what is derived from it) and two batches (gathered, and sent).
 fn bound_kib() -> u64 {
     let line = buzz_policy::settings::IMPORT_MAX_LINE_BYTES as u64;
-    (16 * line + 2 * buzz_policy::import_rows::BATCH_BYTES as u64) / 1024
+    (16 * line + 2 * buzz_policy::portability::import::rows::BATCH_BYTES as u64) / 1024
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,4 +1,4 @@
-//! The NIP-AR snapshot reference client (`buzz_cli::snapshot_client`) against a real in-process
+//! The NIP-AR snapshot reference client (`buzz_cli::snapshot::client`) against a real in-process
 //! cluster: a multi-page capture with every body verified, live events after the capture in the
 //! result, local records kept, and a forced reset retried with backoff; a lost live socket starts
 //! the capture over, a 413 body batch is halved, and bodies the caller holds are not fetched.
@@ -8,7 +8,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use buzz_cli::snapshot_client::{snapshot, Options, Step, Target};
+use buzz_cli::snapshot::client::{snapshot, Options, Step, Target};
 use buzz_core::{Event, Keys};
 use buzz_tests::client::WsClient;
 use buzz_tests::snapshot::{channel, create, ok, rev, seed_events, tag, TASK};
@@ -464,7 +464,7 @@ async fn a_lost_page_answer_and_a_busy_503_are_retried_within_the_capture_and_ho
 
     // The completed capture holds one of the reader's two slots until it expires: exactly one
     // more start fits.
-    let relay = buzz_cli::snapshot_http::Relay::new(
+    let relay = buzz_cli::snapshot::http::Relay::new(
         Target::parse(&format!("ws://{}", cluster.gateways[0]), Some(&team.host)).unwrap(),
         reader.clone(),
     );

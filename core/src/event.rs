@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::hex::is_lower_hex;
 use crate::ids::{EventId, Pubkey};
-use crate::is_lower_hex;
 
 /// A signed Nostr event exactly as it travels on the wire. Deserialising it checks the shape of
 /// `id` and `pubkey` (their types); [`Event::verify`] checks that they and `sig` belong together.

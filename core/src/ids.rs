@@ -15,7 +15,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Deserializer, Serialize};
 use uuid::Uuid;
 
-use crate::is_lower_hex;
+use crate::hex::is_lower_hex;
 
 /// Why a text is not the identity it should be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

@@ -88,7 +88,7 @@ impl Keys {
     pub fn sign_new(&self, kind: u32, tags: Vec<Vec<String>>, content: &str) -> Event {
         self.sign(UnsignedEvent {
             pubkey: self.public.to_string(),
-            created_at: crate::unix_now(),
+            created_at: crate::clock::unix_now(),
             kind,
             tags,
             content: content.to_owned(),
@@ -190,7 +190,7 @@ mod tests {
         let keys = Keys::generate();
         let again = Keys::from_secret_hex(&keys.secret_hex()).expect("round trip");
         assert_eq!(keys.public_hex(), again.public_hex());
-        assert!(crate::Pubkey::parse(&keys.public_hex()).is_ok());
+        assert!(crate::ids::Pubkey::parse(&keys.public_hex()).is_ok());
         assert!(format!("{keys:?}").contains(&keys.public_hex()));
     }
 

@@ -2,10 +2,12 @@
 //! host normalisation, the JSON of the HTTP APIs and the NIP-42 / NIP-98 checks. No I/O lives here.
 
 pub mod artifact_query;
+pub mod clock;
 pub mod domain;
 pub mod error_code;
 pub mod event;
 pub mod filter;
+pub mod hex;
 pub mod host;
 pub mod http_json;
 pub mod ids;
@@ -20,25 +22,13 @@ pub mod nipar;
 pub mod nipoa;
 
 pub use artifact_query::ArtifactForm;
+pub use clock::unix_now;
 pub use domain::{ChannelType, Lifecycle, Role, Visibility};
 pub use error_code::ErrorCode;
 pub use event::{Event, EventError, UnsignedEvent};
 pub use filter::{Filter, FilterError};
+pub use hex::is_lower_hex;
 pub use ids::{ChannelId, CommunityId, EventId, IdError, Pubkey, TokenHash};
 pub use keys::Keys;
 pub use limits::{ArtifactLimits, Limits};
 pub use message::{ClientMessage, ParseError, RelayMessage};
-
-/// True when `s` is exactly `len` lowercase hex characters.
-#[must_use]
-pub fn is_lower_hex(s: &str, len: usize) -> bool {
-    s.len() == len && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
-
-/// Current unix time in seconds.
-#[must_use]
-pub fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-}

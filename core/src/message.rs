@@ -3,10 +3,11 @@
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 
+use crate::clock::unix_now;
 use crate::event::Event;
 use crate::filter::Filter;
+use crate::hex::is_lower_hex;
 use crate::ids::{EventId, Pubkey};
-use crate::is_lower_hex;
 use crate::limits::Limits;
 
 /// A message from a client, parsed and checked against the limits.
@@ -268,7 +269,7 @@ fn parse_event_message(parts: &[&RawValue], kind: &str, limits: &Limits) -> Resu
     }
     // AUTH events have their own, narrower window (NIP-42).
     if kind == "EVENT" {
-        crate::event::check_created_at(event.created_at, crate::unix_now(), limits.created_at_upper_limit)
+        crate::event::check_created_at(event.created_at, unix_now(), limits.created_at_upper_limit)
             .map_err(|why| reject(format!("invalid: {why}")))?;
     }
     Ok(Box::new(event))

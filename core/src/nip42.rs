@@ -55,8 +55,8 @@ mod tests {
 
     fn auth_event(tags: &[(&str, &str)], kind: u32, created_at: i64) -> Event {
         Event {
-            id: crate::EventId::parse(&"0".repeat(64)).unwrap(),
-            pubkey: crate::Pubkey::parse(&"1".repeat(64)).unwrap(),
+            id: crate::ids::EventId::parse(&"0".repeat(64)).unwrap(),
+            pubkey: crate::ids::Pubkey::parse(&"1".repeat(64)).unwrap(),
             created_at,
             kind,
             tags: tags.iter().map(|(k, v)| vec![(*k).to_owned(), (*v).to_owned()]).collect(),

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{EventId, Pubkey};
+use crate::ids::{EventId, Pubkey};
 
 /// The `Content-Type` of a NIP-86 request.
 pub const CONTENT_TYPE: &str = "application/nostr+json+rpc";

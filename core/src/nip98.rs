@@ -43,7 +43,7 @@ pub enum Nip98Error {
 /// `method`, for a non-empty body `payload` = sha256 hex of the body, and a random `nonce`.
 /// For clients and tests.
 #[must_use]
-pub fn authorization_header(keys: &crate::Keys, method: &str, url: &str, body: &[u8]) -> String {
+pub fn authorization_header(keys: &crate::keys::Keys, method: &str, url: &str, body: &[u8]) -> String {
     use sha2::Digest as _;
     let payload = (!body.is_empty()).then(|| hex::encode(sha2::Sha256::digest(body)));
     authorization_header_for(keys, method, url, payload.as_deref())
@@ -53,7 +53,7 @@ pub fn authorization_header(keys: &crate::Keys, method: &str, url: &str, body: &
 /// `payload` is the sha256 hex of the body, or `None` for an empty body.
 #[must_use]
 pub fn authorization_header_for(
-    keys: &crate::Keys,
+    keys: &crate::keys::Keys,
     method: &str,
     url: &str,
     payload: Option<&str>,

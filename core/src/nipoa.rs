@@ -30,7 +30,7 @@ pub fn auth_tag(event: &Event) -> Result<Option<AgentAuth>, String> {
         return Err("more than one auth tag".into());
     }
     match tag {
-        [_, owner, conditions, sig] if crate::is_lower_hex(sig, 128) => match Pubkey::parse(owner) {
+        [_, owner, conditions, sig] if crate::hex::is_lower_hex(sig, 128) => match Pubkey::parse(owner) {
             Ok(owner) => Ok(Some(AgentAuth { owner, conditions: conditions.clone(), sig: sig.clone() })),
             Err(_) => Err("malformed auth tag".into()),
         },
@@ -88,7 +88,7 @@ pub fn allows(conditions: &str, kind: Option<u32>, created_at: i64) -> Result<bo
 
 /// Signs a grant for `agent` with the owner's keys: the `auth` tag to put on the agent's events.
 #[must_use]
-pub fn grant(owner: &crate::Keys, agent: &str, conditions: &str) -> Vec<String> {
+pub fn grant(owner: &crate::keys::Keys, agent: &str, conditions: &str) -> Vec<String> {
     let sig = owner.sign_digest(&grant_digest(PREFIX, agent, conditions));
     vec!["auth".into(), owner.public_hex(), conditions.into(), sig]
 }
@@ -131,8 +131,8 @@ mod tests {
 
     #[test]
     fn a_signed_grant_verifies_for_its_agent_only() {
-        let owner = crate::Keys::generate();
-        let agent = crate::Keys::generate();
+        let owner = crate::keys::Keys::generate();
+        let agent = crate::keys::Keys::generate();
         let tag = grant(&owner, &agent.public_hex(), "kind=9&created_at<9999999999");
         let ev = agent.sign_new(9, vec![tag], "");
         let auth = auth_tag(&ev).unwrap().unwrap();
@@ -156,8 +156,8 @@ mod tests {
 
     #[test]
     fn more_than_one_auth_tag_or_a_malformed_one_is_invalid() {
-        let owner = crate::Keys::generate();
-        let agent = crate::Keys::generate();
+        let owner = crate::keys::Keys::generate();
+        let agent = crate::keys::Keys::generate();
         let tag = grant(&owner, &agent.public_hex(), "");
         let two = agent.sign_new(9, vec![tag.clone(), tag], "");
         assert_eq!(auth_tag(&two), Err("more than one auth tag".into()));

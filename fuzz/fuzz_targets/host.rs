@@ -1,12 +1,12 @@
 //! The `Host` header as the gateway reads it (`HeaderValue` → `to_str` →
-//! `host::normalize_host`, gateway/src/request.rs) and community hosts as the operator API takes
-//! them (`host::community_host`, policy-service `fi_request::canonical_host`).
+//! `host::normalize_host`, gateway/src/http/request.rs) and community hosts as the operator API takes
+//! them (`host::community_host`, policy-service `nip_fi::request::canonical_host`).
 //! Asserts: no panic; normalising is idempotent and yields lowercase visible ASCII; a community
 //! host is its own normal form and a community host again; loopback is decided on the normal form.
 #![no_main]
 
 use buzz_core::host::{community_host, is_loopback_host, normalize_host, MAX_HOST_NAME};
-use buzz_policy::fi_request::canonical_host;
+use buzz_policy::nip_fi::request::canonical_host;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -8,7 +8,8 @@
 use axum::extract::OriginalUri;
 use buzz_core::host::community_host;
 use buzz_http_auth::ApiError;
-use buzz_policy::{fi_request, fi_routes, lifecycle, operator};
+use buzz_policy::communities::{lifecycle, routes as community_routes};
+use buzz_policy::nip_fi::{request, routes as fi_routes};
 use libfuzzer_sys::fuzz_target;
 
 fn refusal(e: &ApiError) {
@@ -20,7 +21,7 @@ fn canonical(host: &str) {
     assert_eq!(community_host(host).as_deref(), Ok(host), "host {host:?} is not canonical");
 }
 
-fn check(req: &fi_request::PolicyRequest) {
+fn check(req: &request::PolicyRequest) {
     canonical(&req.expected_host);
     assert_eq!(req.desired, req.expected_issuer.is_some());
     assert_eq!(req.is_legacy(), req.expected_required.is_none());
@@ -31,7 +32,7 @@ fn check(req: &fi_request::PolicyRequest) {
 fuzz_target!(|data: &[u8]| {
     let Some((&mode, body)) = data.split_first() else { return };
     match mode % 8 {
-        0 => match operator::parse_create(body) {
+        0 => match community_routes::parse_create(body) {
             Ok(req) => {
                 assert!(!req.community_id.is_nil());
                 canonical(&req.host);
@@ -39,7 +40,7 @@ fuzz_target!(|data: &[u8]| {
             }
             Err(e) => refusal(&e),
         },
-        1 => match operator::parse_update(body) {
+        1 => match community_routes::parse_update(body) {
             Ok(changes) => assert!(changes.retention_days.is_some() || changes.names_profile()),
             Err(e) => refusal(&e),
         },
@@ -55,27 +56,27 @@ fuzz_target!(|data: &[u8]| {
         3 => {
             let Ok(query) = std::str::from_utf8(body) else { return };
             let Ok(uri) = format!("/operator/communities?{query}").parse::<http::Uri>() else { return };
-            match operator::community_param(&OriginalUri(uri)) {
+            match community_routes::community_param(&OriginalUri(uri)) {
                 Ok(id) => assert!(!id.is_nil()),
                 Err(e) => refusal(&e),
             }
         }
         4 => {
-            if let Ok(req) = fi_request::parse_general(body) {
+            if let Ok(req) = request::parse_general(body) {
                 check(&req);
                 assert!(!req.is_legacy());
             }
         }
         5 => {
-            if let Ok(req) = fi_request::parse_legacy(body) {
+            if let Ok(req) = request::parse_legacy(body) {
                 check(&req);
                 assert!(req.is_legacy() && req.desired);
             }
         }
         6 => {
             let Ok(query) = std::str::from_utf8(body) else { return };
-            if let Ok(fi_request::ReadForm::Current { expected_host, .. }) =
-                fi_request::parse_read(Some(query))
+            if let Ok(request::ReadForm::Current { expected_host, .. }) =
+                request::parse_read(Some(query))
             {
                 canonical(&expected_host);
             }

@@ -23,7 +23,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::Settings;
+use crate::settings::Settings;
 use buzz_http_auth::ApiError;
 
 /// Why a connection is not admitted.

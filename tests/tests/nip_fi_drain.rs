@@ -133,7 +133,7 @@ async fn a_required_community_refuses_non_fi_upgrades_with_the_contract_denials(
 }
 
 /// During a drain, lease requests for the drained host wait without a pool connection (or, past
-/// `fi_store::DRAIN_WAITERS`, are answered "draining" at once), so many gateways' worth of
+/// `leases::store::DRAIN_WAITERS`, are answered "draining" at once), so many gateways' worth of
 /// concurrent requests for it never stall other hosts' leases on the same replica (pool of 10,
 /// 64 handler slots). None of the drained host's answers is an optional lease.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,4 +1,4 @@
-//! The gateway's NIP-FI revalidation listener is supervised (`buzz_gateway::fi_sockets::
+//! The gateway's NIP-FI revalidation listener is supervised (`buzz_gateway::fi::sockets::
 //! supervise`): when it ends (here its subscription is made to end after one sweep, then to
 //! fail until the test lets it), the gateway's `/readyz` fails while it is down, and it is
 //! restarted and closes non-FI sockets of required communities again. Real NATS throughout.
@@ -13,7 +13,8 @@ use std::time::Duration;
 use buzz_bus::Subjects;
 use buzz_fi::revalidate::{RequiredCommunity, Revalidate};
 use buzz_fi::Mode;
-use buzz_gateway::fi_sockets::{supervise, FiSockets};
+use buzz_gateway::fi::sockets::{supervise, FiSockets};
+use buzz_gateway::http::router::admin_router;
 use buzz_tests::cluster::eventually;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -62,8 +63,7 @@ async fn a_dead_revalidation_listener_is_restarted_and_the_gateway_is_unready_wh
     let listener = tokio::spawn(supervise(subscribe, Mode::Enforce, sockets.clone(), shutdown.clone()));
     let admin = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let admin_addr = admin.local_addr().unwrap();
-    let router =
-        buzz_gateway::http::admin_router(buzz_bus::Bus::new(nats.clone()), sockets.clone(), Mode::Enforce);
+    let router = admin_router(buzz_bus::Bus::new(nats.clone()), sockets.clone(), Mode::Enforce);
     tokio::spawn(buzz_telemetry::serve_admin(admin, router, shutdown.clone()));
 
     let wait = Duration::from_secs(10);
@@ -100,12 +100,11 @@ async fn with_fi_off_a_dead_listener_does_not_make_the_gateway_unready() {
     let admin = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let admin_addr = admin.local_addr().unwrap();
     let shutdown = CancellationToken::new();
-    let router =
-        buzz_gateway::http::admin_router(buzz_bus::Bus::new(nats.clone()), sockets.clone(), Mode::Off);
+    let router = admin_router(buzz_bus::Bus::new(nats.clone()), sockets.clone(), Mode::Off);
     tokio::spawn(buzz_telemetry::serve_admin(admin, router, shutdown.clone()));
     // No listener at all: under `off` revalidation acts on nothing.
     assert_eq!(readyz(admin_addr).await, 200);
-    let router = buzz_gateway::http::admin_router(buzz_bus::Bus::new(nats), sockets, Mode::Enforce);
+    let router = admin_router(buzz_bus::Bus::new(nats), sockets, Mode::Enforce);
     let admin = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let enforce_addr = admin.local_addr().unwrap();
     tokio::spawn(buzz_telemetry::serve_admin(admin, router, shutdown.clone()));

@@ -140,7 +140,7 @@ async fn an_enable_naming_a_provision_binding_the_registry_lacks_is_an_issuer_co
     cluster.stop().await;
 }
 
-/// The advisory lock class of the host lease (`fi_store::LOCK_HOST_LEASE`).
+/// The advisory lock class of the host lease (`nip_fi::store::LOCK_HOST_LEASE`).
 const LOCK_HOST_LEASE: i32 = 0x4649_0003;
 
 async fn host_lease_lock(team: &Community, f: &str, conn: &mut sqlx::PgConnection) {

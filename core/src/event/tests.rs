@@ -98,7 +98,7 @@ fn sign_verify_round_trip_and_tampering() {
     let keys = Keys::generate();
     let event = keys.sign_new(1, vec![vec!["e".into(), "a".repeat(64)]], "hello nostr");
     assert_eq!(event.verify(), Ok(()));
-    assert!((event.created_at - crate::unix_now()).abs() < 5);
+    assert!((event.created_at - crate::clock::unix_now()).abs() < 5);
 
     let tampered = Event { content: "hello nostr!".into(), ..event.clone() };
     assert_eq!(tampered.verify(), Err(EventError::IdMismatch));

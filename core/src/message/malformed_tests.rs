@@ -34,7 +34,7 @@ fn parse_with(kind: &str, field: &str, value: Option<&str>) -> Result<ClientMess
 }
 
 fn rejected(reason: &str) -> Result<ClientMessage, ParseError> {
-    Err(ParseError::Ok { id: crate::EventId::parse(ID).unwrap(), reason: reason.into() })
+    Err(ParseError::Ok { id: crate::ids::EventId::parse(ID).unwrap(), reason: reason.into() })
 }
 
 #[test]

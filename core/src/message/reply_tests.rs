@@ -65,7 +65,7 @@ fn relay_messages() {
         ),
         (
             RelayMessage::Ok {
-                id: crate::EventId::parse(&"ab".repeat(32)).unwrap(),
+                id: crate::ids::EventId::parse(&"ab".repeat(32)).unwrap(),
                 accepted: true,
                 message: String::new(),
             },
@@ -73,7 +73,7 @@ fn relay_messages() {
         ),
         (
             RelayMessage::Ok {
-                id: crate::EventId::parse(&"ab".repeat(32)).unwrap(),
+                id: crate::ids::EventId::parse(&"ab".repeat(32)).unwrap(),
                 accepted: false,
                 message: "invalid: \n".into(),
             },

@@ -224,7 +224,7 @@ fn events_with_nul_or_a_far_future_created_at_are_refused_with_their_id() {
     assert_eq!(reason(&nul_content, "EVENT"), "invalid: content must not contain NUL (U+0000)");
     assert!(reason(&nul_tag, "AUTH").contains("NUL"));
     let at = |created_at: i64| {
-        keys.sign(crate::UnsignedEvent {
+        keys.sign(crate::event::UnsignedEvent {
             pubkey: String::new(),
             created_at,
             kind: 9,
@@ -232,7 +232,7 @@ fn events_with_nul_or_a_far_future_created_at_are_refused_with_their_id() {
             content: String::new(),
         })
     };
-    let now = crate::unix_now();
+    let now = crate::clock::unix_now();
     assert!(reason(&at(now + 3600), "EVENT").starts_with("invalid: created_at is too far in the future"));
     assert!(reason(&at(i64::MAX), "EVENT").starts_with("invalid: created_at"));
     assert!(reason(&at(-5), "EVENT").starts_with("invalid: created_at must not be negative"));

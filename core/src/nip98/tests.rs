@@ -10,7 +10,7 @@ const URL: &str = "https://relay.example.com/api/v1/things?x=1";
 
 fn auth_event(keys: &Keys, tags: &[(&str, &str)], kind: u32, created_at: i64) -> Event {
     let tags = tags.iter().map(|(k, v)| vec![(*k).to_owned(), (*v).to_owned()]).collect();
-    keys.sign(crate::UnsignedEvent {
+    keys.sign(crate::event::UnsignedEvent {
         pubkey: keys.public_hex(),
         created_at,
         kind,
@@ -129,10 +129,10 @@ fn validates_binding() {
 
 #[test]
 fn a_built_authorization_header_decodes_and_binds_the_body() {
-    let keys = crate::Keys::generate();
+    let keys = crate::keys::Keys::generate();
     let h = super::authorization_header(&keys, "POST", "https://x.test/api", b"{}");
     let ev = super::decode_header(&h).unwrap();
-    let now = crate::unix_now();
+    let now = crate::clock::unix_now();
     assert_eq!(super::validate(&ev, "POST", "https://x.test/api", b"{}", now, 60), Ok(()));
     assert_eq!(
         super::validate(&ev, "POST", "https://x.test/api", b"{ }", now, 60),

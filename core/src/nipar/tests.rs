@@ -435,18 +435,18 @@ fn envelope_fields() {
         env,
         Envelope {
             d: Uuid::parse_str(D).unwrap(),
-            h: crate::ChannelId::parse(H).unwrap(),
+            h: crate::ids::ChannelId::parse(H).unwrap(),
             type_name: "buzz.task".into(),
             title: Some("Fix the payment timeout".into()),
             op: Op::Update,
-            root: Some(crate::EventId::parse(ROOT).unwrap()),
-            prev: Some(crate::EventId::parse(PREV).unwrap()),
+            root: Some(crate::ids::EventId::parse(ROOT).unwrap()),
+            prev: Some(crate::ids::EventId::parse(PREV).unwrap()),
         }
     );
 
     let env = parse(&keys.sign_new(KIND_REVISION, base("delete"), "")).unwrap();
     assert_eq!(
-        (env.op, env.title, env.prev.as_ref().map(crate::EventId::as_str), env.root),
+        (env.op, env.title, env.prev.as_ref().map(crate::ids::EventId::as_str), env.root),
         (Op::Delete, None, Some(PREV), None)
     );
 

@@ -58,7 +58,7 @@ pub struct QueryBus {
 impl QueryBus {
     /// The query subjects of `state`'s bus.
     #[must_use]
-    pub fn of(state: &crate::AppState) -> Self {
+    pub fn of(state: &crate::state::AppState) -> Self {
         Self {
             nats: state.nats.client().clone(),
             subject: state.subjects.query(),

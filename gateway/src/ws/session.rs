@@ -17,7 +17,7 @@ use super::outbound::{self, Frame, Outbound};
 use super::query::QueryUpdate;
 use super::subs::{self, Subs};
 use crate::live::Push;
-use crate::AppState;
+use crate::state::AppState;
 
 /// Live pushes queued per socket; a socket that falls this far behind is closed.
 const LIVE_QUEUE: usize = 4096;
@@ -52,7 +52,7 @@ pub(super) struct Session {
     unauthenticated_until: Option<Instant>,
     /// NIP-FI: set when the socket was admitted with valid evidence (AUTH must prove its key;
     /// the socket closes at its deadline).
-    pub(super) fi: Option<crate::fi::Admission>,
+    pub(super) fi: Option<crate::fi::admission::Admission>,
     /// The key whose membership removal last dropped this socket's authentication, so that a
     /// ban of that key which follows the removal still closes the socket.
     pub(super) removed_key: Option<Pubkey>,
@@ -74,7 +74,7 @@ pub async fn run(
     community: CommunityLease,
     host: String,
     actor: Option<Actor>,
-    fi: Option<crate::fi::Admission>,
+    fi: Option<crate::fi::admission::Admission>,
 ) {
     metrics::gauge!("buzz_gateway_sockets").increment(1);
     let (sink, stream) = socket.split();
