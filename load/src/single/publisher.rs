@@ -9,7 +9,7 @@ use buzz_core::Keys;
 use tokio::sync::mpsc;
 use tokio::time::{sleep_until, Instant as TokioInstant, MissedTickBehavior};
 
-use crate::client::{next_frame, Conn};
+use crate::client::{next_frame, Conn, Frame, Sink};
 use crate::nostr::{self, RelayMsg};
 use crate::single::stats::{PublisherStats, SendLog};
 
@@ -65,100 +65,153 @@ async fn next_event(
     rx.recv().await
 }
 
+/// One publisher's loop state: what it counted, what awaits its OK, when it stops.
+struct Loop {
+    st: PublisherStats,
+    /// Sent EVENTs awaiting their OK, by id, with their send instant.
+    pending: HashMap<String, Instant>,
+    /// When paced: the next send instant.
+    next_at: Option<Instant>,
+    /// Set when sending ended (window over, quota reached, nothing left to sign): the end of
+    /// the wait for outstanding OKs.
+    drain_deadline: Option<Instant>,
+}
+
+/// Whether the loop goes on.
+#[derive(PartialEq, Eq)]
+enum Step {
+    Go,
+    Stop,
+}
+
 pub async fn run(conn: Conn, plan: PublisherPlan, log: Arc<SendLog>) -> PublisherStats {
     let Conn { mut sink, mut stream, .. } = conn;
-    let mut st = PublisherStats::default();
+    let mut p = Loop {
+        st: PublisherStats::default(),
+        pending: HashMap::new(),
+        next_at: plan.interval.map(|_| plan.start),
+        drain_deadline: None,
+    };
     let mut rx = spawn_signer(&plan);
-    let mut pending: HashMap<String, Instant> = HashMap::new();
-    let mut next_at = plan.interval.map(|_| plan.start);
-    let mut drain_deadline: Option<Instant> = None;
     let mut sweep = tokio::time::interval(Duration::from_millis(100));
     sweep.set_missed_tick_behavior(MissedTickBehavior::Delay);
     sleep_until(TokioInstant::from_std(plan.start)).await;
 
     loop {
-        let sending = drain_deadline.is_none();
-        if !sending && pending.is_empty() {
+        let sending = p.drain_deadline.is_none();
+        if !sending && p.pending.is_empty() {
             break;
         }
-        let can_send = sending && pending.len() < plan.in_flight;
-        tokio::select! {
+        let can_send = sending && p.pending.len() < plan.in_flight;
+        let step = tokio::select! {
             biased;
-            frame = next_frame(&mut stream) => match frame {
-                Ok(Some(f)) => match f.msg {
-                    RelayMsg::Ok { id, accepted, message } => match pending.remove(&id) {
-                        Some(sent_at) => {
-                            st.ok_latency.record(f.at.saturating_duration_since(sent_at));
-                            st.last_ok = Some(f.at);
-                            if accepted {
-                                st.accepted += 1;
-                            } else {
-                                st.rejected += 1;
-                                st.reasons.add(&message);
-                            }
-                        }
-                        None => st.unmatched_oks += 1,
-                    },
-                    RelayMsg::Notice(n) => st.notices.add(&n),
-                    RelayMsg::Closed { message, .. } => st.notices.add(&format!("CLOSED: {message}")),
-                    _ => {}
-                },
-                Ok(None) => {
-                    st.errors.add("publisher: relay closed the connection");
-                    break;
-                }
-                Err(e) => {
-                    st.errors.add(&format!("publisher: {e}"));
-                    break;
-                }
+            frame = next_frame(&mut stream) => p.on_frame(frame),
+            () = sleep_until(TokioInstant::from_std(plan.send_deadline)), if sending => p.stop_sending(&plan),
+            () = sleep_until(TokioInstant::from_std(p.drain_deadline.unwrap_or(plan.send_deadline))), if !sending => {
+                Step::Stop
+            }
+            _ = sweep.tick() => p.sweep(plan.ok_timeout),
+            next = next_event(&mut rx, p.next_at), if can_send => match next {
+                Some((id, msg)) => p.send(&mut sink, &plan, &log, id, msg).await,
+                None => p.stop_sending(&plan),
             },
-            () = sleep_until(TokioInstant::from_std(plan.send_deadline)), if sending => {
-                drain_deadline = Some(Instant::now() + plan.drain_timeout);
-            }
-            () = sleep_until(TokioInstant::from_std(drain_deadline.unwrap_or(plan.send_deadline))), if !sending => {
-                break;
-            }
-            _ = sweep.tick() => {
-                let now = Instant::now();
-                let before = pending.len();
-                pending.retain(|_, sent| now.saturating_duration_since(*sent) < plan.ok_timeout);
-                st.ok_timeouts += (before - pending.len()) as u64;
-            }
-            next = next_event(&mut rx, next_at), if can_send => match next {
-                Some((id, msg)) => {
-                    let now = Instant::now();
-                    log.insert(&id, now);
-                    pending.insert(id, now);
-                    match tokio::time::timeout(plan.ok_timeout, futures::SinkExt::send(&mut sink, msg.into())).await {
-                        Ok(Ok(())) => {}
-                        Ok(Err(e)) => {
-                            st.errors.add(&format!("publisher: websocket send: {e}"));
-                            break;
-                        }
-                        Err(_) => {
-                            st.errors.add("publisher: websocket send blocked past --ok-timeout");
-                            break;
-                        }
-                    }
-                    st.sent += 1;
-                    if let (Some(at), Some(gap)) = (next_at.as_mut(), plan.interval) {
-                        *at += gap;
-                    }
-                    if plan.quota.is_some_and(|q| st.sent >= q) {
-                        drain_deadline = Some(Instant::now() + plan.drain_timeout);
-                    }
-                }
-                None => drain_deadline = Some(Instant::now() + plan.drain_timeout),
-            },
+        };
+        if step == Step::Stop {
+            break;
         }
-        if st.send_end.is_none() && drain_deadline.is_some() {
-            st.send_end = Some(Instant::now());
+        if p.st.send_end.is_none() && p.drain_deadline.is_some() {
+            p.st.send_end = Some(Instant::now());
         }
     }
+    let mut st = p.st;
     st.send_end.get_or_insert_with(Instant::now);
     // Whatever is still pending never got its OK in time.
-    st.ok_timeouts += pending.len() as u64;
+    st.ok_timeouts += p.pending.len() as u64;
     drop(rx);
     let _ = tokio::time::timeout(Duration::from_secs(1), futures::SinkExt::close(&mut sink)).await;
     st
+}
+
+impl Loop {
+    /// Sending ends now; outstanding OKs get the drain timeout.
+    fn stop_sending(&mut self, plan: &PublisherPlan) -> Step {
+        self.drain_deadline = Some(Instant::now() + plan.drain_timeout);
+        Step::Go
+    }
+
+    /// Counts one frame from the relay; a closed or failed socket stops the loop.
+    fn on_frame(&mut self, frame: anyhow::Result<Option<Frame>>) -> Step {
+        let f = match frame {
+            Ok(Some(f)) => f,
+            Ok(None) => {
+                self.st.errors.add("publisher: relay closed the connection");
+                return Step::Stop;
+            }
+            Err(e) => {
+                self.st.errors.add(&format!("publisher: {e}"));
+                return Step::Stop;
+            }
+        };
+        match f.msg {
+            RelayMsg::Ok { id, accepted, message } => match self.pending.remove(&id) {
+                Some(sent_at) => {
+                    self.st.ok_latency.record(f.at.saturating_duration_since(sent_at));
+                    self.st.last_ok = Some(f.at);
+                    if accepted {
+                        self.st.accepted += 1;
+                    } else {
+                        self.st.rejected += 1;
+                        self.st.reasons.add(&message);
+                    }
+                }
+                None => self.st.unmatched_oks += 1,
+            },
+            RelayMsg::Notice(n) => self.st.notices.add(&n),
+            RelayMsg::Closed { message, .. } => self.st.notices.add(&format!("CLOSED: {message}")),
+            _ => {}
+        }
+        Step::Go
+    }
+
+    /// EVENTs waiting longer than `ok_timeout` count as timed out.
+    fn sweep(&mut self, ok_timeout: Duration) -> Step {
+        let now = Instant::now();
+        let before = self.pending.len();
+        self.pending.retain(|_, sent| now.saturating_duration_since(*sent) < ok_timeout);
+        self.st.ok_timeouts += (before - self.pending.len()) as u64;
+        Step::Go
+    }
+
+    /// Sends one signed event; a socket that fails or blocks past `--ok-timeout` stops the loop.
+    async fn send(
+        &mut self,
+        sink: &mut Sink,
+        plan: &PublisherPlan,
+        log: &SendLog,
+        id: String,
+        msg: String,
+    ) -> Step {
+        let now = Instant::now();
+        log.insert(&id, now);
+        self.pending.insert(id, now);
+        match tokio::time::timeout(plan.ok_timeout, futures::SinkExt::send(sink, msg.into())).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                self.st.errors.add(&format!("publisher: websocket send: {e}"));
+                return Step::Stop;
+            }
+            Err(_) => {
+                self.st.errors.add("publisher: websocket send blocked past --ok-timeout");
+                return Step::Stop;
+            }
+        }
+        self.st.sent += 1;
+        if let (Some(at), Some(gap)) = (self.next_at.as_mut(), plan.interval) {
+            *at += gap;
+        }
+        if plan.quota.is_some_and(|q| self.st.sent >= q) {
+            return self.stop_sending(plan);
+        }
+        Step::Go
+    }
 }

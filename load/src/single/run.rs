@@ -17,8 +17,9 @@ use crate::nostr;
 use crate::single::config::{Config, Mode};
 use crate::single::publisher::{self, PublisherPlan};
 use crate::single::report::{Params, Report, Results, SetupInfo};
-use crate::single::setup;
+use crate::single::setup::{self, BuzzSetup};
 use crate::single::stats::{PublisherStats, SendLog, SubscriberStats};
+use crate::single::subscriber;
 
 /// Gap between "everyone connected" and the first send, so all publishers start together.
 const START_DELAY: Duration = Duration::from_millis(50);
@@ -62,48 +63,10 @@ pub async fn run(cfg: &Config) -> Result<Report> {
         Mode::Buzz => (0..cfg.subscribers).map(|_| Keys::generate()).collect(),
         Mode::Plain => Vec::new(),
     };
-    let (channel, buzz) = match cfg.mode {
-        Mode::Plain => (nostr::plain_channel_id(), None),
-        Mode::Buzz => {
-            let all: Vec<Keys> = pub_keys.iter().chain(&sub_keys).cloned().collect();
-            let s = setup::prepare(cfg, &all).await.context("buzz setup")?;
-            if let Some(secret) = &s.generated_owner_secret {
-                eprintln!("buzz-load: generated community owner key, secret {secret}");
-            }
-            (s.channel.clone(), Some(s))
-        }
-    };
-
+    let (channel, buzz) = prepare(cfg, &pub_keys, &sub_keys).await?;
     let mut setup_errors = Reasons::default();
-    let since = buzz_core::unix_now();
-    let opened =
-        join_all((0..cfg.subscribers).map(|i| open_subscriber(cfg, i, sub_keys.get(i), &channel, since)))
-            .await;
-    let mut sub_conns = Vec::new();
-    let mut stored_before_eose = 0;
-    for r in opened {
-        match r {
-            Ok((c, stored)) => {
-                stored_before_eose += stored;
-                sub_conns.push(c);
-            }
-            Err(e) => setup_errors.add(&format!("subscriber: {e:#}")),
-        }
-    }
-    let opened = join_all(
-        pub_keys
-            .iter()
-            .enumerate()
-            .map(|(i, k)| async move { open(cfg, target(cfg, i), Some(k)).await.map(|c| (c, k.clone())) }),
-    )
-    .await;
-    let mut pub_conns = Vec::new();
-    for r in opened {
-        match r {
-            Ok(c) => pub_conns.push(c),
-            Err(e) => setup_errors.add(&format!("publisher: {e:#}")),
-        }
-    }
+    let (sub_conns, stored_before_eose) = open_subscribers(cfg, &sub_keys, &channel, &mut setup_errors).await;
+    let pub_conns = open_publishers(cfg, &pub_keys, &mut setup_errors).await;
     if pub_conns.is_empty() {
         let why: Vec<String> = setup_errors.first.iter().map(|(r, n)| format!("{n} × {r}")).collect();
         bail!("no publisher connection could be opened: {}", why.join("; "));
@@ -116,44 +79,10 @@ pub async fn run(cfg: &Config) -> Result<Report> {
     let (stop_tx, stop_rx) = watch::channel(false);
     let sub_tasks: Vec<_> = sub_conns
         .into_iter()
-        .map(|c| {
-            tokio::spawn(crate::single::subscriber::run(c, log.clone(), delivered.clone(), stop_rx.clone()))
-        })
+        .map(|c| tokio::spawn(subscriber::run(c, log.clone(), delivered.clone(), stop_rx.clone())))
         .collect();
-
     let start = Instant::now() + START_DELAY;
-    #[allow(clippy::cast_precision_loss)] // connection counts are small
-    let interval = cfg.rate.map(|r| Duration::from_secs_f64(n as f64 / r));
-    let pub_tasks: Vec<_> = pub_conns
-        .into_iter()
-        .enumerate()
-        .map(|(i, (conn, keys))| {
-            // Paced publishers are staggered over one interval so sends spread evenly.
-            let offset = interval.map_or(Duration::ZERO, |g| g.mul_f64(i as f64 / n as f64));
-            let plan = PublisherPlan {
-                index: i,
-                keys,
-                channel: channel.clone(),
-                interval,
-                start: start + offset,
-                send_deadline: start + cfg.duration,
-                quota: quota(cfg.events, n, i),
-                in_flight: cfg.in_flight,
-                ok_timeout: cfg.ok_timeout,
-                drain_timeout: cfg.drain_timeout,
-                content_bytes: cfg.content_bytes,
-            };
-            tokio::spawn(publisher::run(conn, plan, log.clone()))
-        })
-        .collect();
-
-    let mut pubs = PublisherStats::default();
-    for t in pub_tasks {
-        match t.await {
-            Ok(s) => pubs.merge(&s),
-            Err(e) => pubs.errors.add(&format!("publisher task: {e}")),
-        }
-    }
+    let pubs = publish(cfg, pub_conns, &channel, start, &log).await;
 
     // Drain: wait until every accepted event reached every subscriber, or the drain timeout.
     let expected = pubs.accepted * subscribers_connected as u64;
@@ -162,17 +91,7 @@ pub async fn run(cfg: &Config) -> Result<Report> {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let _ = stop_tx.send(true);
-    let mut subs = SubscriberStats::default();
-    for mut t in sub_tasks {
-        match tokio::time::timeout(Duration::from_secs(3), &mut t).await {
-            Ok(Ok(s)) => subs.merge(&s),
-            Ok(Err(e)) => subs.errors.add(&format!("subscriber task: {e}")),
-            Err(_) => {
-                t.abort();
-                subs.errors.add("subscriber task did not stop in time");
-            }
-        }
-    }
+    let subs = stop_subscribers(sub_tasks).await;
 
     Ok(Report {
         params: Params::from(cfg),
@@ -186,6 +105,126 @@ pub async fn run(cfg: &Config) -> Result<Report> {
         },
         results: Results::compute(start, &pubs, &subs, subscribers_connected),
     })
+}
+
+/// The load channel: a random tag (plain), or, for buzz-relay, the community's new channel once
+/// every connection's key is a member.
+async fn prepare(cfg: &Config, pub_keys: &[Keys], sub_keys: &[Keys]) -> Result<(String, Option<BuzzSetup>)> {
+    match cfg.mode {
+        Mode::Plain => Ok((nostr::plain_channel_id(), None)),
+        Mode::Buzz => {
+            let all: Vec<Keys> = pub_keys.iter().chain(sub_keys).cloned().collect();
+            let s = setup::prepare(cfg, &all).await.context("buzz setup")?;
+            if let Some(secret) = &s.generated_owner_secret {
+                eprintln!("buzz-load: generated community owner key, secret {secret}");
+            }
+            Ok((s.channel.clone(), Some(s)))
+        }
+    }
+}
+
+/// Opens every subscriber (past EOSE); the ones that failed are counted in `errors`. Returns the
+/// open ones and how many stored events they were sent before EOSE.
+async fn open_subscribers(
+    cfg: &Config,
+    sub_keys: &[Keys],
+    channel: &str,
+    errors: &mut Reasons,
+) -> (Vec<Conn>, u64) {
+    let since = buzz_core::unix_now();
+    let opened =
+        join_all((0..cfg.subscribers).map(|i| open_subscriber(cfg, i, sub_keys.get(i), channel, since)))
+            .await;
+    let mut conns = Vec::new();
+    let mut stored_before_eose = 0;
+    for r in opened {
+        match r {
+            Ok((c, stored)) => {
+                stored_before_eose += stored;
+                conns.push(c);
+            }
+            Err(e) => errors.add(&format!("subscriber: {e:#}")),
+        }
+    }
+    (conns, stored_before_eose)
+}
+
+/// Opens every publisher with its key; the ones that failed are counted in `errors`.
+async fn open_publishers(cfg: &Config, pub_keys: &[Keys], errors: &mut Reasons) -> Vec<(Conn, Keys)> {
+    let opened = join_all(
+        pub_keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| async move { open(cfg, target(cfg, i), Some(k)).await.map(|c| (c, k.clone())) }),
+    )
+    .await;
+    let mut conns = Vec::new();
+    for r in opened {
+        match r {
+            Ok(c) => conns.push(c),
+            Err(e) => errors.add(&format!("publisher: {e:#}")),
+        }
+    }
+    conns
+}
+
+/// Runs every publisher from `start` to its end and merges what they counted.
+async fn publish(
+    cfg: &Config,
+    conns: Vec<(Conn, Keys)>,
+    channel: &str,
+    start: Instant,
+    log: &Arc<SendLog>,
+) -> PublisherStats {
+    let n = conns.len();
+    #[allow(clippy::cast_precision_loss)] // connection counts are small
+    let interval = cfg.rate.map(|r| Duration::from_secs_f64(n as f64 / r));
+    let tasks: Vec<_> = conns
+        .into_iter()
+        .enumerate()
+        .map(|(i, (conn, keys))| {
+            // Paced publishers are staggered over one interval so sends spread evenly.
+            let offset = interval.map_or(Duration::ZERO, |g| g.mul_f64(i as f64 / n as f64));
+            let plan = PublisherPlan {
+                index: i,
+                keys,
+                channel: channel.to_owned(),
+                interval,
+                start: start + offset,
+                send_deadline: start + cfg.duration,
+                quota: quota(cfg.events, n, i),
+                in_flight: cfg.in_flight,
+                ok_timeout: cfg.ok_timeout,
+                drain_timeout: cfg.drain_timeout,
+                content_bytes: cfg.content_bytes,
+            };
+            tokio::spawn(publisher::run(conn, plan, log.clone()))
+        })
+        .collect();
+    let mut pubs = PublisherStats::default();
+    for t in tasks {
+        match t.await {
+            Ok(s) => pubs.merge(&s),
+            Err(e) => pubs.errors.add(&format!("publisher task: {e}")),
+        }
+    }
+    pubs
+}
+
+/// Waits (3 s each at most) for the subscribers told to stop, and merges what they counted.
+async fn stop_subscribers(tasks: Vec<tokio::task::JoinHandle<SubscriberStats>>) -> SubscriberStats {
+    let mut subs = SubscriberStats::default();
+    for mut t in tasks {
+        match tokio::time::timeout(Duration::from_secs(3), &mut t).await {
+            Ok(Ok(s)) => subs.merge(&s),
+            Ok(Err(e)) => subs.errors.add(&format!("subscriber task: {e}")),
+            Err(_) => {
+                t.abort();
+                subs.errors.add("subscriber task did not stop in time");
+            }
+        }
+    }
+    subs
 }
 
 #[cfg(test)]
