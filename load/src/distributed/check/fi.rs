@@ -1,5 +1,6 @@
 //! The NIP-FI criterion of the fault suite, from the `fi_flip` lines of the flipper
-//! (`crate::distributed::coordinator::fi_flip`) and the `fi_sock` lines of the FI part's clients (`crate::distributed::worker::scenarios::fi`):
+//! (`coordinator::fi_flip`) and the `fi_sock` lines of the FI part's clients
+//! (`worker::scenarios::fi`):
 //!
 //! - **fi leaks** (fails): a plain (non-FI) socket admitted (upgrade and AUTH OK) whose upgrade
 //!   started after an enable's 2xx answer arrived and was answered (101) before the next
@@ -95,6 +96,9 @@ fn window_of(w: &[(u64, u64)], t: u64) -> Option<(u64, u64)> {
     w.iter().copied().find(|&(a, b)| a <= t && t < b)
 }
 
+/// An answered flip: when its answer came, its action, when its request was first sent (µs).
+type Answered<'a> = (u64, &'a str, u64);
+
 /// Judges the NIP-FI lines of `records`; `None` when the run had no NIP-FI part.
 #[must_use]
 pub fn judge(records: &[Value]) -> Option<FiFindings> {
@@ -128,44 +132,58 @@ pub fn judge(records: &[Value]) -> Option<FiFindings> {
     let first_enable = starts.iter().filter(|(_, a)| *a == "enable").map(|(t, _)| *t).min();
     disabled.push((0, first_enable.unwrap_or(u64::MAX)));
     for r in socks {
+        v.judge_socket(r, &enabled, &disabled, &oks);
+    }
+    v.close_ms.sort_unstable();
+    Some(v)
+}
+
+impl FiFindings {
+    /// One `fi_sock` line against the windows in which FI was surely `enabled` or `disabled`.
+    fn judge_socket(&mut self, r: &Value, enabled: &[(u64, u64)], disabled: &[(u64, u64)], oks: &[Answered]) {
         let (kind, outcome) = (r["kind"].as_str().unwrap_or("?"), r["outcome"].as_str().unwrap_or("?"));
         let mut key = format!("{kind} {outcome}");
         let refusal = refusal(r);
         if outcome == "refused" {
             let _ = write!(key, " {refusal}");
         }
-        *v.sockets.entry(key).or_default() += 1;
+        *self.sockets.entry(key).or_default() += 1;
         let start = u(r, "start_us").unwrap_or(0);
         let admitted = outcome == "admitted";
         let upgraded = u(r, "upgraded_us").or(u(r, "admit_us")).unwrap_or(0);
         match kind {
-            "plain" if within(&enabled, start) => {
-                v.plain_while_enabled += 1;
-                let raced = window_of(&enabled, start).is_some_and(|(_, to)| upgraded >= to);
+            "plain" if within(enabled, start) => {
+                self.plain_while_enabled += 1;
+                let raced = window_of(enabled, start).is_some_and(|(_, to)| upgraded >= to);
                 if admitted && raced {
-                    v.raced_disable += 1;
+                    self.raced_disable += 1;
                 } else if admitted {
-                    v.leaks += 1;
-                    if v.leak_examples.len() < 10 {
-                        v.leak_examples.push(format!("{} {start}", r["c"]));
+                    self.leaks += 1;
+                    if self.leak_examples.len() < 10 {
+                        self.leak_examples.push(format!("{} {start}", r["c"]));
                     }
                 }
             }
-            "plain" if within(&disabled, start) => {
-                v.plain_while_disabled.1 += 1;
-                v.plain_while_disabled.0 += u64::from(admitted);
+            "plain" if within(disabled, start) => {
+                self.plain_while_disabled.1 += 1;
+                self.plain_while_disabled.0 += u64::from(admitted);
             }
-            "fi" if outcome == "refused" && within(&enabled, start) => {
-                *v.fi_refused_while_enabled.entry(refusal).or_default() += 1;
+            "fi" if outcome == "refused" && within(enabled, start) => {
+                *self.fi_refused_while_enabled.entry(refusal).or_default() += 1;
             }
             _ => {}
         }
         if kind == "fi" && admitted && r.get("closed_us").is_some() {
-            v.fi_closed_by_relay += 1;
+            self.fi_closed_by_relay += 1;
         }
-        if kind != "plain" || !admitted {
-            continue;
+        if kind == "plain" && admitted {
+            self.time_the_close(r, oks);
         }
+    }
+
+    /// An admitted plain socket open when an enable was answered: how long until the relay
+    /// closed it (or whether its client closed it first).
+    fn time_the_close(&mut self, r: &Value, oks: &[Answered]) {
         let (admit, closed, end) =
             (u(r, "admit_us").unwrap_or(0), u(r, "closed_us"), u(r, "us").unwrap_or(0));
         // The first enable answered while the socket was open (or that it closed during).
@@ -175,18 +193,14 @@ pub fn judge(records: &[Value]) -> Option<FiFindings> {
             .map(|&(ok, _, _)| ok)
             .min();
         if let Some(ok) = at {
-            v.open_at_enable += 1;
+            self.open_at_enable += 1;
             match closed {
-                Some(c) => v.close_ms.push(c.saturating_sub(ok) / 1000),
-                None => v.outlived_hold += 1,
+                Some(c) => self.close_ms.push(c.saturating_sub(ok) / 1000),
+                None => self.outlived_hold += 1,
             }
         }
     }
-    v.close_ms.sort_unstable();
-    Some(v)
-}
 
-impl FiFindings {
     /// The verdict lines: the failing criterion and the reported findings.
     #[must_use]
     pub fn lines(&self) -> Vec<Line> {

@@ -1,5 +1,5 @@
 //! The NIP-FI part's socket clients. The coordinator flips the requirement of a second community
-//! (`dist::fi_flip`); each client here opens sockets to that community, answers AUTH, holds the
+//! (`coordinator::fi_flip`); each client here opens sockets to that community, answers AUTH, holds the
 //! socket a while, closes it, and audits every attempt as one `fi_sock` line. Odd clients open FI
 //! sockets (evidence minted from the seeded issuer for their own key, ES256 and EdDSA in turn),
 //! even ones plain sockets: a plain client whose socket the relay closed or refused tries again
@@ -11,7 +11,7 @@
 //! refused AUTH, `transport` = no answer), `status`/`code`/`msg` of a refusal, `upgraded_us` (the
 //! 101 arrived: the relay decided by then), `admit_us`,
 //! `closed_us` and `close` when the relay closed an admitted socket, `us` (its end).
-//! `dist::fi_check` judges them against the flips.
+//! `check::fi` judges them against the flips.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -71,31 +71,7 @@ async fn attempt(
     rec["kind"] = json!(kind);
     rec["start_us"] = json!(unix_us());
     let t0 = Instant::now();
-    let headers: Vec<(&'static str, &str)> = evidence.map(|e| (EVIDENCE_HEADER, e)).into_iter().collect();
-    let mut conn = match Conn::connect_with_headers(target, ctx.timeout(), &headers).await {
-        Ok(c) => {
-            rec["upgraded_us"] = json!(unix_us());
-            c
-        }
-        Err(e) => {
-            if let Some(tungstenite::Error::Http(resp)) = e.downcast_ref::<tungstenite::Error>() {
-                let body: Value = resp
-                    .body()
-                    .as_deref()
-                    .and_then(|b| serde_json::from_slice(b).ok())
-                    .unwrap_or(Value::Null);
-                rec["outcome"] = json!("refused");
-                rec["status"] = json!(resp.status().as_u16());
-                rec["code"] = body["code"].clone();
-                ctx.rec.conflict(&op, t0.elapsed());
-            } else {
-                rec["outcome"] = json!("transport");
-                rec["msg"] = json!(format!("{e:#}"));
-                ctx.rec.error(&op, "connect failed");
-            }
-            return;
-        }
-    };
+    let Some(mut conn) = upgrade(ctx, target, evidence, &op, t0, rec).await else { return };
     if let Err(e) = conn.authenticate(keys, ctx.timeout()).await {
         let msg = format!("{e:#}");
         if let Some(reason) = msg.split("AUTH rejected: ").nth(1) {
@@ -114,30 +90,64 @@ async fn attempt(
     rec["admit_us"] = json!(unix_us());
     ctx.rec.ok(&op, t0.elapsed());
     let until = (Instant::now() + hold).min(end.max(Instant::now()));
-    loop {
-        tokio::select! {
-            msg = conn.stream.next() => match msg {
-                Some(Ok(Message::Close(frame))) => {
-                    rec["closed_us"] = json!(unix_us());
-                    rec["close"] = json!(frame.map_or_else(String::new, |f| f.reason.to_string()));
-                    break;
-                }
-                Some(Err(e)) => {
-                    rec["closed_us"] = json!(unix_us());
-                    rec["close"] = json!(format!("read: {e}"));
-                    break;
-                }
-                None => {
-                    rec["closed_us"] = json!(unix_us());
-                    rec["close"] = json!("eof");
-                    break;
-                }
-                Some(Ok(_)) => {}
-            },
-            () = sleep_until(until) => break,
-        }
-    }
+    hold_open(&mut conn, until, rec).await;
     if rec.get("closed_us").is_none() {
         conn.close(Duration::from_secs(1)).await;
+    }
+}
+
+/// The upgrade (with the evidence header for an FI socket): the socket, or `None` with the
+/// refusal (an HTTP status and code) or the transport failure in `rec`.
+async fn upgrade(
+    ctx: &Ctx,
+    target: &crate::flags::Target,
+    evidence: Option<&str>,
+    op: &str,
+    t0: Instant,
+    rec: &mut Value,
+) -> Option<Conn> {
+    let headers: Vec<(&'static str, &str)> = evidence.map(|e| (EVIDENCE_HEADER, e)).into_iter().collect();
+    match Conn::connect_with_headers(target, ctx.timeout(), &headers).await {
+        Ok(c) => {
+            rec["upgraded_us"] = json!(unix_us());
+            Some(c)
+        }
+        Err(e) => {
+            if let Some(tungstenite::Error::Http(resp)) = e.downcast_ref::<tungstenite::Error>() {
+                let body: Value = resp
+                    .body()
+                    .as_deref()
+                    .and_then(|b| serde_json::from_slice(b).ok())
+                    .unwrap_or(Value::Null);
+                rec["outcome"] = json!("refused");
+                rec["status"] = json!(resp.status().as_u16());
+                rec["code"] = body["code"].clone();
+                ctx.rec.conflict(op, t0.elapsed());
+            } else {
+                rec["outcome"] = json!("transport");
+                rec["msg"] = json!(format!("{e:#}"));
+                ctx.rec.error(op, "connect failed");
+            }
+            None
+        }
+    }
+}
+
+/// Reads an admitted socket until `until`; a close by the relay (its reason), a read error or
+/// the end of the stream goes into `rec` (`closed_us`, `close`).
+async fn hold_open(conn: &mut Conn, until: Instant, rec: &mut Value) {
+    loop {
+        let close = tokio::select! {
+            msg = conn.stream.next() => match msg {
+                Some(Ok(Message::Close(frame))) => frame.map_or_else(String::new, |f| f.reason.to_string()),
+                Some(Err(e)) => format!("read: {e}"),
+                None => "eof".to_owned(),
+                Some(Ok(_)) => continue,
+            },
+            () = sleep_until(until) => return,
+        };
+        rec["closed_us"] = json!(unix_us());
+        rec["close"] = json!(close);
+        return;
     }
 }
