@@ -142,58 +142,19 @@ impl DistReport {
             })
             .collect();
         let head = headline(plan.scenario).to_owned();
-        let head_ops: Vec<&str> = if head.is_empty() { Vec::new() } else { vec![head.as_str()] };
-        let last = merged.seconds.keys().next_back().copied().unwrap_or(0);
-        let timeline = (0..=last)
-            .map(|s| {
-                let c = merged.second_counts(s);
-                let mut h = crate::latency::Latency::new();
-                for (name, a) in merged.seconds.get(&s).into_iter().flatten() {
-                    if head_ops.is_empty() || head_ops.contains(&name.as_str()) {
-                        h.merge(&a.latency);
-                    }
-                }
-                let sum = h.summary();
-                Point {
-                    second: s,
-                    ops: c.ok + c.conflicts,
-                    errors: c.errors,
-                    p50_us: sum.p50_us,
-                    p90_us: sum.p90_us,
-                    p99_us: sum.p99_us,
-                }
-            })
-            .collect();
-        let listeners: u64 = workers.iter().filter_map(|w| w.connected.get("listen")).sum();
-        let delivery = (listeners > 0).then(|| {
-            let accepted: u64 = ["chat", "fanout.publish"]
-                .iter()
-                .filter_map(|o| merged.totals.get(*o))
-                .map(|a| a.counts.ok)
-                .sum();
-            let delivered = merged.totals.get("delivery").map_or(0, |a| a.counts.ok);
-            let expected = accepted * listeners;
-            Delivery { listeners, expected, delivered, ratio: ratio(delivered, expected) }
-        });
         let failed_workers = workers.iter().filter(|w| w.totals.is_none() || w.error.is_some()).count();
-        let mut summed: BTreeMap<String, Counts> = BTreeMap::new();
-        for t in workers.iter().filter_map(|w| w.totals.as_ref()) {
-            for (op, c) in t {
-                summed.entry(op.clone()).or_default().add(c);
-            }
-        }
         let merged_counts: BTreeMap<String, Counts> =
             merged.totals.iter().map(|(k, a)| (k.clone(), a.counts)).collect();
         Self {
             run_id,
+            timeline: timeline(merged, &head),
             headline: if head.is_empty() { "all operations".to_owned() } else { head },
             window_secs: window.as_secs_f64(),
             plan,
             ops,
-            delivery,
-            timeline,
+            delivery: delivery(merged, &workers),
             failed_workers,
-            totals_match: failed_workers == 0 && summed == merged_counts,
+            totals_match: failed_workers == 0 && summed(&workers) == merged_counts,
             workers,
             errors: merged.errors.clone(),
         }
@@ -204,6 +165,58 @@ impl DistReport {
         std::fs::write(path, serde_json::to_string_pretty(self)? + "\n")?;
         Ok(())
     }
+}
+
+/// Per second: operations, errors, and the latency of the headline operation (`head`; all
+/// operations when empty).
+fn timeline(merged: &Merged, head: &str) -> Vec<Point> {
+    let last = merged.seconds.keys().next_back().copied().unwrap_or(0);
+    (0..=last)
+        .map(|s| {
+            let c = merged.second_counts(s);
+            let mut h = crate::latency::Latency::new();
+            for (name, a) in merged.seconds.get(&s).into_iter().flatten() {
+                if head.is_empty() || head == name.as_str() {
+                    h.merge(&a.latency);
+                }
+            }
+            let sum = h.summary();
+            Point {
+                second: s,
+                ops: c.ok + c.conflicts,
+                errors: c.errors,
+                p50_us: sum.p50_us,
+                p90_us: sum.p90_us,
+                p99_us: sum.p99_us,
+            }
+        })
+        .collect()
+}
+
+/// Deliveries against accepted writes × listeners, when the run had listeners.
+fn delivery(merged: &Merged, workers: &[WorkerReport]) -> Option<Delivery> {
+    let listeners: u64 = workers.iter().filter_map(|w| w.connected.get("listen")).sum();
+    (listeners > 0).then(|| {
+        let accepted: u64 = ["chat", "fanout.publish"]
+            .iter()
+            .filter_map(|o| merged.totals.get(*o))
+            .map(|a| a.counts.ok)
+            .sum();
+        let delivered = merged.totals.get("delivery").map_or(0, |a| a.counts.ok);
+        let expected = accepted * listeners;
+        Delivery { listeners, expected, delivered, ratio: ratio(delivered, expected) }
+    })
+}
+
+/// The workers' own totals, summed per operation.
+fn summed(workers: &[WorkerReport]) -> BTreeMap<String, Counts> {
+    let mut summed: BTreeMap<String, Counts> = BTreeMap::new();
+    for t in workers.iter().filter_map(|w| w.totals.as_ref()) {
+        for (op, c) in t {
+            summed.entry(op.clone()).or_default().add(c);
+        }
+    }
+    summed
 }
 
 fn ms(us: u64) -> String {
@@ -227,6 +240,32 @@ impl fmt::Display for DistReport {
             writeln!(f, "  part {:?}: {} client(s){rate}", p.kind, p.clients)?;
         }
         writeln!(f)?;
+        self.fmt_ops(f)?;
+        if let Some(d) = &self.delivery {
+            let r = d.ratio.map_or_else(|| "n/a".to_owned(), |x| format!("{:.2} %", x * 100.0));
+            writeln!(
+                f,
+                "  delivered {} of {} expected ({r}) to {} listener(s)",
+                d.delivered, d.expected, d.listeners
+            )?;
+        }
+        self.fmt_workers(f)?;
+        if self.errors.total() > 0 {
+            writeln!(f, "  errors:")?;
+            for (r, n) in &self.errors.first {
+                writeln!(f, "    {n:>8} × {r}")?;
+            }
+            if self.errors.others > 0 {
+                writeln!(f, "    {:>8} × (other reasons)", self.errors.others)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl DistReport {
+    /// The table of operations.
+    fn fmt_ops(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
             "  {:<18} {:>9} {:>7} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9}",
@@ -246,14 +285,11 @@ impl fmt::Display for DistReport {
                 ms(o.latency.max_us)
             )?;
         }
-        if let Some(d) = &self.delivery {
-            let r = d.ratio.map_or_else(|| "n/a".to_owned(), |x| format!("{:.2} %", x * 100.0));
-            writeln!(
-                f,
-                "  delivered {} of {} expected ({r}) to {} listener(s)",
-                d.delivered, d.expected, d.listeners
-            )?;
-        }
+        Ok(())
+    }
+
+    /// A line per worker, and whether the merged windows equal their totals.
+    fn fmt_workers(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for w in &self.workers {
             let conns: Vec<String> = w.connected.iter().map(|(k, v)| format!("{k} {v}")).collect();
             let state = match (&w.error, &w.totals) {
@@ -273,17 +309,7 @@ impl fmt::Display for DistReport {
             f,
             "  merged windows equal the workers' totals: {}",
             if self.totals_match { "yes" } else { "NO" }
-        )?;
-        if self.errors.total() > 0 {
-            writeln!(f, "  errors:")?;
-            for (r, n) in &self.errors.first {
-                writeln!(f, "    {n:>8} × {r}")?;
-            }
-            if self.errors.others > 0 {
-                writeln!(f, "    {:>8} × (other reasons)", self.errors.others)?;
-            }
-        }
-        Ok(())
+        )
     }
 }
 

@@ -7,7 +7,7 @@ mod session;
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use futures::StreamExt;
@@ -114,6 +114,20 @@ pub async fn run_worker(args: &WorkerArgs) -> Result<()> {
     result
 }
 
+/// The worker's side of the run's subjects: what it says goes to the coordinator's.
+struct Link<'a> {
+    nats: &'a async_nats::Client,
+    name: &'a str,
+    coord: &'a str,
+}
+
+impl Link<'_> {
+    async fn say(&self, m: ToCoordinator) -> Result<()> {
+        self.nats.publish(self.coord.to_owned(), proto::encode(&m)?).await?;
+        Ok(())
+    }
+}
+
 async fn run_assignment(
     nats: &async_nats::Client,
     name: &str,
@@ -121,17 +135,10 @@ async fn run_assignment(
     a: Assignment,
     all: &mut async_nats::Subscriber,
 ) -> Result<()> {
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_millis(a.connect_timeout_ms))
-        .build()
-        .context("HTTP client")?;
+    let link = Link { nats, name, coord };
     let (duration, drain) = (Duration::from_millis(a.duration_ms), Duration::from_millis(a.drain_ms));
     let shares = a.shares.clone();
-    let audit = match &a.audit_dir {
-        Some(dir) => Audit::open(std::path::Path::new(dir), name)?,
-        None => Audit::none(),
-    };
-    let ctx = Arc::new(Ctx { a, rec: Recorder::default(), http, audit, recent: std::sync::Mutex::default() });
+    let ctx = Arc::new(context(a, name)?);
     let prepared = futures::future::join_all(shares.into_iter().map(|s| scenarios::prepare(&ctx, s))).await;
     let mut connected = BTreeMap::new();
     let mut failed = 0;
@@ -139,41 +146,73 @@ async fn run_assignment(
         *connected.entry(p.name().to_owned()).or_insert(0) += p.connected();
         failed += p.failed;
     }
-    let publish = |m: ToCoordinator| async move {
-        nats.publish(coord.to_owned(), proto::encode(&m)?).await?;
-        anyhow::Ok(())
-    };
     eprintln!("buzz-load worker {name}: ready ({failed} connection(s) failed); waiting for the start");
     let ready = ToCoordinator::Ready { worker: name.to_owned(), connected, failed };
-    // Ready until the start: NATS delivers at most once, and the coordinator counts it once.
+    let start = instant_of_unix_ms(await_start(&link, &ready, all).await?);
+    let timing = Timing { start, send_end: start + duration, drain_end: start + duration + drain };
+    let tasks: Vec<_> = prepared.into_iter().flat_map(|p| scenarios::spawn(&ctx, p, timing)).collect();
+    let second = stream_windows(&link, &ctx, start, tasks, all).await?;
+    let w = ctx.rec.take();
+    ctx.audit.flush();
+    link.say(ToCoordinator::Interval(Interval::pack(name, second, &w)?)).await?;
+    link.say(ToCoordinator::Done { worker: name.to_owned(), totals: ctx.rec.totals() }).await?;
+    Ok(())
+}
+
+/// What the clients of assignment `a` share (worker `name`'s audit trail among it).
+fn context(a: Assignment, name: &str) -> Result<Ctx> {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_millis(a.connect_timeout_ms))
+        .build()
+        .context("HTTP client")?;
+    let audit = match &a.audit_dir {
+        Some(dir) => Audit::open(std::path::Path::new(dir), name)?,
+        None => Audit::none(),
+    };
+    Ok(Ctx { a, rec: Recorder::default(), http, audit, recent: std::sync::Mutex::default() })
+}
+
+/// Says `ready` every second until the start comes (NATS delivers at most once, and the
+/// coordinator counts it once); the start in wall-clock ms.
+async fn await_start(
+    link: &Link<'_>,
+    ready: &ToCoordinator,
+    all: &mut async_nats::Subscriber,
+) -> Result<u64> {
     let give_up = tokio::time::Instant::now() + Duration::from_secs(600);
-    let start_ms = loop {
-        publish(ready.clone()).await?;
+    loop {
+        link.say(ready.clone()).await?;
         let msg = tokio::select! {
             msg = all.next() => msg.context("NATS subscription ended")?,
             () = tokio::time::sleep(Duration::from_secs(1)) => continue,
             () = tokio::time::sleep_until(give_up) => bail!("no start within 600 s"),
         };
         match proto::decode::<ToWorker>(&msg.payload)? {
-            ToWorker::Start { start_unix_ms } => break start_unix_ms,
+            ToWorker::Start { start_unix_ms } => return Ok(start_unix_ms),
             ToWorker::Abort => bail!("the coordinator aborted the run"),
             ToWorker::Assign(_) => {}
         }
-    };
-    let start = instant_of_unix_ms(start_ms);
-    let timing = Timing { start, send_end: start + duration, drain_end: start + duration + drain };
-    let tasks: Vec<_> = prepared.into_iter().flat_map(|p| scenarios::spawn(&ctx, p, timing)).collect();
-    let mut all_done = Box::pin(futures::future::join_all(tasks));
+    }
+}
 
-    // One window per second, aligned to the start; the last one after every task ended.
+/// Sends one window per second, aligned to the start, until every task ended; the number of
+/// the last (not yet sent) window.
+async fn stream_windows(
+    link: &Link<'_>,
+    ctx: &Ctx,
+    start: Instant,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    all: &mut async_nats::Subscriber,
+) -> Result<u64> {
+    let mut all_done = Box::pin(futures::future::join_all(tasks));
     let mut second = 0u64;
     loop {
         let tick = start + Duration::from_secs(second + 1);
         tokio::select! {
-            _ = &mut all_done => break,
+            _ = &mut all_done => return Ok(second),
             () = sleep_until(tick) => {
                 let w = ctx.rec.take();
-                publish(ToCoordinator::Interval(Interval::pack(name, second, &w)?)).await?;
+                link.say(ToCoordinator::Interval(Interval::pack(link.name, second, &w)?)).await?;
                 second += 1;
             }
             msg = all.next() => {
@@ -183,9 +222,4 @@ async fn run_assignment(
             }
         }
     }
-    let w = ctx.rec.take();
-    ctx.audit.flush();
-    publish(ToCoordinator::Interval(Interval::pack(name, second, &w)?)).await?;
-    publish(ToCoordinator::Done { worker: name.to_owned(), totals: ctx.rec.totals() }).await?;
-    Ok(())
 }
