@@ -186,53 +186,16 @@ async fn session(m: Arc<Mock>, host: String, mut socket: WebSocket) {
             return;
         }
     }
-    let limits = Limits::default();
-    let mut authed: Option<String> = None;
     let mut live = m.fanout.subscribe();
-    let mut subs: Vec<(String, Vec<buzz_core::Filter>)> = Vec::new();
+    let mut s = Session { m, host, challenge, authed: None, subs: Vec::new() };
     loop {
         let out = tokio::select! {
             frame = socket.recv() => {
                 let Some(Ok(Message::Text(text))) = frame else { return };
-                match ClientMessage::parse(text.as_str(), &limits) {
-                    Ok(ClientMessage::Auth(ev)) => {
-                        let member = m.community.lock().expect("lock").as_ref()
-                            .is_some_and(|c| c.members.iter().any(|k| *k == ev.pubkey) || c.owner == ev.pubkey);
-                        let valid = ev.verify().is_ok()
-                            && buzz_core::nip42::validate_auth_event(&ev, &challenge, &host, buzz_core::unix_now()).is_ok();
-                        if valid && member {
-                            authed = Some(ev.pubkey.to_string());
-                        }
-                        let why = match (valid, member) {
-                            (true, true) => "",
-                            (true, false) => "restricted: not a member",
-                            (false, _) => "invalid: bad auth event",
-                        };
-                        vec![ok(&ev.id, valid && member, why)]
-                    }
-                    Ok(ClientMessage::Event(ev)) => vec![on_event(&m, *ev, authed.as_deref())],
-                    Ok(ClientMessage::Req { sub_id, filters }) => {
-                        if m.buzz && authed.is_none() {
-                            vec![RelayMessage::Closed { sub_id, message: "auth-required: x".into() }]
-                        } else {
-                            subs.push((sub_id.clone(), filters));
-                            vec![RelayMessage::Eose(sub_id)]
-                        }
-                    }
-                    Ok(ClientMessage::Close(sub_id)) => {
-                        subs.retain(|(s, _)| *s != sub_id);
-                        vec![]
-                    }
-                    Ok(_) => vec![],
-                    Err(e) => vec![RelayMessage::Notice(format!("{e:?}"))],
-                }
+                s.on_text(text.as_str())
             }
             ev = live.recv() => match ev {
-                Ok(ev) => subs
-                    .iter()
-                    .filter(|(_, fs)| fs.iter().any(|f| f.matches(&ev)))
-                    .map(|(s, _)| RelayMessage::Event { sub_id: s.clone(), event_json: ev.to_json() })
-                    .collect(),
+                Ok(ev) => s.on_live(&ev),
                 Err(broadcast::error::RecvError::Lagged(_)) => vec![RelayMessage::Notice("lagged".into())],
                 Err(broadcast::error::RecvError::Closed) => return,
             },
@@ -242,6 +205,74 @@ async fn session(m: Arc<Mock>, host: String, mut socket: WebSocket) {
                 return;
             }
         }
+    }
+}
+
+/// One socket of the mock relay.
+struct Session {
+    m: Arc<Mock>,
+    /// The Host it was opened with, and the AUTH challenge sent on it.
+    host: String,
+    challenge: String,
+    /// The key it authenticated as.
+    authed: Option<String>,
+    /// Its subscriptions.
+    subs: Vec<(String, Vec<buzz_core::Filter>)>,
+}
+
+impl Session {
+    /// Answers one client message.
+    fn on_text(&mut self, text: &str) -> Vec<RelayMessage> {
+        match ClientMessage::parse(text, &Limits::default()) {
+            Ok(ClientMessage::Auth(ev)) => vec![self.on_auth(&ev)],
+            Ok(ClientMessage::Event(ev)) => vec![on_event(&self.m, *ev, self.authed.as_deref())],
+            Ok(ClientMessage::Req { sub_id, filters }) => {
+                if self.m.buzz && self.authed.is_none() {
+                    vec![RelayMessage::Closed { sub_id, message: "auth-required: x".into() }]
+                } else {
+                    self.subs.push((sub_id.clone(), filters));
+                    vec![RelayMessage::Eose(sub_id)]
+                }
+            }
+            Ok(ClientMessage::Close(sub_id)) => {
+                self.subs.retain(|(s, _)| *s != sub_id);
+                vec![]
+            }
+            Ok(_) => vec![],
+            Err(e) => vec![RelayMessage::Notice(format!("{e:?}"))],
+        }
+    }
+
+    /// NIP-42: a valid AUTH by a member (or the owner) authenticates the socket.
+    fn on_auth(&mut self, ev: &Event) -> RelayMessage {
+        let member = self
+            .m
+            .community
+            .lock()
+            .expect("lock")
+            .as_ref()
+            .is_some_and(|c| c.members.iter().any(|k| *k == ev.pubkey) || c.owner == ev.pubkey);
+        let valid = ev.verify().is_ok()
+            && buzz_core::nip42::validate_auth_event(ev, &self.challenge, &self.host, buzz_core::unix_now())
+                .is_ok();
+        if valid && member {
+            self.authed = Some(ev.pubkey.to_string());
+        }
+        let why = match (valid, member) {
+            (true, true) => "",
+            (true, false) => "restricted: not a member",
+            (false, _) => "invalid: bad auth event",
+        };
+        ok(&ev.id, valid && member, why)
+    }
+
+    /// A live event, to every subscription it matches.
+    fn on_live(&self, ev: &Event) -> Vec<RelayMessage> {
+        self.subs
+            .iter()
+            .filter(|(_, fs)| fs.iter().any(|f| f.matches(ev)))
+            .map(|(s, _)| RelayMessage::Event { sub_id: s.clone(), event_json: ev.to_json() })
+            .collect()
     }
 }
 

@@ -214,8 +214,38 @@ fn history(
         a.iter().map(|x| (x[0].as_str().unwrap_or(""), x[1].as_str().unwrap_or(""))).collect()
     });
     v.history_revisions += got.len() as u64;
+    let sound = returned_revisions(v, d, &got, by_id, pk, scope);
+    let ids: Vec<&str> = got.iter().map(|g| g.0).collect();
+    if sound && !visible.starts_with(&ids) {
+        v.history_forks += 1;
+        note(v, format!("history of {d}: {ids:?} is not a prefix of the stored chain {visible:?}"));
+    }
+    let missing =
+        visible.iter().filter(|id| acked.get(*id).is_some_and(|&us| us < req_us) && !ids.contains(id));
+    let missing = missing.count() as u64;
+    if missing > 0 {
+        v.history_missing += missing;
+        note(
+            v,
+            format!(
+                "history of {d} asked at {req_us} µs: {missing} revision(s) acknowledged before it missing"
+            ),
+        );
+    }
+}
+
+/// Checks each revision a history answer returned: a stored revision of `d` in its channel, one
+/// the reader may read; `false` when one is not.
+fn returned_revisions(
+    v: &mut Reads,
+    d: &str,
+    got: &[(&str, &str)],
+    by_id: &HashMap<&str, &Rev>,
+    pk: Option<&str>,
+    scope: &Scope,
+) -> bool {
     let mut sound = true;
-    for &(id, h) in &got {
+    for &(id, h) in got {
         match by_id.get(id) {
             Some(rev) if rev.d == d && rev.channel == h => {
                 if !scope.may_read(pk, &rev.channel) {
@@ -236,28 +266,42 @@ fn history(
             }
         }
     }
-    let ids: Vec<&str> = got.iter().map(|g| g.0).collect();
-    if sound && !visible.starts_with(&ids) {
-        v.history_forks += 1;
-        note(v, format!("history of {d}: {ids:?} is not a prefix of the stored chain {visible:?}"));
-    }
-    let missing =
-        visible.iter().filter(|id| acked.get(*id).is_some_and(|&us| us < req_us) && !ids.contains(id));
-    let missing = missing.count() as u64;
-    if missing > 0 {
-        v.history_missing += missing;
-        note(
-            v,
-            format!(
-                "history of {d} asked at {req_us} µs: {missing} revision(s) acknowledged before it missing"
-            ),
-        );
-    }
+    sound
 }
 
 fn manifest(v: &mut Reads, r: &Value, revs: &[Rev], acked: &HashMap<&str, u64>, scope: &Scope) {
     let pk = r["pk"].as_str();
     let start_us = r["start_us"].as_u64().unwrap_or(0);
+    let entries = manifest_entries(v, r, pk, scope);
+    v.manifests_checked += 1;
+    v.manifest_entries += entries.len() as u64;
+    // The latest cut allowed: before any revision signed after the capture ended (`created_at`
+    // is the writer's clock in seconds; one second of slack for the rounding).
+    let end_s = i64::try_from(r["end_us"].as_u64().unwrap_or(u64::MAX) / 1_000_000).unwrap_or(i64::MAX);
+    // Cuts are positions in `revs` (the acceptance order: commit order where PostgreSQL tracks
+    // commit timestamps, else `accepted_seq`).
+    let ceiling = revs.iter().position(|x| x.created_at > end_s.saturating_add(1));
+    // The earliest cut allowed: every revision acknowledged before the capture started.
+    let floor = revs.iter().rposition(|x| acked.get(x.id.as_str()).is_some_and(|&us| us < start_us));
+    let best = best_cut(revs, &entries, (floor, ceiling), |x| scope.may_read(pk, &x.channel));
+    // No allowed point at all (the bounds cross) is no point either.
+    if best.is_none_or(|(b, _)| b > 0) {
+        v.manifests_off += 1;
+        let (who, n) = (pk.unwrap_or("?"), entries.len());
+        let at =
+            best.map_or("no allowed point".to_owned(), |(b, seq)| format!("{b} differ at best (seq {seq})"));
+        note(v, format!("manifest of {who} started at {start_us} µs ({n} entries): {at}"));
+    }
+}
+
+/// A manifest's entries, `d → (revision, channel)`; an entry of a channel the reader (`pk`) may
+/// not read is a leak.
+fn manifest_entries<'a>(
+    v: &mut Reads,
+    r: &'a Value,
+    pk: Option<&str>,
+    scope: &Scope,
+) -> HashMap<&'a str, (&'a str, &'a str)> {
     let mut entries: HashMap<&str, (&str, &str)> = HashMap::new();
     for e in r["manifest"].as_array().into_iter().flatten() {
         let f = |i: usize| e[i].as_str().unwrap_or("");
@@ -277,24 +321,26 @@ fn manifest(v: &mut Reads, r: &Value, revs: &[Rev], acked: &HashMap<&str, u64>, 
             v.manifest_private_entries += 1;
         }
     }
-    v.manifests_checked += 1;
-    v.manifest_entries += entries.len() as u64;
-    // The latest cut allowed: before any revision signed after the capture ended (`created_at`
-    // is the writer's clock in seconds; one second of slack for the rounding).
-    let end_s = i64::try_from(r["end_us"].as_u64().unwrap_or(u64::MAX) / 1_000_000).unwrap_or(i64::MAX);
-    // Cuts are positions in `revs` (the acceptance order: commit order where PostgreSQL tracks
-    // commit timestamps, else `accepted_seq`).
-    let ceiling = revs.iter().position(|x| x.created_at > end_s.saturating_add(1));
-    // The earliest cut allowed: every revision acknowledged before the capture started.
-    let floor = revs.iter().rposition(|x| acked.get(x.id.as_str()).is_some_and(|&us| us < start_us));
+    entries
+}
+
+/// Sweeps the acceptance order: of the cuts allowed (positions in `revs` from `floor`, before
+/// `ceiling`), the one where the fewest artifacts differ from the manifest (`readable`: a
+/// revision the reader may see), as `(how many differ, its seq)`.
+fn best_cut(
+    revs: &[Rev],
+    entries: &HashMap<&str, (&str, &str)>,
+    (floor, ceiling): (Option<usize>, Option<usize>),
+    readable: impl Fn(&Rev) -> bool,
+) -> Option<(usize, i64)> {
     let matches = |d: &str, cur: Option<&&Rev>| {
-        let present = cur.filter(|x| x.op != "delete" && scope.may_read(pk, &x.channel));
+        let present = cur.filter(|x| x.op != "delete" && readable(x));
         match entries.get(d) {
             Some(&(rev, ch)) => present.is_some_and(|x| x.id == rev && x.channel == ch),
             None => present.is_none(),
         }
     };
-    // Sweep the acceptance order; `off` = artifacts that differ from the manifest at the cut.
+    // `off` = artifacts that differ from the manifest at the cut.
     let mut state: HashMap<&str, &Rev> = HashMap::new();
     let mut off = entries.len();
     let mut best = if floor.is_none() { Some((off, 0)) } else { None };
@@ -312,14 +358,7 @@ fn manifest(v: &mut Reads, r: &Value, revs: &[Rev], acked: &HashMap<&str, u64>, 
             best = Some((off, x.seq));
         }
     }
-    // No allowed point at all (the bounds cross) is no point either.
-    if best.is_none_or(|(b, _)| b > 0) {
-        v.manifests_off += 1;
-        let (who, n) = (pk.unwrap_or("?"), entries.len());
-        let at =
-            best.map_or("no allowed point".to_owned(), |(b, seq)| format!("{b} differ at best (seq {seq})"));
-        note(v, format!("manifest of {who} started at {start_us} µs ({n} entries): {at}"));
-    }
+    best
 }
 
 impl Reads {

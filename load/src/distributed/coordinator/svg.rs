@@ -24,21 +24,66 @@ fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 
+/// Where a panel plots: its top, its size, and the maxima of its axes.
+struct Area {
+    y0: f64,
+    plot_w: f64,
+    plot_h: f64,
+    x_max: f64,
+    y_max: f64,
+}
+
 /// One panel: axes, grid, a polyline per series; `top` is its y offset.
 fn panel(out: &mut String, top: f64, title: &str, unit: &str, xs: &[f64], series: &[(&str, &str, Vec<f64>)]) {
-    let plot_w = W - LEFT - RIGHT;
-    let plot_h = PANEL_H - 50.0;
-    let y0 = top + 30.0;
-    let x_max = nice_max(xs.iter().copied().fold(1.0, f64::max));
-    let y_max = nice_max(series.iter().flat_map(|s| s.2.iter().copied()).fold(0.0, f64::max));
+    let area = Area {
+        y0: top + 30.0,
+        plot_w: W - LEFT - RIGHT,
+        plot_h: PANEL_H - 50.0,
+        x_max: nice_max(xs.iter().copied().fold(1.0, f64::max)),
+        y_max: nice_max(series.iter().flat_map(|s| s.2.iter().copied()).fold(0.0, f64::max)),
+    };
     let _ = writeln!(
         out,
         r#"<text x="{LEFT}" y="{}" font-size="14" font-weight="bold">{}</text>"#,
         top + 18.0,
         esc(title)
     );
+    axes(out, &area, unit);
+    for (i, (name, color, ys)) in series.iter().enumerate() {
+        let pts: Vec<String> = xs
+            .iter()
+            .zip(ys)
+            .map(|(x, y)| {
+                let (px, py) = (
+                    LEFT + area.plot_w * x / area.x_max,
+                    area.y0 + area.plot_h - area.plot_h * y / area.y_max,
+                );
+                format!("{px:.1},{py:.1}")
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#,
+            pts.join(" ")
+        );
+        #[allow(clippy::cast_precision_loss)] // a handful of series
+        let lx = LEFT + 10.0 + 90.0 * i as f64;
+        let _ = writeln!(
+            out,
+            r#"<rect x="{lx:.1}" y="{:.1}" width="10" height="10" fill="{color}"/><text x="{:.1}" y="{:.1}" font-size="11">{}</text>"#,
+            area.y0 + 6.0,
+            lx + 14.0,
+            area.y0 + 15.0,
+            esc(name)
+        );
+    }
+}
+
+/// A panel's grid, axis labels (`unit` on y, seconds on x) and frame.
+fn axes(out: &mut String, a: &Area, unit: &str) {
+    let (y0, plot_w, plot_h) = (a.y0, a.plot_w, a.plot_h);
     for k in 0..=4 {
-        let v = y_max * f64::from(k) / 4.0;
+        let v = a.y_max * f64::from(k) / 4.0;
         let y = y0 + plot_h - plot_h * f64::from(k) / 4.0;
         let _ = writeln!(
             out,
@@ -51,7 +96,7 @@ fn panel(out: &mut String, top: f64, title: &str, unit: &str, xs: &[f64], series
         );
     }
     for k in 0..=5 {
-        let v = x_max * f64::from(k) / 5.0;
+        let v = a.x_max * f64::from(k) / 5.0;
         let x = LEFT + plot_w * f64::from(k) / 5.0;
         let _ = writeln!(
             out,
@@ -64,28 +109,6 @@ fn panel(out: &mut String, top: f64, title: &str, unit: &str, xs: &[f64], series
         out,
         r##"<rect x="{LEFT}" y="{y0}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#888"/>"##
     );
-    for (i, (name, color, ys)) in series.iter().enumerate() {
-        let pts: Vec<String> = xs
-            .iter()
-            .zip(ys)
-            .map(|(x, y)| format!("{:.1},{:.1}", LEFT + plot_w * x / x_max, y0 + plot_h - plot_h * y / y_max))
-            .collect();
-        let _ = writeln!(
-            out,
-            r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#,
-            pts.join(" ")
-        );
-        #[allow(clippy::cast_precision_loss)] // a handful of series
-        let lx = LEFT + 10.0 + 90.0 * i as f64;
-        let _ = writeln!(
-            out,
-            r#"<rect x="{lx:.1}" y="{:.1}" width="10" height="10" fill="{color}"/><text x="{:.1}" y="{:.1}" font-size="11">{}</text>"#,
-            y0 + 6.0,
-            lx + 14.0,
-            y0 + 15.0,
-            esc(name)
-        );
-    }
 }
 
 fn trim(v: f64) -> String {
