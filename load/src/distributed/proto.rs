@@ -160,7 +160,8 @@ pub struct Assignment {
     /// The open channel everything happens in.
     pub channel: String,
     /// The members-only channel of the workday (`None` elsewhere): member keys are those of
-    /// [`crate::distributed::members::private_member`]; they write part of their chat and artifacts there.
+    /// [`crate::distributed::members::private_member`]; they write part of their chat and
+    /// artifacts there.
     #[serde(default)]
     pub private_channel: Option<String>,
     /// The worker's shares.

@@ -80,38 +80,39 @@ pub async fn run_worker(args: &WorkerArgs) -> Result<()> {
     let coord = proto::coord_subject(&args.run_id);
     let mut mine = nats.subscribe(proto::worker_subject(&args.run_id, &name)).await?;
     let mut all = nats.subscribe(proto::all_subject(&args.run_id)).await?;
-    let say = |m: ToCoordinator| {
-        let nats = nats.clone();
-        let coord = coord.clone();
-        async move {
-            nats.publish(coord, proto::encode(&m)?).await?;
-            anyhow::Ok(())
-        }
-    };
+    let link = Link { nats: &nats, name: &name, coord: &coord };
+    let assignment = await_assignment(&link, &mut mine, assign_timeout).await?;
+    eprintln!("buzz-load worker {name}: assigned; opening connections");
+    let result = run_assignment(&link, assignment, &mut all).await;
+    if let Err(e) = &result {
+        let _ = link.say(ToCoordinator::Failed { worker: name.clone(), error: format!("{e:#}") }).await;
+    }
+    nats.flush().await?;
+    result
+}
 
-    // Hello until assigned (the coordinator may not listen yet).
-    let deadline = tokio::time::Instant::now() + assign_timeout;
-    let assignment: Assignment = loop {
-        say(ToCoordinator::Hello { worker: name.clone() }).await?;
+/// Says hello every half second until assigned (the coordinator may not listen yet).
+async fn await_assignment(
+    link: &Link<'_>,
+    mine: &mut async_nats::Subscriber,
+    timeout: Duration,
+) -> Result<Assignment> {
+    let name = link.name;
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        link.say(ToCoordinator::Hello { worker: name.to_owned() }).await?;
         tokio::select! {
             msg = mine.next() => match msg.map(|m| proto::decode::<ToWorker>(&m.payload)) {
-                Some(Ok(ToWorker::Assign(a))) => break *a,
+                Some(Ok(ToWorker::Assign(a))) => return Ok(*a),
                 Some(Ok(ToWorker::Abort)) => bail!("the coordinator aborted the run"),
                 Some(Ok(ToWorker::Start { .. })) => {}
                 Some(Err(e)) => eprintln!("buzz-load worker {name}: undecodable message from the coordinator: {e:#}"),
                 None => bail!("NATS subscription ended"),
             },
             () = tokio::time::sleep(Duration::from_millis(500)) => {}
-            () = tokio::time::sleep_until(deadline) => bail!("no assignment within {assign_timeout:?}"),
+            () = tokio::time::sleep_until(deadline) => bail!("no assignment within {timeout:?}"),
         }
-    };
-    eprintln!("buzz-load worker {name}: assigned; opening connections");
-    let result = run_assignment(&nats, &name, &coord, assignment, &mut all).await;
-    if let Err(e) = &result {
-        let _ = say(ToCoordinator::Failed { worker: name.clone(), error: format!("{e:#}") }).await;
     }
-    nats.flush().await?;
-    result
 }
 
 /// The worker's side of the run's subjects: what it says goes to the coordinator's.
@@ -128,14 +129,10 @@ impl Link<'_> {
     }
 }
 
-async fn run_assignment(
-    nats: &async_nats::Client,
-    name: &str,
-    coord: &str,
-    a: Assignment,
-    all: &mut async_nats::Subscriber,
-) -> Result<()> {
-    let link = Link { nats, name, coord };
+/// Prepares the shares of `a`, says ready until the start, runs them, streams the windows, and
+/// ends with the last window and the totals.
+async fn run_assignment(link: &Link<'_>, a: Assignment, all: &mut async_nats::Subscriber) -> Result<()> {
+    let name = link.name;
     let (duration, drain) = (Duration::from_millis(a.duration_ms), Duration::from_millis(a.drain_ms));
     let shares = a.shares.clone();
     let ctx = Arc::new(context(a, name)?);
@@ -148,10 +145,10 @@ async fn run_assignment(
     }
     eprintln!("buzz-load worker {name}: ready ({failed} connection(s) failed); waiting for the start");
     let ready = ToCoordinator::Ready { worker: name.to_owned(), connected, failed };
-    let start = instant_of_unix_ms(await_start(&link, &ready, all).await?);
+    let start = instant_of_unix_ms(await_start(link, &ready, all).await?);
     let timing = Timing { start, send_end: start + duration, drain_end: start + duration + drain };
     let tasks: Vec<_> = prepared.into_iter().flat_map(|p| scenarios::spawn(&ctx, p, timing)).collect();
-    let second = stream_windows(&link, &ctx, start, tasks, all).await?;
+    let second = stream_windows(link, &ctx, start, tasks, all).await?;
     let w = ctx.rec.take();
     ctx.audit.flush();
     link.say(ToCoordinator::Interval(Interval::pack(name, second, &w)?)).await?;

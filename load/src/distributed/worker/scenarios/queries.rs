@@ -4,7 +4,7 @@
 //! editors created (either channel: a reader that is no member of the private channel must get
 //! nothing of its artifacts) or, before they created any, one of the current-state answer. Each
 //! history answer is audited (`history`: reader, `d`, the revisions with their `h`, in order) for
-//! the checker ([`crate::distributed::check::reads`]).
+//! the checker (`check::reads`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

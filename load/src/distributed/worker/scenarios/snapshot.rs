@@ -141,7 +141,7 @@ async fn capture(ctx: &Ctx, keys: &Keys, g: usize) -> Result<Vec<Entry>, (&'stat
 }
 
 /// Audits how one capture by `reader` that started at `start_us` ended; a complete one with its
-/// manifest (checked against the acceptance order, [`crate::distributed::check::reads`]).
+/// manifest (checked against the acceptance order, `check::reads`).
 fn audit_outcome(ctx: &Ctx, reader: &str, start_us: u64, r: &Result<Vec<Entry>, (&'static str, SnapError)>) {
     if !ctx.audit.on() {
         return;
