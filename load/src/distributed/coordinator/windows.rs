@@ -112,3 +112,31 @@ fn progress(merged: &Merged, second: u64, head: &str, elapsed: f64) -> String {
         s.p99_us as f64 / 1000.0
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen(m: &ToCoordinator, merged: &mut Merged, workers: &mut BTreeMap<String, WorkerReport>) -> Seen {
+        take(&proto::encode(m).expect("encode"), merged, workers)
+    }
+
+    #[test]
+    fn a_worker_finishes_once_and_one_still_saying_ready_missed_the_start() {
+        let mut merged = Merged::default();
+        let mut workers: BTreeMap<String, WorkerReport> =
+            ["w0", "w1"].iter().map(|w| ((*w).to_owned(), WorkerReport::named(w))).collect();
+        let done = ToCoordinator::Done { worker: "w0".into(), totals: BTreeMap::new() };
+        assert_eq!(seen(&done, &mut merged, &mut workers), Seen::Finished);
+        assert_eq!(seen(&done, &mut merged, &mut workers), Seen::Nothing);
+        let failed = ToCoordinator::Failed { worker: "w1".into(), error: "gone".into() };
+        assert_eq!(seen(&failed, &mut merged, &mut workers), Seen::Finished);
+        assert_eq!(seen(&failed, &mut merged, &mut workers), Seen::Nothing);
+        assert_eq!(workers["w1"].error.as_deref(), Some("gone"));
+        let stranger = ToCoordinator::Done { worker: "w9".into(), totals: BTreeMap::new() };
+        assert_eq!(seen(&stranger, &mut merged, &mut workers), Seen::Nothing);
+        let ready = ToCoordinator::Ready { worker: "w1".into(), connected: BTreeMap::new(), failed: 0 };
+        assert_eq!(seen(&ready, &mut merged, &mut workers), Seen::MissedStart);
+        assert_eq!(take(b"not json", &mut merged, &mut workers), Seen::Nothing);
+    }
+}
