@@ -99,6 +99,37 @@ mod tests {
         ));
         assert_eq!(c.community.operator_url.as_deref(), Some("http://127.0.0.1:9000"));
         single("--mode plain --url ws://127.0.0.1:7777 --json /tmp/x.json --publishers 8 --in-flight 8 --duration 10");
+        single("--url ws://127.0.0.1:7777 --rate 2000 --events 10000");
+        let c = single(&format!(
+            "--mode buzz --url ws://127.0.0.1:7777 --url ws://127.0.0.1:7778 --host-header localhost:7777 \
+             --owner-secret {KEY}"
+        ));
+        assert!(c.targets.iter().all(|t| t.host == "localhost:7777") && c.targets.len() == 2);
+    }
+
+    #[test]
+    fn the_coordinator_command_lines_of_the_benchmarks_and_the_docs_give_a_plan() {
+        // scripts/bench-distributed.sh and load/README.md (through scripts/load-cluster.sh, which
+        // adds --spawn-workers, the --urls, --host-header and the operator flags).
+        let base = format!(
+            "coordinator --spawn-workers 2 --url ws://127.0.0.1:1 --host-header load.localhost \
+             --operator-url http://127.0.0.1:2 --operator-secret {KEY}"
+        );
+        for tail in [
+            "--scenario fanout --subscribers 1000 --rate 20 --duration 20 --json /tmp/f.json --svg /tmp/f.svg",
+            "--scenario idle --clients 10000 --duration 30 --json /tmp/i.json --svg /tmp/i.svg",
+            "--scenario chat --clients 16 --in-flight 8 --duration 15 --json /tmp/c.json --svg /tmp/c.svg",
+        ] {
+            let Some(Command::Coordinator(a)) = parse(&format!("{base} {tail}")).command else {
+                panic!("not the coordinator: {tail}")
+            };
+            assert!(a.validate().is_ok(), "{tail}");
+        }
+        let cli = parse(&format!(
+            "coordinator --run-id demo --workers 2 --scenario workday --clients 40 --url ws://127.0.0.1:7777 \
+             --host-header team.example --owner-secret {KEY}"
+        ));
+        assert!(matches!(cli.command, Some(Command::Coordinator(a)) if a.validate().is_ok()));
     }
 
     #[test]
@@ -114,14 +145,16 @@ mod tests {
         assert!(
             matches!(parse("worker --run-id=buzz-1").command, Some(Command::Worker(w)) if w.run_id == "buzz-1")
         );
-        // scripts/faults.sh (scripts/upgrade-test.sh and load-cluster.sh use a subset).
+        // scripts/faults.sh, with scripts/upgrade-test.sh's --replay-margin (load-cluster.sh uses a
+        // subset).
         let cli = parse(&format!(
             "coordinator --nats-url nats://127.0.0.1:4333 --spawn-workers 2 --url ws://127.0.0.1:1 \
              --url ws://127.0.0.1:2 --host-header f1-ab.faults.localhost --endpoints-file /tmp/e \
              --reconnect --audit /tmp/a --operator-url http://127.0.0.1:3 --operator-secret {KEY} \
              --fi-issuer https://issuer.faults.test --fi-seed ab --scenario workday --clients 30 \
              --subscribers 20 --weights chat=45,artifacts=25,fi=5 --think-scale 0.2 --snapshot-readers 4 \
-             --connect-timeout 6 --duration 60 --drain-timeout 15 --json /tmp/l.json --stall-listeners 20:30"
+             --connect-timeout 6 --duration 60 --drain-timeout 15 --json /tmp/l.json --stall-listeners 20:30 \
+             --replay-margin 60"
         ));
         let Some(Command::Coordinator(a)) = cli.command else { panic!("not the coordinator") };
         assert!(a.validate().is_ok());
