@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::distributed::check::db::Stored;
 use crate::distributed::check::line::Line;
-use crate::distributed::check::reads::Scope;
+use crate::distributed::check::scope::{listener_keys, Scope};
 
 /// What [`chains`] found.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -145,7 +145,7 @@ pub fn judge(records: &[Value], stored: &HashMap<String, Stored>, copies: u64, s
     v.errored_writes = errored.len() as u64;
     v.errored_not_stored = errored.iter().filter(|id| !stored.contains_key(**id)).count() as u64;
     v.received = received.iter().map(|(_, id)| *id).collect::<HashSet<_>>().len() as u64;
-    let keys = crate::distributed::check::reads::listener_keys(records);
+    let keys = listener_keys(records);
     let mut leaks: Vec<&str> = Vec::new();
     for &(l, id) in &received {
         let pk = keys.get(&l).map(String::as_str);

@@ -25,6 +25,7 @@ mod integrity;
 mod line;
 mod reads;
 mod report;
+mod scope;
 mod verdict;
 
 use std::path::{Path, PathBuf};
@@ -35,7 +36,7 @@ use clap::ArgAction;
 use serde_json::{json, Value};
 
 use db::stored_events;
-use reads::Scope;
+use scope::Scope;
 use verdict::{judge, Verdict};
 
 /// Judges an audited run: what its clients saw against what PostgreSQL stored.

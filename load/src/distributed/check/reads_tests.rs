@@ -1,7 +1,10 @@
 //! The judge of [`super`] on synthetic audit lines and revisions.
 
+use std::collections::HashSet;
+
 use super::*;
 use crate::distributed::check::db::Stored;
+use crate::distributed::check::scope::Scope;
 use crate::distributed::check::verdict;
 
 use crate::distributed::audit::test_lines as recs;

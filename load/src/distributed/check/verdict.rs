@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::distributed::check::db::Stored;
 use crate::distributed::check::line::Line;
-use crate::distributed::check::reads::{listener_keys, Scope};
+use crate::distributed::check::scope::{listener_keys, Scope};
 
 /// The verdict of a run.
 #[derive(Debug, Clone, Default, Serialize)]
