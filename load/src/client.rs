@@ -14,7 +14,7 @@ use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
-use crate::config::Target;
+use crate::flags::Target;
 use crate::nostr::{self, RelayMsg};
 
 type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;

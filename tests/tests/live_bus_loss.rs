@@ -47,7 +47,7 @@ async fn subscribers_of_a_gateway_that_lost_the_bus_are_told() {
     let control_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let control = control_listener.local_addr().unwrap();
     PROXY.set(listen.local_addr().unwrap()).unwrap();
-    tokio::spawn(buzz_load::proxy::run(listen, control_listener, nats));
+    tokio::spawn(buzz_load::distributed::proxy::run(listen, control_listener, nats));
     let cluster = Cluster::start_with(ClusterOptions {
         gateway_settings: Some(first_gateway_through_the_proxy),
         ..ClusterOptions::default()

@@ -7,7 +7,7 @@
 
 use std::process::{Child, Command, Stdio};
 
-use buzz_load::dist::{run_coordinator, CoordinatorArgs};
+use buzz_load::distributed::{run_coordinator, CoordinatorArgs};
 use buzz_tests::Cluster;
 use clap::Parser;
 
@@ -19,8 +19,8 @@ const WORKER_ARGS: &str = "BUZZ_LOAD_TEST_WORKER_ARGS";
 #[ignore = "runs only as a child of a_coordinator_merges_what_two_worker_processes_did"]
 fn load_worker_process() {
     let Ok(args) = std::env::var(WORKER_ARGS) else { return };
-    let argv = std::iter::once("worker".to_owned()).chain(args.split(' ').map(str::to_owned));
-    let code = buzz_load::dist::worker_main(argv);
+    let argv = ["buzz-load", "worker"].into_iter().chain(args.split(' '));
+    let code = buzz_load::run(argv);
     assert_eq!(code, std::process::ExitCode::SUCCESS);
 }
 
