@@ -14,7 +14,6 @@ use crate::error::WriteResult;
 use crate::rules::deletion::{self, RevisionView, TargetView};
 use crate::rules::moderation::{self, Change, ModerationView};
 use crate::rules::post::channel_tag;
-use crate::rules::Refusal;
 use crate::shared::{live_event, store_and_announce, Accepted, Relay};
 use crate::store;
 
@@ -61,9 +60,8 @@ pub async fn moderate(
             (false, true)
         }
         Change::RemoveUser { target } => {
-            if !store::remove_channel_member(tx, community, channel_id, &target, target != *member).await? {
-                return Err(Refusal::TargetNotChannelMember.into());
-            }
+            let removed = store::remove_channel_member(tx, community, channel_id, &target, target != *member);
+            moderation::removed(removed.await?)?;
             (false, true)
         }
         Change::Edit => {

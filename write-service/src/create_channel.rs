@@ -7,7 +7,7 @@ use buzz_store::{access, ChannelType, Role};
 use sqlx::PgConnection;
 
 use crate::error::WriteResult;
-use crate::rules::{channel, Refusal};
+use crate::rules::channel;
 use crate::shared::{store_and_announce, Accepted, Relay};
 use crate::store;
 
@@ -27,9 +27,7 @@ pub async fn create_channel(
         members.push(access::community_role(tx, community, key).await?.is_some());
     }
     let participants = channel::participants(actor.member_key(), &spec, &members)?;
-    if !store::create_channel(tx, community, &spec, &actor.pubkey).await? {
-        return Err(Refusal::ChannelIdTaken.into());
-    }
+    channel::created(store::create_channel(tx, community, &spec, &actor.pubkey).await?)?;
     let role = if dm { Role::Member } else { Role::Owner };
     store::add_channel_members(tx, community, spec.id, &participants, role).await?;
     let channel =

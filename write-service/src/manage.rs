@@ -11,8 +11,7 @@ use sqlx::PgPool;
 
 use crate::error::{WriteError, WriteResult};
 use crate::manage_store::{self as mstore, storage, ProfileField};
-use crate::members::{may_grant, may_remove};
-use crate::rules::Refusal;
+use crate::rules::{manage as rule, members};
 use crate::store;
 
 /// What a call answered, and the access changes to publish after its commit (in order).
@@ -39,10 +38,7 @@ pub async fn handle(
 ) -> WriteResult<Managed> {
     let mut tx = pool.begin().await?;
     // A NIP-98 session acts as its own key (an agent's owner never lends it management).
-    let me = buzz_store::access::community_role(&mut tx, community, &actor.pubkey)
-        .await?
-        .filter(|r| r.is_admin())
-        .ok_or(Refusal::NotCommunityManager)?;
+    let me = rule::manager(buzz_store::access::community_role(&mut tx, community, &actor.pubkey).await?)?;
     let managed = match call {
         Call::SupportedMethods => answered(json!(SUPPORTED)),
         Call::ListEventsNeedingModeration => answered(json!([])),
@@ -54,9 +50,7 @@ pub async fn handle(
             // Before the target's role is read: an add of the key waits for this ban's commit.
             buzz_store::bans::lock_membership_to_ban(&mut tx, community, pubkey).await?;
             let target = buzz_store::access::community_role(&mut tx, community, pubkey).await?;
-            if target.is_some_and(|t| !may_remove(me, t)) || *pubkey == actor.pubkey {
-                return Err(Refusal::MemberNotRemovable.into());
-            }
+            rule::ban(me, target, *pubkey == actor.pubkey)?;
             mstore::ban(&mut tx, community, pubkey, reason.as_deref(), &actor.pubkey)
                 .await
                 .map_err(storage)?;
@@ -71,9 +65,7 @@ pub async fn handle(
             Managed { result: json!(true), access }
         }
         Call::UnbanPubkey { pubkey, .. } => {
-            if !mstore::unban(&mut tx, community, pubkey).await.map_err(storage)? {
-                return Err(Refusal::NotBanned.into());
-            }
+            rule::unban(mstore::unban(&mut tx, community, pubkey).await.map_err(storage)?)?;
             answered(json!(true))
         }
         Call::AllowPubkey { pubkey, .. } => {
@@ -82,10 +74,7 @@ pub async fn handle(
         }
         Call::UnallowPubkey { pubkey, .. } => {
             let target = buzz_store::access::community_role(&mut tx, community, pubkey).await?;
-            let target = target.ok_or(Refusal::NoSuchMember)?;
-            if !may_remove(me, target) {
-                return Err(Refusal::MemberNotRemovable.into());
-            }
+            members::remove(me, target)?;
             store::remove_member(&mut tx, community, pubkey).await?;
             buzz_store::access::bump_access_version(&mut tx, community).await?;
             Managed {
@@ -120,9 +109,7 @@ pub async fn handle(
             answered(json!(true))
         }
         Call::UnblockIp { ip, .. } => {
-            if !mstore::unblock_ip(&mut tx, community, &ip.to_string()).await.map_err(storage)? {
-                return Err(Refusal::NotBlocked.into());
-            }
+            rule::unblock(mstore::unblock_ip(&mut tx, community, &ip.to_string()).await.map_err(storage)?)?;
             answered(json!(true))
         }
         Call::ListBlockedIps => answered(mstore::blocked_ips(&mut tx, community).await.map_err(storage)?),
@@ -150,17 +137,11 @@ async fn allow(
     pubkey: &Pubkey,
 ) -> WriteResult<()> {
     buzz_store::bans::lock_membership(conn, community, pubkey).await?;
-    if buzz_store::bans::any_banned(conn, community, &[pubkey]).await? {
-        return Err(Refusal::BannedKey.into());
-    }
+    members::not_banned(buzz_store::bans::any_banned(conn, community, &[pubkey]).await?)?;
     let previous = buzz_store::access::community_role(conn, community, pubkey).await?;
-    if previous.is_some() {
-        return Ok(());
+    if rule::allow(me, previous)? {
+        store::put_member(conn, community, pubkey, Role::Member).await?;
     }
-    if !may_grant(me, None, Role::Member) {
-        return Err(Refusal::RoleNotGrantable.into());
-    }
-    store::put_member(conn, community, pubkey, Role::Member).await?;
     Ok(())
 }
 

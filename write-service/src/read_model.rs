@@ -11,15 +11,14 @@
 //! - `mark_read` moves a marker forward only; a marker is an acceptance order (`events.seq`), so
 //!   "read up to X" means every message accepted no later than X.
 
-use buzz_bus::{Actor, ReadMarker, Scope, WriteData, WriteOk};
+use buzz_bus::{Actor, ReadMarker, WriteData, WriteOk};
 use buzz_core::{kinds, ChannelId, CommunityId, Event, EventId, Pubkey};
 use buzz_store::access;
 use buzz_store::fragments::served_event;
 use sqlx::{PgConnection, PgPool};
 
 use crate::error::{WriteError, WriteResult};
-use crate::rules::admission::credential;
-use crate::rules::Refusal;
+use crate::rules::read_marker;
 use crate::shared::Accepted;
 
 /// The read-model side of an accepted kind-9 post, called inside its transaction once the event is
@@ -127,15 +126,11 @@ pub async fn mark_read(
     channel_id: ChannelId,
     up_to: &EventId,
 ) -> WriteResult<WriteOk> {
-    if !actor.has_scope(Scope::MessagesRead) {
-        return Err(Refusal::ReadScope.into());
-    }
+    read_marker::scope(actor)?;
     let mut tx = pool.begin().await?;
     let channel = access::load_channel(&mut tx, community, channel_id, false).await?;
     let standing = access::standing(&mut tx, community, channel_id, actor.member_key()).await?;
-    if !channel.as_ref().is_some_and(|c| access::can_read(c, standing, credential(actor))) {
-        return Err(Refusal::ChannelNotReadable.into());
-    }
+    read_marker::readable(channel.as_ref(), standing, actor)?;
     let seq: Option<i64> = sqlx::query_scalar(&format!(
         "SELECT e.seq FROM events e WHERE e.community_id = $1 AND e.id = $2 AND e.channel_id = $3 \
            AND e.kind = $4 AND {}",
@@ -147,9 +142,7 @@ pub async fn mark_read(
     .bind(i64::from(kinds::MESSAGE))
     .fetch_optional(&mut *tx)
     .await?;
-    let Some(seq) = seq else {
-        return Err(Refusal::UpToNotMessage.into());
-    };
+    let seq = read_marker::up_to(seq)?;
     let moved = advance_marker(&mut tx, community, channel_id, &actor.pubkey, seq, up_to).await?;
     let (marker,): (EventId,) = sqlx::query_as(
         "SELECT event_id FROM read_markers WHERE community_id = $1 AND channel_id = $2 AND pubkey = $3",

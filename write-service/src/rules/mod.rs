@@ -15,10 +15,14 @@
 pub mod admission;
 pub mod channel;
 pub mod deletion;
+pub mod manage;
+pub mod members;
 pub mod moderation;
 pub mod post;
+pub mod read_marker;
 pub mod refusal;
 pub mod revision;
+pub mod tokens;
 
 pub use refusal::Refusal;
 

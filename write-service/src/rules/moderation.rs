@@ -186,6 +186,15 @@ pub fn decide_redaction(
     may_redact(actor, standing, view.redacted_author)
 }
 
+/// A 9001's removal found an active membership to end (`removed`); none is refused.
+pub fn removed(removed: bool) -> Result<(), Refusal> {
+    if removed {
+        Ok(())
+    } else {
+        Err(Refusal::TargetNotChannelMember)
+    }
+}
+
 /// 9002: any of `name`, `visibility` (not for DMs), `archived` ("true"/"false").
 fn edit(channel: &mut Channel, event: &Event) -> Result<(), Refusal> {
     let mut changed = false;
