@@ -3,10 +3,16 @@
 //! the write rule in the artifact's home when it lives elsewhere, the transition rules (moves,
 //! delete and restore, the type) and the root rule. Timestamps never decide anything.
 
-use buzz_core::nipar::{Envelope, Op};
-use buzz_core::{ChannelId, EventId};
+use buzz_core::nipar::{self, Envelope, Op};
+use buzz_core::{ChannelId, Event, EventId};
 
 use super::Refusal;
+
+/// The envelope of a kind-45010 event, validated without I/O (`buzz_core::nipar::parse`): a
+/// malformed one is refused with its reason.
+pub fn envelope(event: &Event) -> Result<Envelope, Refusal> {
+    nipar::parse(event).map_err(Refusal::Envelope)
+}
 
 /// An artifact's current state, as its locked row says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

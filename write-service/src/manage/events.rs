@@ -10,11 +10,11 @@ use buzz_store::access;
 use serde_json::{json, Value};
 use sqlx::PgConnection;
 
+use crate::channel::sql::{lock_channel, redact_event, redaction_target};
 use crate::error::WriteResult;
-use crate::manage_store::{self as mstore, storage};
+use crate::manage::sql::{self as mstore, storage};
 use crate::rules::manage as rule;
 use crate::rules::moderation::{ModerationView, UNRESTRICTED};
-use crate::store;
 
 /// The removal rule for `author`'s event in `channel_id`, decided on the locked channel; what
 /// the caller may not read is "no such event", like an event that does not exist.
@@ -25,7 +25,7 @@ async fn may_redact(
     channel_id: ChannelId,
     author: &Pubkey,
 ) -> WriteResult<()> {
-    let channel = store::lock_channel(conn, community, channel_id).await?;
+    let channel = lock_channel(conn, community, channel_id).await?;
     let standing = access::standing(conn, community, channel_id, actor.member_key()).await?;
     let view =
         ModerationView { channel, standing, redacted_author: Some(author), ..ModerationView::default() };
@@ -41,16 +41,15 @@ pub async fn ban(
     reason: Option<&str>,
 ) -> WriteResult<()> {
     // An event already redacted (a kind 9005, another ban) may be banned too: each stands alone.
-    let (author, channel_id, _) =
-        rule::event_in_channel(crate::redactions::target(conn, community, id).await?)?;
+    let (author, channel_id, _) = rule::event_in_channel(redaction_target(conn, community, id).await?)?;
     may_redact(conn, community, actor, channel_id, &author).await?;
     mstore::ban_event(conn, community, id, reason, &actor.pubkey).await.map_err(storage)?;
-    store::redact_event(conn, community, id).await?;
+    redact_event(conn, community, id).await?;
     Ok(())
 }
 
 /// `unbanevent`/`allowevent`: lifts a `banevent` under the same rule; a kind-9005 redaction of
-/// the same event stands (`redactions::lift_ban`). A banned current artifact revision retired its
+/// the same event stands (`channel::sql::lift_ban`). A banned current artifact revision retired its
 /// artifact (it left the current-state index); that is not undone here: the artifact comes back
 /// with a new revision, so the call is refused saying so.
 pub async fn unban(

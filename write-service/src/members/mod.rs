@@ -1,4 +1,7 @@
-//! Community membership changes requested over `POST/DELETE /api/members`.
+//! Community membership changes requested over `POST/DELETE /api/members`, under
+//! `rules::members`; the statements (NIP-86 makes them too) are `sql.rs`.
+
+pub mod sql;
 
 use buzz_bus::{Actor, WriteOk};
 use buzz_core::{CommunityId, Pubkey};
@@ -7,7 +10,6 @@ use sqlx::PgPool;
 
 use crate::error::{WriteError, WriteResult};
 use crate::rules::members;
-use crate::store;
 
 /// The common start of a membership change: scope and the actor's role (owner or admin), inside
 /// the transaction that will make the change (the target key's shape is its type's).
@@ -35,14 +37,14 @@ pub async fn put_member(
     pubkey: &Pubkey,
     role: buzz_bus::Role,
 ) -> WriteResult<WriteOk> {
-    let role = crate::shared::stored_role(role);
+    let role = stored_role(role);
     let (mut tx, me) = begin_as_manager(pool, community, actor).await?;
     // A ban committing meanwhile is seen (`buzz_store::bans::lock_membership`).
     buzz_store::bans::lock_membership(&mut tx, community, pubkey).await?;
     let previous = buzz_store::access::community_role(&mut tx, community, pubkey).await?;
     members::grant(me, previous, role)?;
     members::not_banned(buzz_store::bans::any_banned(&mut tx, community, &[pubkey]).await?)?;
-    store::put_member(&mut tx, community, pubkey, role).await?;
+    sql::put_member(&mut tx, community, pubkey, role).await?;
     tx.commit().await.map_err(WriteError::Commit)?;
     let unchanged = previous == Some(role);
     Ok(WriteOk { duplicate: unchanged, message: String::new(), data: None })
@@ -64,8 +66,17 @@ pub async fn remove_member(
     let (mut tx, me) = begin_as_manager(pool, community, actor).await?;
     let target = buzz_store::access::community_role(&mut tx, community, pubkey).await?;
     members::remove(me, target)?;
-    let removed = store::remove_member(&mut tx, community, pubkey).await?;
+    let removed = sql::remove_member(&mut tx, community, pubkey).await?;
     buzz_store::access::bump_access_version(&mut tx, community).await?;
     tx.commit().await.map_err(WriteError::Commit)?;
     Ok(removed)
+}
+
+/// A community role as the bus carries it, as it is stored.
+fn stored_role(role: buzz_bus::Role) -> buzz_store::Role {
+    match role {
+        buzz_bus::Role::Member => buzz_store::Role::Member,
+        buzz_bus::Role::Admin => buzz_store::Role::Admin,
+        buzz_bus::Role::Owner => buzz_store::Role::Owner,
+    }
 }

@@ -1,4 +1,7 @@
-//! `POST /api/tokens`: store a token grant (by hash) bound to the signer, under `rules::tokens`.
+//! `POST /api/tokens`: store a token grant (by hash) bound to the signer, under `rules::tokens`;
+//! its statement is `sql.rs`.
+
+pub mod sql;
 
 use buzz_bus::{Actor, IssuedToken, Scope, WriteData, WriteOk};
 use buzz_core::{ChannelId, CommunityId, TokenHash};
@@ -37,21 +40,8 @@ pub async fn issue(
     let role = buzz_store::access::community_role(&mut tx, community, &actor.pubkey).await?;
     let secs = tokens::grant(role, scopes, expires_in)?;
     let names: Vec<&str> = scopes.iter().map(|s| scope_name(*s)).collect();
-    let expires_at: Option<i64> = sqlx::query_scalar(
-        "INSERT INTO tokens (community_id, token_hash, pubkey, scopes, channel_ids, expires_at) \
-         VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6::bigint)) \
-         RETURNING extract(epoch FROM expires_at)::bigint",
-    )
-    .bind(community)
-    .bind(token_hash)
-    .bind(&actor.pubkey)
-    .bind(&names)
-    .bind(channel_ids.map(<[ChannelId]>::to_vec))
-    .bind(secs)
-    .fetch_one(&mut *tx)
-    .await
-    .map(Some)
-    .or_else(|e| if buzz_store::is_unique_violation(&e) { Ok(None) } else { Err(e) })?;
+    let row = sql::Grant { community, token_hash, pubkey: &actor.pubkey, scopes: &names, channel_ids, secs };
+    let expires_at = sql::insert(&mut tx, &row).await?;
     let expires_at = tokens::issued(expires_at)?;
     tx.commit().await.map_err(WriteError::Commit)?;
     let data = WriteData::Token(IssuedToken {

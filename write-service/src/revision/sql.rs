@@ -1,15 +1,94 @@
-//! The statements of a revision batch: the updated artifacts locked, the creates claimed with the
-//! resubmission check of the updates, and the stored revisions made current.
+//! The revision family's statements that a batch makes, and what both paths share: the locked
+//! artifact row ([`Artifact`]) and the rows a revision's tags become. The one-revision path's own
+//! statements sit beside its steps (`single.rs`). Every statement is keyed by community first.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use buzz_core::nipar::Op;
-use buzz_core::{ChannelId, CommunityId};
+use buzz_core::nipar::{Envelope, Op};
+use buzz_core::{ChannelId, CommunityId, Event, EventId, Pubkey};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::{Stage, Write};
-use crate::artifacts::{self, Artifact};
+/// An artifact's stored identity and current state, as locked for a revision. `mentioned`: the
+/// `p` keys the current revision carries.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Artifact {
+    /// The artifact type (`type` tag).
+    #[sqlx(rename = "type")]
+    pub type_name: String,
+    /// Id of the current revision.
+    pub current_revision: EventId,
+    /// The channel the artifact lives in.
+    pub home_channel: ChannelId,
+    /// The root anchor, when the artifact has one.
+    pub root: Option<EventId>,
+    /// Whether the current revision is a delete.
+    pub deleted: bool,
+    /// The `p` keys the current revision carries.
+    pub mentioned: Vec<Pubkey>,
+}
+
+impl Artifact {
+    /// The row as the rules read it (`rules::revision::Current`).
+    #[must_use]
+    pub fn current(&self) -> crate::rules::revision::Current<'_> {
+        crate::rules::revision::Current {
+            type_name: &self.type_name,
+            revision: &self.current_revision,
+            home: self.home_channel,
+            root: self.root.as_ref(),
+            deleted: self.deleted,
+        }
+    }
+}
+
+/// The distinct well-formed `p` pubkeys of a revision, sorted.
+pub(crate) fn p_keys(event: &Event) -> Vec<Pubkey> {
+    let mut keys: Vec<Pubkey> = event.tags_named("p").filter_map(|t| Pubkey::parse(t.get(1)?).ok()).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
+/// The current-tag rows of revision `event` were it current and served: its distinct
+/// `(name, sha256(first value))` pairs but `buzz_store::current_tags::DERIVED`.
+pub(crate) fn current_tag_rows(event: &Event) -> Vec<(&str, Vec<u8>)> {
+    let rows: std::collections::BTreeSet<(&str, Vec<u8>)> =
+        buzz_store::tag_rows::indexed_tags(event, |name| !buzz_store::current_tags::is_derived(name))
+            .collect();
+    rows.into_iter().collect()
+}
+
+/// An artifact's `replaced_tags` (the live payload) from the current-tag rows it had before a
+/// revision and the `op` and `prev` rows of the revision they belonged to: when it was served (it had a row
+/// that is not derived, as its `h` row always is), those rows with the derived `ar`, `d` and
+/// `type` rows added (`buzz_store::current_tags`; `type_name` is the artifact's, immutable), as
+/// `[name, hex(sha256(value))]` sorted; else none.
+pub(crate) fn replaced_tags(d: Uuid, type_name: &str, mut rows: Vec<(String, Vec<u8>)>) -> Vec<[String; 2]> {
+    if !rows.iter().any(|(name, _)| !buzz_store::current_tags::is_derived(name)) {
+        return Vec::new();
+    }
+    rows.extend(buzz_store::current_tags::derived_rows(d, type_name));
+    rows.sort_unstable();
+    rows.into_iter().map(|(name, hash)| [name, hex::encode(hash)]).collect()
+}
+
+/// A revision of a batch still to claim (a create) or to check for a concurrent resubmission (an
+/// update), once admitted and writable.
+pub(crate) struct Pending<'a> {
+    pub(crate) community: CommunityId,
+    pub(crate) env: &'a Envelope,
+    pub(crate) event: &'a Event,
+}
+
+/// A revision a batch stored with `seq` in a channel whose TTL is `ttl`, to make current.
+pub(crate) struct StoredRevision<'a> {
+    pub(crate) community: CommunityId,
+    pub(crate) env: &'a Envelope,
+    pub(crate) event: &'a Event,
+    pub(crate) seq: i64,
+    pub(crate) ttl: Option<i32>,
+}
 
 /// A locked artifact row, keyed by (community, d).
 #[derive(sqlx::FromRow)]
@@ -20,16 +99,11 @@ struct LockedRow {
     artifact: Artifact,
 }
 
-/// Locks the artifacts the pending updates name, in key order, for the rest of the transaction.
-pub(super) async fn lock(
+/// Locks the artifacts `keys` name (the pending updates'), in key order, for the rest of the transaction.
+pub(crate) async fn lock(
     tx: &mut PgConnection,
-    writes: &[Write<'_>],
+    keys: BTreeSet<(CommunityId, Uuid)>,
 ) -> Result<HashMap<(CommunityId, Uuid), Artifact>, sqlx::Error> {
-    let keys: BTreeSet<(CommunityId, Uuid)> = writes
-        .iter()
-        .filter(|w| w.storing().is_some_and(|env| env.op == Op::Update))
-        .filter_map(Write::key)
-        .collect();
     if keys.is_empty() {
         return Ok(HashMap::new());
     }
@@ -51,19 +125,18 @@ pub(super) async fn lock(
 /// Claims the identities of the pending creates (in key order) and, in the same statement, finds
 /// which pending updates were accepted meanwhile (a concurrent resubmission). Returns the claimed
 /// (community, d) and the resubmitted (community, revision id).
-pub(super) async fn claim<'p>(
+pub(crate) async fn claim<'p>(
     tx: &mut PgConnection,
-    writes: &[Write<'p>],
+    pending: &[Pending<'p>],
 ) -> Result<(HashSet<(CommunityId, Uuid)>, HashSet<(CommunityId, &'p str)>), sqlx::Error> {
     let mut creates: Vec<(CommunityId, Uuid, usize)> = Vec::new();
     let (mut upd_community, mut upd_id) = (Vec::new(), Vec::new());
-    for (i, w) in writes.iter().enumerate() {
-        let Some(env) = w.storing() else { continue };
-        if env.op == Op::Create {
-            creates.push((w.post.community, env.d, i));
+    for (i, p) in pending.iter().enumerate() {
+        if p.env.op == Op::Create {
+            creates.push((p.community, p.env.d, i));
         } else {
-            upd_community.push(w.post.community);
-            upd_id.push(w.post.event.id.as_str());
+            upd_community.push(p.community);
+            upd_id.push(p.event.id.as_str());
         }
     }
     if creates.is_empty() && upd_id.is_empty() {
@@ -81,14 +154,14 @@ pub(super) async fn claim<'p>(
         Vec::with_capacity(n),
     );
     for &(c, key, i) in &creates {
-        let (w, Some(env)) = (&writes[i], writes[i].env) else { continue };
+        let (env, event) = (pending[i].env, pending[i].event);
         community.push(c);
         d.push(key);
         type_name.push(env.type_name.as_str());
-        revision.push(w.post.event.id.as_str());
+        revision.push(event.id.as_str());
         home.push(env.h);
         root.push(env.root.as_deref());
-        mentioned.push(artifacts::p_keys(w.post.event).join(","));
+        mentioned.push(p_keys(event).join(","));
     }
     let rows: Vec<(CommunityId, Uuid, Option<String>)> = sqlx::query_as(
         "WITH c AS ( \
@@ -136,35 +209,34 @@ pub(super) async fn claim<'p>(
 /// Makes each stored revision current: the updated artifacts advanced, every stored revision's
 /// artifact's current-tag rows replaced by its tags (with its home, change time, expiry, id and type),
 /// and every revision recorded forever, in one statement. Returns the current-tag rows each updated
-/// artifact had before, with its derived rows, as `[name, hex(hash)]` sorted ([`replaced_tags`]).
-pub(super) async fn advance(
+/// artifact had before, with its derived rows, as `[name, hex(hash)]` sorted ([`replaced_by_artifact`]).
+pub(crate) async fn advance(
     tx: &mut PgConnection,
-    writes: &[Write<'_>],
+    stored: &[StoredRevision<'_>],
     locked: &HashMap<(CommunityId, Uuid), Artifact>,
 ) -> Result<HashMap<(CommunityId, Uuid), Vec<[String; 2]>>, sqlx::Error> {
-    let mut a = Columns::with_capacity(writes.len());
+    let mut a = Columns::with_capacity(stored.len());
     let (mut t_community, mut t_d, mut t_name, mut t_hash) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for w in writes {
-        let (Stage::Store { channel, seq: Some(seq) }, Some(env)) = (&w.stage, w.env) else { continue };
-        let post = &w.post;
-        a.community.push(post.community);
+    for r in stored {
+        let (env, event) = (r.env, r.event);
+        a.community.push(r.community);
         a.d.push(env.d);
-        a.revision.push(post.event.id.as_str());
+        a.revision.push(event.id.as_str());
         a.created.push(env.op == Op::Create);
         a.home.push(env.h);
         a.root.push(env.root.as_deref());
         a.prev.push(env.prev.as_deref());
         a.op.push(env.op.as_str());
         a.type_name.push(env.type_name.as_str());
-        a.seq.push(*seq);
-        a.ttl.push(channel.ttl_seconds);
-        a.mentioned.push(if locked.contains_key(&(post.community, env.d)) {
-            artifacts::p_keys(post.event).join(",")
+        a.seq.push(r.seq);
+        a.ttl.push(r.ttl);
+        a.mentioned.push(if locked.contains_key(&(r.community, env.d)) {
+            p_keys(event).join(",")
         } else {
             String::new()
         });
-        for (name, hash) in artifacts::current_tag_rows(post.event) {
-            t_community.push(post.community);
+        for (name, hash) in current_tag_rows(event) {
+            t_community.push(r.community);
             t_d.push(env.d);
             t_name.push(name);
             t_hash.push(hash);
@@ -234,13 +306,13 @@ pub(super) async fn advance(
     .bind(&a.type_name)
     .fetch_all(&mut *tx)
     .await?;
-    Ok(replaced_tags(rows, locked))
+    Ok(replaced_by_artifact(rows, locked))
 }
 
 /// The replaced current-tag rows of [`advance`] (and the `op` and `prev` rows of the revision they
-/// belonged to) as each updated artifact's `replaced_tags` ([`artifacts::replaced_tags`]), with
+/// belonged to) as each updated artifact's `replaced_tags` ([`replaced_tags`]), with
 /// its (immutable) type from its locked row: only updated artifacts had rows before.
-fn replaced_tags(
+fn replaced_by_artifact(
     rows: Vec<(CommunityId, Uuid, String, Vec<u8>)>,
     locked: &HashMap<(CommunityId, Uuid), Artifact>,
 ) -> HashMap<(CommunityId, Uuid), Vec<[String; 2]>> {
@@ -253,7 +325,7 @@ fn replaced_tags(
         .into_iter()
         .filter_map(|(key, rows)| {
             let row = locked.get(&key)?;
-            let replaced = artifacts::replaced_tags(key.1, &row.type_name, rows);
+            let replaced = replaced_tags(key.1, &row.type_name, rows);
             (!replaced.is_empty()).then_some((key, replaced))
         })
         .collect()
