@@ -5,7 +5,8 @@
 //! store steps and their statements), over one commit engine (`engine`: group commit, and the
 //! one-event transaction) and one set of pure rules (`rules`). Event families are registered by
 //! kind in `writer.rs` (`family`), where the bus handler also dispatches the requests that are
-//! not events (`members`, `tokens`, `read_marks`, `manage`). `write-service/README.md` says how to add a kind.
+//! not events (`members`, `tokens`, `read_marks`, `manage`). `write-service/README.md` maps the
+//! folders and says how to add a kind.
 
 pub mod app;
 pub mod channel;

@@ -105,32 +105,9 @@ pub(crate) struct ViewKey<'a> {
     pub(crate) root: Option<&'a EventId>,
 }
 
-/// Admission, channel view and thread-root check of every write of a batch in one statement, the channel rows
-/// share-locked (in id order) so that they cannot change under the batch. `bans`: migration 0004
-/// has run (`buzz_store::bans::table_exists`), so community bans are read too.
-pub(crate) async fn load(
-    tx: &mut PgConnection,
-    writes: &[ViewKey<'_>],
-    bans: bool,
-) -> Result<Vec<View>, sqlx::Error> {
-    let n = writes.len();
-    let mut ord = Vec::with_capacity(n);
-    let mut community = Vec::with_capacity(n);
-    let mut event_id = Vec::with_capacity(n);
-    let mut member = Vec::with_capacity(n);
-    let mut writer = Vec::with_capacity(n);
-    let mut channel = Vec::with_capacity(n);
-    let mut root = Vec::with_capacity(n);
-    for (i, w) in writes.iter().enumerate() {
-        ord.push(i32::try_from(i).unwrap_or(i32::MAX));
-        community.push(w.community);
-        event_id.push(w.event_id.as_str());
-        member.push(w.member);
-        writer.push(w.writer.as_str());
-        channel.push(w.channel);
-        root.push(w.root.map(EventId::as_str));
-    }
-    let sql = format!(
+/// The statement of [`load`]; `bans`: migration 0004 has run, so community bans are read.
+fn view_sql(bans: bool) -> String {
+    format!(
         "WITH i AS ( \
              SELECT * FROM UNNEST($1::int4[], $2::uuid[], $3::text[], $4::text[], $5::uuid[], $6::text[], \
                                   $7::text[]) \
@@ -172,7 +149,35 @@ pub(crate) async fn load(
         } else {
             "false"
         },
-    );
+    )
+}
+
+/// Admission, channel view and thread-root check of every write of a batch in one statement, the channel rows
+/// share-locked (in id order) so that they cannot change under the batch. `bans`: migration 0004
+/// has run (`buzz_store::bans::table_exists`), so community bans are read too.
+pub(crate) async fn load(
+    tx: &mut PgConnection,
+    writes: &[ViewKey<'_>],
+    bans: bool,
+) -> Result<Vec<View>, sqlx::Error> {
+    let n = writes.len();
+    let mut ord = Vec::with_capacity(n);
+    let mut community = Vec::with_capacity(n);
+    let mut event_id = Vec::with_capacity(n);
+    let mut member = Vec::with_capacity(n);
+    let mut writer = Vec::with_capacity(n);
+    let mut channel = Vec::with_capacity(n);
+    let mut root = Vec::with_capacity(n);
+    for (i, w) in writes.iter().enumerate() {
+        ord.push(i32::try_from(i).unwrap_or(i32::MAX));
+        community.push(w.community);
+        event_id.push(w.event_id.as_str());
+        member.push(w.member);
+        writer.push(w.writer.as_str());
+        channel.push(w.channel);
+        root.push(w.root.map(EventId::as_str));
+    }
+    let sql = view_sql(bans);
     let views: Vec<View> = sqlx::query_as(&sql)
         .bind(&ord)
         .bind(&community)
@@ -237,6 +242,25 @@ pub(crate) struct NewEvent<'a> {
     pub(crate) thread_root: Option<&'a EventId>,
 }
 
+/// The statement of [`insert_events`].
+const INSERT_EVENTS: &str =
+    "WITH e AS ( \
+         INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw, expires_at, thread_root) \
+         SELECT u.community_id, u.id, u.pubkey, u.kind, u.created_at, u.channel_id, u.raw, \
+                CASE WHEN u.ttl IS NULL THEN NULL ELSE now() + make_interval(secs => u.ttl) END, u.root \
+         FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::int8[], $5::int8[], $6::uuid[], $7::text[], \
+                     $8::int4[], $9::text[]) WITH ORDINALITY \
+              AS u(community_id, id, pubkey, kind, created_at, channel_id, raw, ttl, root, ord) \
+         ORDER BY u.ord \
+         ON CONFLICT (community_id, id) DO NOTHING \
+         RETURNING community_id, id, seq, created_at), \
+     t AS ( \
+         INSERT INTO event_tags (community_id, event_id, name, value_hash, created_at) \
+         SELECT e.community_id, e.id, u.n, u.h, e.created_at \
+         FROM UNNEST($10::uuid[], $11::text[], $12::text[], $13::bytea[]) AS u(c, eid, n, h) \
+         JOIN e ON e.community_id = u.c AND e.id = u.eid) \
+     SELECT community_id, id, seq FROM e";
+
 /// Stores `events` with their tag index rows in one statement; returns the `seq` of each one
 /// stored (one stored meanwhile by a concurrent write is absent).
 pub(crate) async fn insert_events(
@@ -273,39 +297,22 @@ pub(crate) async fn insert_events(
             tag_hash.push(hash);
         }
     }
-    let rows: Vec<(CommunityId, EventId, i64)> = sqlx::query_as(
-        "WITH e AS ( \
-             INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw, expires_at, thread_root) \
-             SELECT u.community_id, u.id, u.pubkey, u.kind, u.created_at, u.channel_id, u.raw, \
-                    CASE WHEN u.ttl IS NULL THEN NULL ELSE now() + make_interval(secs => u.ttl) END, u.root \
-             FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::int8[], $5::int8[], $6::uuid[], $7::text[], \
-                         $8::int4[], $9::text[]) WITH ORDINALITY \
-                  AS u(community_id, id, pubkey, kind, created_at, channel_id, raw, ttl, root, ord) \
-             ORDER BY u.ord \
-             ON CONFLICT (community_id, id) DO NOTHING \
-             RETURNING community_id, id, seq, created_at), \
-         t AS ( \
-             INSERT INTO event_tags (community_id, event_id, name, value_hash, created_at) \
-             SELECT e.community_id, e.id, u.n, u.h, e.created_at \
-             FROM UNNEST($10::uuid[], $11::text[], $12::text[], $13::bytea[]) AS u(c, eid, n, h) \
-             JOIN e ON e.community_id = u.c AND e.id = u.eid) \
-         SELECT community_id, id, seq FROM e",
-    )
-    .bind(&community)
-    .bind(&id)
-    .bind(&pubkey)
-    .bind(&kind)
-    .bind(&created_at)
-    .bind(&channel)
-    .bind(&raw)
-    .bind(&ttl)
-    .bind(&root)
-    .bind(&tag_community)
-    .bind(&tag_event)
-    .bind(&tag_name)
-    .bind(&tag_hash)
-    .fetch_all(&mut *tx)
-    .await?;
+    let rows: Vec<(CommunityId, EventId, i64)> = sqlx::query_as(INSERT_EVENTS)
+        .bind(&community)
+        .bind(&id)
+        .bind(&pubkey)
+        .bind(&kind)
+        .bind(&created_at)
+        .bind(&channel)
+        .bind(&raw)
+        .bind(&ttl)
+        .bind(&root)
+        .bind(&tag_community)
+        .bind(&tag_event)
+        .bind(&tag_name)
+        .bind(&tag_hash)
+        .fetch_all(&mut *tx)
+        .await?;
     Ok(rows.into_iter().map(|(c, id, seq)| ((c, id), seq)).collect())
 }
 

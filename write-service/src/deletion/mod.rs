@@ -2,7 +2,7 @@
 //! a NIP-AR revision is refused with a reason (it is retired with `op=delete`). The smallest
 //! event family, and the shape of every one: a [`Family`] whose step gathers the rule's view
 //! (load), applies `rules::deletion` (decide) and makes the change with its event (store); its
-//! statements are `sql.rs`; one line in `crate::family` registers it for its kind.
+//! statements are `sql.rs`; one line in `family` (`writer.rs`) registers it for its kind.
 
 pub mod sql;
 

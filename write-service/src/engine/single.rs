@@ -2,7 +2,7 @@
 //! hands back. Admission (`rules::admission`), then the event family's [`Family::write`] (load →
 //! decide → store, in the transaction), the access version and the bans its live events carry;
 //! commits before answering. Which family writes which kind is registered in one place,
-//! `crate::family`.
+//! `family` (`writer.rs`).
 
 use buzz_bus::{Actor, Audience};
 use buzz_core::{ChannelId, CommunityId, Event, EventId, Pubkey};

@@ -122,13 +122,32 @@ pub(crate) async fn lock(
     Ok(rows.into_iter().map(|r| ((r.community_id, r.d), r.artifact)).collect())
 }
 
+/// What [`claim`] found: the claimed (community, d), and the (community, revision id) of the
+/// updates accepted meanwhile.
+type Claimed<'p> = (HashSet<(CommunityId, Uuid)>, HashSet<(CommunityId, &'p str)>);
+
+/// The statement of [`claim`].
+const CLAIM: &str = "WITH c AS ( \
+         INSERT INTO artifacts (community_id, d, type, current_revision, home_channel, root, mentioned) \
+         SELECT u.c, u.d, u.t, u.rev, u.h, u.root, \
+                CASE WHEN u.m = '' THEN ARRAY[]::text[] ELSE string_to_array(u.m, ',') END \
+         FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::uuid[], $6::text[], $7::text[]) \
+              WITH ORDINALITY AS u(c, d, t, rev, h, root, m, ord) \
+         ORDER BY u.ord \
+         ON CONFLICT (community_id, d) DO NOTHING \
+         RETURNING community_id, d) \
+     SELECT community_id, d, NULL::text FROM c \
+     UNION ALL \
+     SELECT r.community_id, r.d, r.revision_id FROM artifact_revisions r \
+     WHERE (r.community_id, r.revision_id) IN (SELECT * FROM UNNEST($8::uuid[], $9::text[]))";
+
 /// Claims the identities of the pending creates (in key order) and, in the same statement, finds
 /// which pending updates were accepted meanwhile (a concurrent resubmission). Returns the claimed
 /// (community, d) and the resubmitted (community, revision id).
 pub(crate) async fn claim<'p>(
     tx: &mut PgConnection,
     pending: &[Pending<'p>],
-) -> Result<(HashSet<(CommunityId, Uuid)>, HashSet<(CommunityId, &'p str)>), sqlx::Error> {
+) -> Result<Claimed<'p>, sqlx::Error> {
     let mut creates: Vec<(CommunityId, Uuid, usize)> = Vec::new();
     let (mut upd_community, mut upd_id) = (Vec::new(), Vec::new());
     for (i, p) in pending.iter().enumerate() {
@@ -163,32 +182,24 @@ pub(crate) async fn claim<'p>(
         root.push(env.root.as_deref());
         mentioned.push(p_keys(event).join(","));
     }
-    let rows: Vec<(CommunityId, Uuid, Option<String>)> = sqlx::query_as(
-        "WITH c AS ( \
-             INSERT INTO artifacts (community_id, d, type, current_revision, home_channel, root, mentioned) \
-             SELECT u.c, u.d, u.t, u.rev, u.h, u.root, \
-                    CASE WHEN u.m = '' THEN ARRAY[]::text[] ELSE string_to_array(u.m, ',') END \
-             FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::uuid[], $6::text[], $7::text[]) \
-                  WITH ORDINALITY AS u(c, d, t, rev, h, root, m, ord) \
-             ORDER BY u.ord \
-             ON CONFLICT (community_id, d) DO NOTHING \
-             RETURNING community_id, d) \
-         SELECT community_id, d, NULL::text FROM c \
-         UNION ALL \
-         SELECT r.community_id, r.d, r.revision_id FROM artifact_revisions r \
-         WHERE (r.community_id, r.revision_id) IN (SELECT * FROM UNNEST($8::uuid[], $9::text[]))",
-    )
-    .bind(&community)
-    .bind(&d)
-    .bind(&type_name)
-    .bind(&revision)
-    .bind(&home)
-    .bind(&root)
-    .bind(&mentioned)
-    .bind(&upd_community)
-    .bind(&upd_id)
-    .fetch_all(&mut *tx)
-    .await?;
+    let rows: Vec<(CommunityId, Uuid, Option<String>)> = sqlx::query_as(CLAIM)
+        .bind(&community)
+        .bind(&d)
+        .bind(&type_name)
+        .bind(&revision)
+        .bind(&home)
+        .bind(&root)
+        .bind(&mentioned)
+        .bind(&upd_community)
+        .bind(&upd_id)
+        .fetch_all(&mut *tx)
+        .await?;
+    Ok(claimed(rows, &upd_id))
+}
+
+/// The rows of [`claim`]: the claimed (community, d) (no revision), and the updates' revision
+/// ids that were accepted meanwhile.
+fn claimed<'p>(rows: Vec<(CommunityId, Uuid, Option<String>)>, updates: &[&'p str]) -> Claimed<'p> {
     let mut claimed = HashSet::new();
     let mut resubmitted = HashSet::new();
     for (c, key, revision) in rows {
@@ -197,14 +208,60 @@ pub(crate) async fn claim<'p>(
                 claimed.insert((c, key));
             }
             Some(id) => {
-                if let Some(&known) = upd_id.iter().find(|&&u| u == id) {
+                if let Some(&known) = updates.iter().find(|&&u| u == id) {
                     resubmitted.insert((c, known));
                 }
             }
         }
     }
-    Ok((claimed, resubmitted))
+    (claimed, resubmitted)
 }
+
+/// The statement of [`advance`]. The replaced revision's `prev` and `op` (its record, by key)
+/// are read per updated artifact: `LIMIT 1` keeps the lookup a lateral probe; as a join, the
+/// planner chose a scan of every revision against the batch (1 133 against 1 700 revisions/s at
+/// 20 000 artifacts). `gone` keeps a row unless the batch's tag rows `t` have it: `NOT IN` over
+/// `t` (never NULL) is one hashed subplan. (`NOT EXISTS` was planned as a nested loop over the
+/// CTE, quadratic in the batch: 15 ms of a 26 ms statement at 41 revisions, docs/benchmarks.md.)
+const ADVANCE: &str =
+    "WITH u AS MATERIALIZED ( \
+         SELECT * FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::bool[], $5::uuid[], $6::text[], \
+                              $7::text[], $8::text[], $9::int8[], $10::int4[], $11::text[], $16::text[]) \
+             AS u(c, d, rev, created, h, root, prev, op, seq, ttl, m, ty)), \
+     t AS MATERIALIZED ( \
+         SELECT * FROM UNNEST($12::uuid[], $13::uuid[], $14::text[], $15::bytea[]) AS t(c, d, n, h)), \
+     before AS ( \
+         SELECT x.community_id, x.d, x.name, x.value_hash FROM artifact_current_tags x \
+         JOIN u ON x.community_id = u.c AND x.d = u.d WHERE NOT u.created), \
+     adv AS ( \
+         UPDATE artifacts a SET current_revision = u.rev, home_channel = u.h, root = u.root, deleted = false, \
+                mentioned = CASE WHEN u.m = '' THEN ARRAY[]::text[] ELSE string_to_array(u.m, ',') END, \
+                updated_at = now() \
+         FROM u WHERE a.community_id = u.c AND a.d = u.d AND NOT u.created), \
+     gone AS ( \
+         DELETE FROM artifact_current_tags x USING u \
+         WHERE x.community_id = u.c AND x.d = u.d AND NOT u.created \
+           AND (x.community_id, x.d, x.name, x.value_hash) NOT IN (SELECT t.c, t.d, t.n, t.h FROM t)), \
+     up AS ( \
+         INSERT INTO artifact_current_tags \
+             (community_id, d, name, value_hash, home_channel, updated_at, expires_at, revision, type) \
+         SELECT t.c, t.d, t.n, t.h, u.h, now(), \
+                CASE WHEN u.ttl IS NULL THEN NULL ELSE now() + make_interval(secs => u.ttl) END, u.rev, u.ty \
+         FROM t JOIN u ON u.c = t.c AND u.d = t.d \
+         ORDER BY t.c, t.d, t.n, t.h \
+         ON CONFLICT (community_id, d, name, value_hash) DO UPDATE \
+         SET home_channel = EXCLUDED.home_channel, updated_at = EXCLUDED.updated_at, \
+             expires_at = EXCLUDED.expires_at, revision = EXCLUDED.revision), \
+     rec AS ( \
+         INSERT INTO artifact_revisions (community_id, revision_id, d, prev, op, channel_id, accepted_seq) \
+         SELECT u.c, u.rev, u.d, u.prev, u.op, u.h, u.seq FROM u) \
+     SELECT community_id, d, name, value_hash FROM before \
+     UNION ALL \
+     SELECT u.c, u.d, x.name, sha256(convert_to(x.value, 'UTF8')) FROM u \
+     CROSS JOIN LATERAL (SELECT r.prev, r.op FROM artifact_revisions r \
+                         WHERE r.community_id = u.c AND r.revision_id = u.prev LIMIT 1) r \
+     CROSS JOIN LATERAL (VALUES ('prev', r.prev), ('op', r.op)) AS x(name, value) \
+     WHERE NOT u.created AND x.value IS NOT NULL";
 
 /// Makes each stored revision current: the updated artifacts advanced, every stored revision's
 /// artifact's current-tag rows replaced by its tags (with its home, change time, expiry, id and type),
@@ -215,97 +272,26 @@ pub(crate) async fn advance(
     stored: &[StoredRevision<'_>],
     locked: &HashMap<(CommunityId, Uuid), Artifact>,
 ) -> Result<HashMap<(CommunityId, Uuid), Vec<[String; 2]>>, sqlx::Error> {
-    let mut a = Columns::with_capacity(stored.len());
-    let (mut t_community, mut t_d, mut t_name, mut t_hash) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for r in stored {
-        let (env, event) = (r.env, r.event);
-        a.community.push(r.community);
-        a.d.push(env.d);
-        a.revision.push(event.id.as_str());
-        a.created.push(env.op == Op::Create);
-        a.home.push(env.h);
-        a.root.push(env.root.as_deref());
-        a.prev.push(env.prev.as_deref());
-        a.op.push(env.op.as_str());
-        a.type_name.push(env.type_name.as_str());
-        a.seq.push(r.seq);
-        a.ttl.push(r.ttl);
-        a.mentioned.push(if locked.contains_key(&(r.community, env.d)) {
-            p_keys(event).join(",")
-        } else {
-            String::new()
-        });
-        for (name, hash) in current_tag_rows(event) {
-            t_community.push(r.community);
-            t_d.push(env.d);
-            t_name.push(name);
-            t_hash.push(hash);
-        }
-    }
-    // The replaced revision's `prev` and `op` (its record, by key) are read per updated artifact: `LIMIT 1`
-    // keeps the lookup a lateral probe; as a join, the planner chose a scan of every revision
-    // against the batch (1 133 against 1 700 revisions/s at 20 000 artifacts).
-    // `gone` keeps a row unless the batch's tag rows `t` have it: `NOT IN` over `t` (never NULL)
-    // is one hashed subplan. (`NOT EXISTS` was planned as a nested loop over the CTE, quadratic in
-    // the batch: 15 ms of a 26 ms statement at 41 revisions, docs/benchmarks.md.)
-    let rows: Vec<(CommunityId, Uuid, String, Vec<u8>)> = sqlx::query_as(
-        "WITH u AS MATERIALIZED ( \
-             SELECT * FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::bool[], $5::uuid[], $6::text[], \
-                                  $7::text[], $8::text[], $9::int8[], $10::int4[], $11::text[], $16::text[]) \
-                 AS u(c, d, rev, created, h, root, prev, op, seq, ttl, m, ty)), \
-         t AS MATERIALIZED ( \
-             SELECT * FROM UNNEST($12::uuid[], $13::uuid[], $14::text[], $15::bytea[]) AS t(c, d, n, h)), \
-         before AS ( \
-             SELECT x.community_id, x.d, x.name, x.value_hash FROM artifact_current_tags x \
-             JOIN u ON x.community_id = u.c AND x.d = u.d WHERE NOT u.created), \
-         adv AS ( \
-             UPDATE artifacts a SET current_revision = u.rev, home_channel = u.h, root = u.root, deleted = false, \
-                    mentioned = CASE WHEN u.m = '' THEN ARRAY[]::text[] ELSE string_to_array(u.m, ',') END, \
-                    updated_at = now() \
-             FROM u WHERE a.community_id = u.c AND a.d = u.d AND NOT u.created), \
-         gone AS ( \
-             DELETE FROM artifact_current_tags x USING u \
-             WHERE x.community_id = u.c AND x.d = u.d AND NOT u.created \
-               AND (x.community_id, x.d, x.name, x.value_hash) NOT IN (SELECT t.c, t.d, t.n, t.h FROM t)), \
-         up AS ( \
-             INSERT INTO artifact_current_tags \
-                 (community_id, d, name, value_hash, home_channel, updated_at, expires_at, revision, type) \
-             SELECT t.c, t.d, t.n, t.h, u.h, now(), \
-                    CASE WHEN u.ttl IS NULL THEN NULL ELSE now() + make_interval(secs => u.ttl) END, u.rev, u.ty \
-             FROM t JOIN u ON u.c = t.c AND u.d = t.d \
-             ORDER BY t.c, t.d, t.n, t.h \
-             ON CONFLICT (community_id, d, name, value_hash) DO UPDATE \
-             SET home_channel = EXCLUDED.home_channel, updated_at = EXCLUDED.updated_at, \
-                 expires_at = EXCLUDED.expires_at, revision = EXCLUDED.revision), \
-         rec AS ( \
-             INSERT INTO artifact_revisions (community_id, revision_id, d, prev, op, channel_id, accepted_seq) \
-             SELECT u.c, u.rev, u.d, u.prev, u.op, u.h, u.seq FROM u) \
-         SELECT community_id, d, name, value_hash FROM before \
-         UNION ALL \
-         SELECT u.c, u.d, x.name, sha256(convert_to(x.value, 'UTF8')) FROM u \
-         CROSS JOIN LATERAL (SELECT r.prev, r.op FROM artifact_revisions r \
-                             WHERE r.community_id = u.c AND r.revision_id = u.prev LIMIT 1) r \
-         CROSS JOIN LATERAL (VALUES ('prev', r.prev), ('op', r.op)) AS x(name, value) \
-         WHERE NOT u.created AND x.value IS NOT NULL",
-    )
-    .bind(&a.community)
-    .bind(&a.d)
-    .bind(&a.revision)
-    .bind(&a.created)
-    .bind(&a.home)
-    .bind(&a.root)
-    .bind(&a.prev)
-    .bind(&a.op)
-    .bind(&a.seq)
-    .bind(&a.ttl)
-    .bind(&a.mentioned)
-    .bind(&t_community)
-    .bind(&t_d)
-    .bind(&t_name)
-    .bind(&t_hash)
-    .bind(&a.type_name)
-    .fetch_all(&mut *tx)
-    .await?;
+    let (a, t) = Columns::of(stored, locked);
+    let rows: Vec<(CommunityId, Uuid, String, Vec<u8>)> = sqlx::query_as(ADVANCE)
+        .bind(&a.community)
+        .bind(&a.d)
+        .bind(&a.revision)
+        .bind(&a.created)
+        .bind(&a.home)
+        .bind(&a.root)
+        .bind(&a.prev)
+        .bind(&a.op)
+        .bind(&a.seq)
+        .bind(&a.ttl)
+        .bind(&a.mentioned)
+        .bind(&t.community)
+        .bind(&t.d)
+        .bind(&t.name)
+        .bind(&t.hash)
+        .bind(&a.type_name)
+        .fetch_all(&mut *tx)
+        .await?;
     Ok(replaced_by_artifact(rows, locked))
 }
 
@@ -347,7 +333,51 @@ struct Columns<'a> {
     mentioned: Vec<String>,
 }
 
-impl Columns<'_> {
+/// The tag-row columns of [`advance`]: each stored revision's current-tag rows.
+#[derive(Default)]
+struct TagColumns<'a> {
+    community: Vec<CommunityId>,
+    d: Vec<Uuid>,
+    name: Vec<&'a str>,
+    hash: Vec<Vec<u8>>,
+}
+
+impl<'a> Columns<'a> {
+    /// The columns of `stored`: an updated artifact (one in `locked`) carries its new `p` keys.
+    fn of(
+        stored: &[StoredRevision<'a>],
+        locked: &HashMap<(CommunityId, Uuid), Artifact>,
+    ) -> (Self, TagColumns<'a>) {
+        let mut a = Self::with_capacity(stored.len());
+        let mut t = TagColumns::default();
+        for r in stored {
+            let (env, event) = (r.env, r.event);
+            a.community.push(r.community);
+            a.d.push(env.d);
+            a.revision.push(event.id.as_str());
+            a.created.push(env.op == Op::Create);
+            a.home.push(env.h);
+            a.root.push(env.root.as_deref());
+            a.prev.push(env.prev.as_deref());
+            a.op.push(env.op.as_str());
+            a.type_name.push(env.type_name.as_str());
+            a.seq.push(r.seq);
+            a.ttl.push(r.ttl);
+            a.mentioned.push(if locked.contains_key(&(r.community, env.d)) {
+                p_keys(event).join(",")
+            } else {
+                String::new()
+            });
+            for (name, hash) in current_tag_rows(event) {
+                t.community.push(r.community);
+                t.d.push(env.d);
+                t.name.push(name);
+                t.hash.push(hash);
+            }
+        }
+        (a, t)
+    }
+
     fn with_capacity(n: usize) -> Self {
         Self {
             community: Vec::with_capacity(n),

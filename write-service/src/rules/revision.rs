@@ -1,7 +1,8 @@
-//! NIP-AR revisions (kind 45010) once admitted and writable in `h`: identity and
-//! compare-and-swap under the artifact row lock (with the resubmission of an accepted revision),
-//! the write rule in the artifact's home when it lives elsewhere, the transition rules (moves,
-//! delete and restore, the type) and the root rule. Timestamps never decide anything.
+//! NIP-AR revisions (kind 45010): the envelope, then, once admitted and writable in `h`, identity
+//! and compare-and-swap under the artifact row lock (with the resubmission of an accepted
+//! revision), the write rule in the artifact's home when it lives elsewhere, the transition rules
+//! (moves, delete and restore, the type) and the root rule, each applied at its step of the order
+//! `revision/mod.rs` documents. Timestamps never decide anything.
 
 use buzz_core::nipar::{self, Envelope, Op};
 use buzz_core::{ChannelId, Event, EventId};
