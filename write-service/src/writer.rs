@@ -23,10 +23,9 @@ pub fn family(kind: u32) -> &'static dyn Family {
     match kind {
         kinds::MESSAGE => &post::Posts,
         kinds::ARTIFACT_REVISION => &revision::Revisions,
-        kinds::CREATE_CHANNEL => &channel::create::Create,
         kinds::DELETION => &deletion::Deletion,
-        // 9000, 9001, 9002, 9005, 9008; any other kind is refused by admission or by the rules.
-        _ => &channel::moderate::Moderation,
+        // 9007 and 9000–9008; any other kind is refused by admission or by the rules.
+        _ => &channel::Channels,
     }
 }
 

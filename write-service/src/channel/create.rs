@@ -4,33 +4,18 @@
 use buzz_bus::BusError;
 use buzz_core::kinds;
 use buzz_store::{access, ChannelType, Role};
-use futures::future::BoxFuture;
 use sqlx::PgConnection;
 
 use crate::channel::sql;
 use crate::channel::state::relay_state;
-use crate::engine::single::{store_and_announce, Family, One};
+use crate::engine::single::{store_and_announce, One};
 use crate::engine::Accepted;
 use crate::error::WriteResult;
 use crate::rules::channel;
 
-/// Kind 9007, registered for the one-event transaction.
-pub struct Create;
-
-impl Family for Create {
-    fn write<'a>(
-        &'a self,
-        tx: &'a mut PgConnection,
-        w: One<'a>,
-        _role: Role,
-    ) -> BoxFuture<'a, WriteResult<Accepted>> {
-        Box::pin(create_channel(tx, w))
-    }
-}
-
 /// Creates the channel: the creator becomes its owner (a DM's participants are all members), and
 /// the relay's 39000/39002 for it are stored beside the 9007.
-async fn create_channel(tx: &mut PgConnection, w: One<'_>) -> WriteResult<Accepted> {
+pub(crate) async fn create_channel(tx: &mut PgConnection, w: One<'_>) -> WriteResult<Accepted> {
     let One { community, actor, event, relay } = w;
     let spec = channel::admit(&event, actor)?;
     let dm = spec.channel_type == ChannelType::Dm;

@@ -7,3 +7,23 @@ pub mod create;
 pub mod moderate;
 pub mod sql;
 pub mod state;
+
+use buzz_core::kinds::CREATE_CHANNEL;
+use buzz_store::Role;
+use sqlx::PgConnection;
+
+use crate::engine::single::{Family, One, Written};
+
+/// Kinds 9007 and 9000–9008 (any other kind sent here is refused by the rules), registered for
+/// the one-event transaction.
+pub struct Channels;
+
+impl Family for Channels {
+    fn write<'a>(&'a self, tx: &'a mut PgConnection, w: One<'a>, _role: Role) -> Written<'a> {
+        if w.event.kind == CREATE_CHANNEL {
+            Box::pin(create::create_channel(tx, w))
+        } else {
+            Box::pin(moderate::moderate(tx, w))
+        }
+    }
+}

@@ -8,34 +8,18 @@ use buzz_core::kinds::{
 };
 use buzz_core::{ChannelId, CommunityId, Event, Pubkey};
 use buzz_store::access::{self, Channel};
-use buzz_store::Role;
-use futures::future::BoxFuture;
 use sqlx::PgConnection;
 
 use crate::channel::sql;
 use crate::channel::state::relay_state;
-use crate::engine::single::{store_and_announce, Family, One};
+use crate::engine::single::{store_and_announce, One};
 use crate::engine::Accepted;
 use crate::error::WriteResult;
 use crate::rules::moderation::{self, Change, ModerationView};
 use crate::rules::post::channel_tag;
 
-/// Kinds 9000, 9001, 9002, 9005 and 9008 (and any other kind, which the rules refuse),
-/// registered for the one-event transaction.
-pub struct Moderation;
-
-impl Family for Moderation {
-    fn write<'a>(
-        &'a self,
-        tx: &'a mut PgConnection,
-        w: One<'a>,
-        _role: Role,
-    ) -> BoxFuture<'a, WriteResult<Accepted>> {
-        Box::pin(moderate(tx, w))
-    }
-}
-
-async fn moderate(tx: &mut PgConnection, w: One<'_>) -> WriteResult<Accepted> {
+/// Kinds 9000/9001/9002/9005/9008 (any other kind is refused by the rules).
+pub(crate) async fn moderate(tx: &mut PgConnection, w: One<'_>) -> WriteResult<Accepted> {
     let One { community, actor, event, relay } = w;
     let channel_id = channel_tag(&event)?;
     let member = actor.member_key();

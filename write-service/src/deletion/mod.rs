@@ -8,10 +8,9 @@ pub mod sql;
 
 use buzz_store::access;
 use buzz_store::Role;
-use futures::future::BoxFuture;
 use sqlx::PgConnection;
 
-use crate::engine::single::{store_and_announce, Family, One};
+use crate::engine::single::{store_and_announce, Family, One, Written};
 use crate::engine::Accepted;
 use crate::error::WriteResult;
 use crate::rules::deletion::{self, RevisionView, TargetView};
@@ -20,12 +19,7 @@ use crate::rules::deletion::{self, RevisionView, TargetView};
 pub struct Deletion;
 
 impl Family for Deletion {
-    fn write<'a>(
-        &'a self,
-        tx: &'a mut PgConnection,
-        w: One<'a>,
-        _role: Role,
-    ) -> BoxFuture<'a, WriteResult<Accepted>> {
+    fn write<'a>(&'a self, tx: &'a mut PgConnection, w: One<'a>, _role: Role) -> Written<'a> {
         Box::pin(delete_own(tx, w))
     }
 }

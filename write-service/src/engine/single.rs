@@ -16,16 +16,14 @@ use crate::error::{WriteError, WriteResult};
 use crate::rules::admission::{self, Admitted};
 use crate::store;
 
+/// What a family's step comes to, once it has run in the transaction: the write's answer.
+pub type Written<'a> = BoxFuture<'a, WriteResult<Accepted>>;
+
 /// An event family's steps in the one-event transaction, once the event is admitted.
 pub trait Family: Sync {
     /// Gathers what the family's rules need, applies their decision and stores the event, in
     /// `tx`. `role` is the writer's (member key's) community role.
-    fn write<'a>(
-        &'a self,
-        tx: &'a mut PgConnection,
-        w: One<'a>,
-        role: Role,
-    ) -> BoxFuture<'a, WriteResult<Accepted>>;
+    fn write<'a>(&'a self, tx: &'a mut PgConnection, w: One<'a>, role: Role) -> Written<'a>;
 
     /// An event already accepted, sent again: `duplicate:`, unless the family has more to do
     /// (`role`: the writer's community role, if still a member; `access_version`: the
@@ -36,7 +34,7 @@ pub trait Family: Sync {
         w: One<'a>,
         role: Option<Role>,
         access_version: i64,
-    ) -> BoxFuture<'a, WriteResult<Accepted>> {
+    ) -> Written<'a> {
         let _ = (tx, w, role, access_version);
         Box::pin(async { Ok(Accepted::duplicate()) })
     }

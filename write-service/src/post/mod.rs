@@ -13,10 +13,9 @@ pub mod sql;
 use buzz_bus::Audience;
 use buzz_store::access::{self, Standing};
 use buzz_store::Role;
-use futures::future::BoxFuture;
 use sqlx::PgConnection;
 
-use crate::engine::single::{store_and_announce, Family, One};
+use crate::engine::single::{store_and_announce, Family, One, Written};
 use crate::engine::{live_event, Accepted};
 use crate::error::WriteResult;
 use crate::rules::admission::ChannelView;
@@ -27,12 +26,7 @@ use crate::store;
 pub struct Posts;
 
 impl Family for Posts {
-    fn write<'a>(
-        &'a self,
-        tx: &'a mut PgConnection,
-        w: One<'a>,
-        role: Role,
-    ) -> BoxFuture<'a, WriteResult<Accepted>> {
+    fn write<'a>(&'a self, tx: &'a mut PgConnection, w: One<'a>, role: Role) -> Written<'a> {
         Box::pin(post_message(tx, w, role))
     }
 
@@ -42,7 +36,7 @@ impl Family for Posts {
         w: One<'a>,
         role: Option<Role>,
         access_version: i64,
-    ) -> BoxFuture<'a, WriteResult<Accepted>> {
+    ) -> Written<'a> {
         Box::pin(announce_again(tx, w, role, access_version))
     }
 }

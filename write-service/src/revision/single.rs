@@ -7,11 +7,10 @@ use buzz_core::nipar::{self, Envelope, Op};
 use buzz_core::{ChannelId, CommunityId, Event, EventId, Pubkey};
 use buzz_store::access::{self, Channel};
 use buzz_store::Role;
-use futures::future::BoxFuture;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::engine::single::{Family, One};
+use crate::engine::single::{Family, One, Written};
 use crate::engine::{live_event, Accepted, Relay};
 use crate::error::WriteResult;
 use crate::revision::sql::{current_tag_rows, p_keys, replaced_tags, Artifact};
@@ -21,12 +20,7 @@ use crate::rules::revision::{self, ArtifactView, Identity};
 use crate::store;
 
 impl Family for Revisions {
-    fn write<'a>(
-        &'a self,
-        tx: &'a mut PgConnection,
-        w: One<'a>,
-        role: Role,
-    ) -> BoxFuture<'a, WriteResult<Accepted>> {
+    fn write<'a>(&'a self, tx: &'a mut PgConnection, w: One<'a>, role: Role) -> Written<'a> {
         Box::pin(write_revision(tx, w, role))
     }
 }
