@@ -53,9 +53,8 @@ pub async fn admission(
     }))
 }
 
-/// One row of the batch's first statement: everything the single-write path reads before the
-/// event family's own checks.
-#[derive(sqlx::FromRow)]
+/// What the batch's first statement says about a write: everything the one-event path reads
+/// before the event family's own checks.
 pub(crate) struct View {
     pub(crate) active: bool,
     pub(crate) access_version: Option<i64>,
@@ -65,12 +64,8 @@ pub(crate) struct View {
     pub(crate) role: Option<Role>,
     /// The writer's key or the member key it acts with is banned from the community.
     pub(crate) community_banned: bool,
-    channel_id: Option<ChannelId>,
-    channel_name: Option<String>,
-    visibility: Option<Visibility>,
-    channel_type: Option<ChannelType>,
-    ttl_seconds: Option<i32>,
-    archived: Option<bool>,
+    /// The live channel the write names.
+    pub(crate) channel: Option<Channel>,
     pub(crate) channel_role: Option<Role>,
     pub(crate) channel_banned: bool,
     /// The channel's banned keys.
@@ -79,17 +74,52 @@ pub(crate) struct View {
     pub(crate) anchor: bool,
 }
 
-impl View {
-    /// The live channel the write names, as the view read it.
-    pub(crate) fn channel(&self) -> Option<Channel> {
-        Some(Channel {
-            id: self.channel_id?,
-            name: self.channel_name.clone()?,
-            visibility: self.visibility?,
-            channel_type: self.channel_type?,
-            ttl_seconds: self.ttl_seconds,
-            archived: self.archived?,
-        })
+/// One row of the batch's first statement, as [`load`] reads it.
+#[derive(sqlx::FromRow)]
+struct ViewRow {
+    active: bool,
+    access_version: Option<i64>,
+    duplicate: bool,
+    deleted: bool,
+    role: Option<Role>,
+    community_banned: bool,
+    channel_id: Option<ChannelId>,
+    channel_name: Option<String>,
+    visibility: Option<Visibility>,
+    channel_type: Option<ChannelType>,
+    ttl_seconds: Option<i32>,
+    archived: Option<bool>,
+    channel_role: Option<Role>,
+    channel_banned: bool,
+    banned: Vec<Pubkey>,
+    anchor: bool,
+}
+
+impl From<ViewRow> for View {
+    fn from(r: ViewRow) -> Self {
+        let channel = (|| {
+            Some(Channel {
+                id: r.channel_id?,
+                name: r.channel_name?,
+                visibility: r.visibility?,
+                channel_type: r.channel_type?,
+                ttl_seconds: r.ttl_seconds,
+                archived: r.archived?,
+            })
+        })();
+        Self {
+            active: r.active,
+            access_version: r.access_version,
+            duplicate: r.duplicate,
+            deleted: r.deleted,
+            role: r.role,
+            community_banned: r.community_banned,
+            channel,
+            channel_role: r.channel_role,
+            channel_banned: r.channel_banned,
+            banned: r.banned,
+            anchor: r.anchor,
+        }
     }
 }
 
@@ -178,7 +208,7 @@ pub(crate) async fn load(
         root.push(w.root.map(EventId::as_str));
     }
     let sql = view_sql(bans);
-    let views: Vec<View> = sqlx::query_as(&sql)
+    let views: Vec<ViewRow> = sqlx::query_as(&sql)
         .bind(&ord)
         .bind(&community)
         .bind(&event_id)
@@ -191,7 +221,7 @@ pub(crate) async fn load(
     if views.len() != n {
         return Err(sqlx::Error::Protocol(format!("batch view returned {} rows for {n} posts", views.len())));
     }
-    Ok(views)
+    Ok(views.into_iter().map(View::from).collect())
 }
 
 /// Stores the event and its tag index rows in one statement; returns its acceptance `seq`, or

@@ -391,5 +391,5 @@ fn admit(event: &Event, actor: &Actor, view: &View) -> Result<Option<ChannelView
         channel_admin: view.channel_role.is_some_and(Role::is_admin),
         banned: view.channel_banned,
     };
-    Ok(Some(ChannelView { channel: view.channel(), standing }))
+    Ok(Some(ChannelView { channel: view.channel.clone(), standing }))
 }
