@@ -1,8 +1,8 @@
-//! The statements every event family shares: what an event write reads first (one write's
-//! admission, or the view of every write of a batch), storing events with their tag rows (one, or
-//! a batch's), a post's mentions and its author's read marker, and whether an id is a
-//! conversation anchor. A family's own statements sit in its folder (`sql.rs`). Nothing here
-//! imports a family or the engine.
+//! The statements event families share: what a batch reads first (the view of every write),
+//! storing events with their tag rows (one, or a batch's), a post's or revision's mentions, and
+//! whether an id is a conversation anchor. A family's own statements sit in its folder (`sql.rs`);
+//! the one-event transaction's (admission, bans) in `engine/single.rs`. Nothing here imports a
+//! family or the engine.
 
 use buzz_core::{kinds, ChannelId, CommunityId, Event, EventId, Pubkey};
 use buzz_store::access::Channel;
@@ -10,48 +10,6 @@ use buzz_store::fragments::served_event;
 use buzz_store::tag_rows::event_tag_rows;
 use buzz_store::{ChannelType, Role, Visibility};
 use sqlx::PgConnection;
-
-use crate::rules::admission::AdmissionView;
-
-/// What every event write needs to know first, in one round trip (`rules::admission::admit`):
-/// whether the community is active, whether this exact event was already accepted (stored, or a
-/// NIP-AR revision whose event retention has since removed) and whether its author has deleted
-/// it since (kind 5), the writer's (`member`'s) community role, and, when `bans` (migration 0004
-/// has run: `buzz_store::bans::table_exists`), whether `member` or the signing key `writer` is
-/// banned; with the community's access version, which live events carry (0 for an inactive
-/// community).
-pub async fn admission(
-    conn: &mut PgConnection,
-    community: CommunityId,
-    event_id: &EventId,
-    (member, writer): (&Pubkey, &Pubkey),
-    bans: bool,
-) -> Result<(AdmissionView, i64), sqlx::Error> {
-    let banned = if bans {
-        "EXISTS (SELECT 1 FROM community_bans b WHERE b.community_id = c.id AND b.pubkey IN ($3, $4))"
-    } else {
-        // Nobody is banned before 0004; `$4` is still named, as every bound value must be.
-        "$4::text IS NULL"
-    };
-    let row: Option<(i64, bool, bool, Option<Role>, bool)> = sqlx::query_as(&format!(
-        "SELECT c.access_version, \
-                EXISTS (SELECT 1 FROM events e WHERE e.community_id = c.id AND e.id = $2) \
-                OR EXISTS (SELECT 1 FROM artifact_revisions r WHERE r.community_id = c.id AND r.revision_id = $2), \
-                EXISTS (SELECT 1 FROM events e WHERE e.community_id = c.id AND e.id = $2 AND e.deleted_at IS NOT NULL), \
-                (SELECT m.role FROM community_members m WHERE m.community_id = c.id AND m.pubkey = $3), \
-                {banned} \
-         FROM communities c WHERE c.id = $1 AND c.lifecycle = 'active'"
-    ))
-    .bind(community)
-    .bind(event_id)
-    .bind(member)
-    .bind(writer)
-    .fetch_optional(conn)
-    .await?;
-    Ok(row.map_or((AdmissionView::default(), 0), |(access_version, duplicate, deleted, role, banned)| {
-        (AdmissionView { active: true, duplicate, deleted, role, banned }, access_version)
-    }))
-}
 
 /// What the batch's first statement says about a write: everything the one-event path reads
 /// before the event family's own checks.
@@ -388,35 +346,6 @@ pub async fn record_mentions(
     .execute(tx)
     .await?;
     Ok(())
-}
-
-/// Moves `pubkey`'s marker in `channel` to (`seq`, `event_id`) unless it is already there or
-/// further. True when it moved. The row lock of the upsert serialises concurrent moves, and the
-/// condition keeps the later one.
-pub async fn advance_marker(
-    tx: &mut PgConnection,
-    community: CommunityId,
-    channel: ChannelId,
-    pubkey: &Pubkey,
-    seq: i64,
-    event_id: &EventId,
-) -> Result<bool, sqlx::Error> {
-    let moved = sqlx::query(
-        "INSERT INTO read_markers (community_id, channel_id, pubkey, seq, event_id) \
-         VALUES ($1, $2, $3, $4, $5) \
-         ON CONFLICT (community_id, channel_id, pubkey) DO UPDATE \
-           SET seq = EXCLUDED.seq, event_id = EXCLUDED.event_id, updated_at = now() \
-           WHERE read_markers.seq < EXCLUDED.seq",
-    )
-    .bind(community)
-    .bind(channel)
-    .bind(pubkey)
-    .bind(seq)
-    .bind(event_id)
-    .execute(tx)
-    .await?
-    .rows_affected();
-    Ok(moved == 1)
 }
 
 /// Is `id` a conversation anchor in `channel`: an undeleted, unredacted, unexpired kind-9

@@ -13,7 +13,7 @@ use sqlx::{PgConnection, PgPool};
 
 use crate::engine::{Accepted, Relay};
 use crate::error::{WriteError, WriteResult};
-use crate::rules::admission::{self, Admitted};
+use crate::rules::admission::{self, AdmissionView, Admitted};
 use crate::store;
 
 /// What a family's step comes to, once it has run in the transaction: the write's answer.
@@ -73,7 +73,7 @@ pub async fn write_event(
     let mut tx = pool.begin().await?;
     let bans = buzz_store::bans::table_exists(pool, &mut tx).await?;
     let keys = (actor.member_key(), &actor.pubkey);
-    let (view, access_version) = store::admission(&mut tx, community, &event.id, keys, bans).await?;
+    let (view, access_version) = admission_view(&mut tx, community, &event.id, keys, bans).await?;
     let admitted = admission::admit(&event, actor, &view)?;
     let one = One { community, actor, event, relay };
     let mut accepted = match admitted {
@@ -131,4 +131,44 @@ async fn banned_members(
     .bind(channel)
     .fetch_all(conn)
     .await
+}
+
+/// What every event write needs to know first, in one round trip (`rules::admission::admit`):
+/// whether the community is active, whether this exact event was already accepted (stored, or a
+/// NIP-AR revision whose event retention has since removed) and whether its author has deleted
+/// it since (kind 5), the writer's (`member`'s) community role, and, when `bans` (migration 0004
+/// has run: `buzz_store::bans::table_exists`), whether `member` or the signing key `writer` is
+/// banned; with the community's access version, which live events carry (0 for an inactive
+/// community).
+async fn admission_view(
+    conn: &mut PgConnection,
+    community: CommunityId,
+    event_id: &EventId,
+    (member, writer): (&Pubkey, &Pubkey),
+    bans: bool,
+) -> Result<(AdmissionView, i64), sqlx::Error> {
+    let banned = if bans {
+        "EXISTS (SELECT 1 FROM community_bans b WHERE b.community_id = c.id AND b.pubkey IN ($3, $4))"
+    } else {
+        // Nobody is banned before 0004; `$4` is still named, as every bound value must be.
+        "$4::text IS NULL"
+    };
+    let row: Option<(i64, bool, bool, Option<Role>, bool)> = sqlx::query_as(&format!(
+        "SELECT c.access_version, \
+                EXISTS (SELECT 1 FROM events e WHERE e.community_id = c.id AND e.id = $2) \
+                OR EXISTS (SELECT 1 FROM artifact_revisions r WHERE r.community_id = c.id AND r.revision_id = $2), \
+                EXISTS (SELECT 1 FROM events e WHERE e.community_id = c.id AND e.id = $2 AND e.deleted_at IS NOT NULL), \
+                (SELECT m.role FROM community_members m WHERE m.community_id = c.id AND m.pubkey = $3), \
+                {banned} \
+         FROM communities c WHERE c.id = $1 AND c.lifecycle = 'active'"
+    ))
+    .bind(community)
+    .bind(event_id)
+    .bind(member)
+    .bind(writer)
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.map_or((AdmissionView::default(), 0), |(access_version, duplicate, deleted, role, banned)| {
+        (AdmissionView { active: true, duplicate, deleted, role, banned }, access_version)
+    }))
 }

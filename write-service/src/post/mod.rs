@@ -18,6 +18,7 @@ use sqlx::PgConnection;
 use crate::engine::single::{store_and_announce, Family, One, Written};
 use crate::engine::{live_event, Accepted};
 use crate::error::WriteResult;
+use crate::read_marks;
 use crate::rules::admission::ChannelView;
 use crate::rules::post::{self, Named};
 use crate::store;
@@ -100,7 +101,7 @@ async fn post_message(tx: &mut PgConnection, w: One<'_>, community_role: Role) -
     if let (Some(seq), Some(live)) = (accepted.seq, accepted.live.as_ref()) {
         let event = &live.event;
         store::record_mentions(tx, community, channel.id, event, seq, &store::mentioned(event)).await?;
-        store::advance_marker(tx, community, channel.id, &event.pubkey, seq, &event.id).await?;
+        read_marks::sql::advance_marker(tx, community, channel.id, &event.pubkey, seq, &event.id).await?;
     }
     Ok(accepted)
 }

@@ -6,8 +6,8 @@
 //!
 //! A marker moves forward only; it is an acceptance order (`events.seq`), so "read up to X" means
 //! every message accepted no later than X. A post moves its author's marker too (posting marks the
-//! channel read). The rules are `rules::read_marker`'s; the statements, `sql.rs` and
-//! `store::advance_marker` (shared with the post).
+//! channel read: `post/` moves it with `sql.rs` `advance_marker`). The rules are
+//! `rules::read_marker`'s; the statements, `sql.rs`.
 
 pub mod sql;
 
@@ -18,7 +18,6 @@ use sqlx::PgPool;
 
 use crate::error::{WriteError, WriteResult};
 use crate::rules::read_marker;
-use crate::store;
 
 /// `POST /api/channels/{id}/read`: the caller must be able to read the channel (a read-model
 /// write needs `messages:read`, not `messages:write`: it changes only the caller's own state);
@@ -42,7 +41,7 @@ pub async fn mark_read(
     let standing = access::standing(&mut tx, community, channel_id, actor.member_key()).await?;
     read_marker::readable(channel.as_ref(), standing, actor)?;
     let seq = read_marker::up_to(sql::message_seq(&mut tx, community, channel_id, up_to).await?)?;
-    let moved = store::advance_marker(&mut tx, community, channel_id, &actor.pubkey, seq, up_to).await?;
+    let moved = sql::advance_marker(&mut tx, community, channel_id, &actor.pubkey, seq, up_to).await?;
     let marker = sql::marker(&mut tx, community, channel_id, &actor.pubkey).await?;
     tx.commit().await.map_err(WriteError::Commit)?;
     Ok(WriteOk {

@@ -1,4 +1,4 @@
-//! The statements of a read marker (moving it is `store::advance_marker`, shared with the post).
+//! The statements of a read marker; moving one is also what a stored post does to its author's.
 
 use buzz_core::{kinds, ChannelId, CommunityId, EventId, Pubkey};
 use buzz_store::fragments::served_event;
@@ -40,4 +40,33 @@ pub async fn marker(
     .fetch_one(conn)
     .await?;
     Ok(marker)
+}
+
+/// Moves `pubkey`'s marker in `channel` to (`seq`, `event_id`) unless it is already there or
+/// further. True when it moved. The row lock of the upsert serialises concurrent moves, and the
+/// condition keeps the later one.
+pub async fn advance_marker(
+    tx: &mut PgConnection,
+    community: CommunityId,
+    channel: ChannelId,
+    pubkey: &Pubkey,
+    seq: i64,
+    event_id: &EventId,
+) -> Result<bool, sqlx::Error> {
+    let moved = sqlx::query(
+        "INSERT INTO read_markers (community_id, channel_id, pubkey, seq, event_id) \
+         VALUES ($1, $2, $3, $4, $5) \
+         ON CONFLICT (community_id, channel_id, pubkey) DO UPDATE \
+           SET seq = EXCLUDED.seq, event_id = EXCLUDED.event_id, updated_at = now() \
+           WHERE read_markers.seq < EXCLUDED.seq",
+    )
+    .bind(community)
+    .bind(channel)
+    .bind(pubkey)
+    .bind(seq)
+    .bind(event_id)
+    .execute(tx)
+    .await?
+    .rows_affected();
+    Ok(moved == 1)
 }
