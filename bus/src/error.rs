@@ -35,7 +35,7 @@ impl BusError {
     }
     /// An [`ErrorCode::Internal`] error with the fixed message `internal error` (details go to logs).
     pub fn internal() -> Self {
-        Self::new(ErrorCode::Internal, "internal error")
+        Self::new(ErrorCode::Internal, buzz_core::refusal::INTERNAL)
     }
     /// An [`ErrorCode::Unavailable`] error.
     pub fn unavailable(message: impl Into<String>) -> Self {

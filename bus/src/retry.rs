@@ -122,7 +122,7 @@ fn most_recent(subject: &str, tried: &[String]) -> Option<String> {
 }
 
 fn unavailable() -> BusError {
-    BusError::unavailable("the bus is unavailable")
+    BusError::unavailable(buzz_core::refusal::BUS_UNAVAILABLE)
 }
 
 fn timed_out() -> BusError {
@@ -332,7 +332,7 @@ async fn open_hedged<T: Serialize>(
         metrics::counter!("buzz_bus_retries_total").increment(1);
         tracing::debug!(%subject, attempt = attempt + 1, "bus stream retried");
     }
-    Err(BusError::new(ErrorCode::Timeout, "the query did not complete in time"))
+    Err(BusError::new(ErrorCode::Timeout, buzz_core::refusal::QUERY_TIMEOUT))
 }
 
 /// Skips the acknowledgement `msg` may be and returns the first frame of `replies`.
@@ -347,7 +347,7 @@ async fn first_frame(
     match tokio::time::timeout_at(deadline, replies.next()).await {
         Ok(Some(frame)) => Ok((replies, frame)),
         Ok(None) => Err(unavailable()),
-        Err(_) => Err(BusError::new(ErrorCode::Timeout, "the query did not complete in time")),
+        Err(_) => Err(BusError::new(ErrorCode::Timeout, buzz_core::refusal::QUERY_TIMEOUT)),
     }
 }
 

@@ -44,7 +44,7 @@ async fn request_once<T: Serialize, R: DeserializeOwned>(
                 K::NoResponders => Err(BusError::unavailable("no service is available")),
                 _ => {
                     tracing::error!(%subject, error = %e, "bus request failed");
-                    Err(BusError::unavailable("the bus is unavailable"))
+                    Err(BusError::unavailable(buzz_core::refusal::BUS_UNAVAILABLE))
                 }
             }
         }

@@ -103,7 +103,7 @@ pub fn status_error(status: u16) -> (&'static str, &'static str) {
         415 => ("unsupported_media_type", "unsupported media type"),
         422 => ("invalid_request", "unprocessable request"),
         431 => ("too_large", "request headers too large"),
-        s if s >= 500 => ("internal", "internal error"),
+        s if s >= 500 => ("internal", crate::refusal::INTERNAL),
         _ => ("invalid_request", "request refused"),
     }
 }

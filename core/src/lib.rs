@@ -20,6 +20,7 @@ pub mod nip86;
 pub mod nip98;
 pub mod nipar;
 pub mod nipoa;
+pub mod refusal;
 
 pub use artifact_query::ArtifactForm;
 pub use clock::unix_now;

@@ -234,7 +234,7 @@ fn parse_event_message(parts: &[&RawValue], kind: &str, limits: &Limits) -> Resu
         return Err(notice("invalid: event id must be 64 lowercase hex"));
     };
     let Ok(pubkey) = Pubkey::try_from(wire.pubkey) else {
-        return Err(ParseError::Ok { id, reason: "invalid: pubkey must be 64 lowercase hex".into() });
+        return Err(ParseError::Ok { id, reason: format!("invalid: {}", crate::refusal::BAD_PUBKEY) });
     };
     let event = Event {
         id,

@@ -34,7 +34,7 @@ pub const MAX_MENTIONS: u32 = 100;
 use crate::error::sql_error;
 
 fn not_found() -> BusError {
-    BusError::new(ErrorCode::NotFound, "channel not found or not accessible")
+    BusError::new(ErrorCode::NotFound, buzz_core::refusal::CHANNEL_NOT_FOUND)
 }
 
 fn credential(reader: &Actor) -> Credential<'_> {
@@ -51,7 +51,7 @@ pub async fn handle(pool: &PgPool, req: ChatRequest) -> ChatReply {
         ChatRequest::Summary { reader, .. } | ChatRequest::Mentions { reader, .. } => reader,
     };
     if !reader.has_scope(Scope::MessagesRead) {
-        return Err(BusError::restricted("token does not allow reading messages"));
+        return Err(BusError::restricted(buzz_core::refusal::READ_SCOPE));
     }
     let mut tx = pool.begin().await.map_err(sql_error)?;
     sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")

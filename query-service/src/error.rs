@@ -16,7 +16,7 @@ pub fn sql_error(e: sqlx::Error) -> BusError {
         }
     }
     tracing::error!(error = %e, "query failed");
-    BusError::unavailable("storage unavailable")
+    BusError::unavailable(buzz_core::refusal::STORAGE_UNAVAILABLE)
 }
 
 #[cfg(test)]

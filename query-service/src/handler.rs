@@ -74,7 +74,7 @@ impl Querier {
         Fut: std::future::Future<Output = ()>,
     {
         if !req.reader.has_scope(Scope::MessagesRead) {
-            return Err(BusError::restricted("token does not allow reading messages"));
+            return Err(BusError::restricted(buzz_core::refusal::READ_SCOPE));
         }
         for f in &req.filters {
             f.validate(&self.limits).map_err(|e| BusError::invalid(e.to_string()))?;

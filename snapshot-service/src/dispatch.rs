@@ -12,7 +12,7 @@ impl Service {
     pub async fn handle(&self, req: SnapshotRequest) -> Outcome {
         let action = action::parse(&req.filter)?;
         if !req.reader.has_scope(Scope::MessagesRead) {
-            return Err(normal(BusError::restricted("token does not allow reading messages")));
+            return Err(normal(BusError::restricted(buzz_core::refusal::READ_SCOPE)));
         }
         // The community's share first, so that a community at its share never takes a process
         // slot another community could have had.

@@ -83,7 +83,7 @@ impl Service {
             return Err(SnapshotCode::SnapshotReset.into());
         }
         if who.role.is_none() {
-            return Err(normal(BusError::restricted("not a member of this community")));
+            return Err(normal(BusError::restricted(buzz_core::refusal::NOT_COMMUNITY_MEMBER)));
         }
         let over = |n: usize| n > LIMITS.max_inspected;
         if over(usize::try_from(who.memberships).unwrap_or(usize::MAX)) || over(who.readable.len()) {

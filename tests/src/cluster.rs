@@ -216,7 +216,7 @@ impl Cluster {
                 ttl_sweep_every: Duration::from_secs(1),
                 statement_timeout_ms: 3000,
                 lock_timeout_ms: 2000,
-                batch: buzz_write::batch::BatchSettings::default(),
+                batch: buzz_write::BatchSettings::default(),
             };
             if let Some(adjust) = opts.write_settings {
                 adjust(&mut settings);

@@ -97,7 +97,7 @@ async fn a_lookup_by_d_or_ids_returns_every_readable_revision_including_the_dele
         .execute(&cluster.pool)
         .await
         .unwrap();
-    buzz_write::artifacts::sweep_retention(&cluster.pool, 1000).await.unwrap();
+    buzz_write::revision::retention::sweep_retention(&cluster.pool, 1000).await.unwrap();
     for filter in [&by_d, &by_ids] {
         assert_eq!(ids(&mut b, filter.clone()).await, sorted(&[&again, &deletion]), "{filter}");
         assert_eq!(count(&mut b, filter.clone()).await, 2, "{filter}");

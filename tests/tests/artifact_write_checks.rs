@@ -158,7 +158,7 @@ async fn a_resubmission_after_losing_access_is_ok_true_and_reveals_nothing_newer
         .execute(&s.cluster.pool)
         .await
         .unwrap();
-    buzz_write::artifacts::sweep_retention(&s.cluster.pool, 1000).await.unwrap();
+    buzz_write::revision::retention::sweep_retention(&s.cluster.pool, 1000).await.unwrap();
     for resubmitted in [&created, &mine] {
         let (accepted, msg) = s.b.publish(resubmitted).await;
         assert!(accepted, "resubmission refused: {msg}");

@@ -731,7 +731,7 @@ async fn retention_expires_earlier_revisions_but_never_the_current_one_or_prev_c
         .execute(&cluster.pool)
         .await
         .unwrap();
-    buzz_write::artifacts::sweep_retention(&cluster.pool, 1000).await.unwrap();
+    buzz_write::revision::retention::sweep_retention(&cluster.pool, 1000).await.unwrap();
     let kept: Vec<String> = sqlx::query_scalar("SELECT id FROM events WHERE kind = 45010 ORDER BY seq")
         .fetch_all(&cluster.pool)
         .await

@@ -31,7 +31,7 @@ use buzz_bus::Actor;
 use buzz_core::{Event, Filter, Keys, Limits, UnsignedEvent};
 use buzz_tests::client::{create_channel, WsClient};
 use buzz_tests::Cluster;
-use buzz_write::shared::Relay;
+use buzz_write::Relay;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::{json, Value};
@@ -102,7 +102,7 @@ fn t(name: &str, value: impl ToString) -> Vec<String> {
 async fn write(cluster: &Cluster, world: &World, keys: &Keys, event: Event) -> bool {
     let relay = Relay { keys: &cluster.relay };
     let actor = Actor::session(keys.pubkey());
-    buzz_write::events::write_event(&cluster.pool, world.community, &actor, event, &relay).await.is_ok()
+    buzz_write::write_event(&cluster.pool, world.community, &actor, event, &relay).await.is_ok()
 }
 
 /// A new community with the three keys as members and the four channels.

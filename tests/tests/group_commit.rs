@@ -1,4 +1,4 @@
-//! Group commit of kind-9 posts (`buzz_write::batch`): a batch answers every post exactly as the
+//! Group commit of kind-9 posts (`buzz_write::post::batch`): a batch answers every post exactly as the
 //! single-post path does, stores what it accepts once with its mentions and read markers, and a
 //! post whose storage fails never takes its batch-mates down.
 
@@ -8,8 +8,8 @@ use buzz_bus::{Actor, BusError};
 use buzz_core::{CommunityId, Event, Keys};
 use buzz_tests::client::{create_channel, message, WsClient};
 use buzz_tests::{Cluster, Community};
-use buzz_write::batch::write_posts;
-use buzz_write::shared::Relay;
+use buzz_write::write_posts;
+use buzz_write::Relay;
 use uuid::Uuid;
 
 fn post(keys: &Keys, channel: impl ToString, content: &str, extra: &[&[&str]]) -> Event {
@@ -46,7 +46,7 @@ async fn setup() -> Setup {
 
 /// `(duplicate, message)` of an accepted post, or the answer to a refused one.
 fn answer(
-    outcome: &buzz_write::error::WriteResult<buzz_write::shared::Accepted>,
+    outcome: &buzz_write::error::WriteResult<buzz_write::Accepted>,
 ) -> Result<(bool, String), BusError> {
     match outcome {
         Ok(a) => Ok((a.ok.duplicate, a.ok.message.clone())),
@@ -83,7 +83,7 @@ async fn one_batch_answers_every_post_as_the_single_post_path_does() {
     let deleted = post(&s.member, s.open, "deleted by its author", &[]);
     let deletion = s.member.sign_new(5, vec![vec!["e".to_owned(), deleted.id.to_string()]], "");
     for e in [&anchor, &stored, &deleted, &deletion] {
-        let r = buzz_write::events::write_event(pool, community, &member, e.clone(), &relay).await;
+        let r = buzz_write::write_event(pool, community, &member, e.clone(), &relay).await;
         assert!(r.is_ok_and(|a| !a.ok.duplicate));
     }
     let reply = post(&s.member, s.open, "a reply", &[&["e", &anchor.id, "", "root"]]);
@@ -172,7 +172,7 @@ async fn one_batch_answers_every_post_as_the_single_post_path_does() {
     // nothing, so the single path sees the state the batch saw).
     for (i, (c, actor, event)) in batch.iter().enumerate() {
         if answers[i].is_err() {
-            let alone = buzz_write::events::write_event(pool, *c, actor, event.clone(), &relay).await;
+            let alone = buzz_write::write_event(pool, *c, actor, event.clone(), &relay).await;
             assert_eq!(answer(&alone), answers[i], "post {i}");
         }
     }

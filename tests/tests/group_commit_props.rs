@@ -29,10 +29,10 @@ use buzz_bus::{Actor, BusError, Scope};
 use buzz_core::{Event, Keys};
 use buzz_tests::helpers::tag;
 use buzz_tests::Cluster;
-use buzz_write::batch::{write_posts, Pools};
 use buzz_write::error::{WriteError, WriteResult};
-use buzz_write::revisions::write_revisions;
-use buzz_write::shared::{Accepted, Relay};
+use buzz_write::write_revisions;
+use buzz_write::{write_posts, Pools};
+use buzz_write::{Accepted, Relay};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use uuid::Uuid;
@@ -68,7 +68,7 @@ async fn side(cluster: &Cluster, keys: &[Keys; 3], prior: &Prior, relay: &Keys) 
     let relay = Relay { keys: relay };
     for (author, e) in &prior.events {
         let actor = Actor::session(keys[*author].pubkey());
-        let r = buzz_write::events::write_event(&cluster.pool, community.id, &actor, e.clone(), &relay).await;
+        let r = buzz_write::write_event(&cluster.pool, community.id, &actor, e.clone(), &relay).await;
         assert!(r.is_ok(), "prior state: kind {}: {:?}", e.kind, r.err().map(|e| e.to_string()));
     }
     community.id
@@ -180,8 +180,7 @@ async fn both(
             out.batched.push(answer(outcome)?);
         }
         for w in batch {
-            let alone =
-                buzz_write::events::write_event(pool, single, &w.actor, w.event.clone(), &relay_signer).await;
+            let alone = buzz_write::write_event(pool, single, &w.actor, w.event.clone(), &relay_signer).await;
             out.single.push(answer(alone)?);
         }
     }

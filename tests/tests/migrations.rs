@@ -185,7 +185,7 @@ async fn a_database_of_the_pre_release_chain_is_refused_with_what_to_do() {
         ttl_sweep_every: std::time::Duration::from_secs(1),
         statement_timeout_ms: 3000,
         lock_timeout_ms: 2000,
-        batch: buzz_write::batch::BatchSettings::default(),
+        batch: buzz_write::BatchSettings::default(),
     };
     let Err(err) = buzz_write::Application::build(settings).await else {
         panic!("the write-service started")

@@ -134,10 +134,10 @@ async fn retention_set_through_the_operator_api_expires_earlier_revisions_never_
         .execute(&cluster.pool)
         .await
         .unwrap();
-    assert_eq!(buzz_write::artifacts::sweep_retention(&cluster.pool, 1000).await.unwrap(), 0);
+    assert_eq!(buzz_write::revision::retention::sweep_retention(&cluster.pool, 1000).await.unwrap(), 0);
     let (status, v) = patch(&cluster, team.id, &json!({"retention_days": 3})).await;
     assert_eq!(status, 200, "{v}");
-    assert_eq!(buzz_write::artifacts::sweep_retention(&cluster.pool, 1000).await.unwrap(), 0);
+    assert_eq!(buzz_write::revision::retention::sweep_retention(&cluster.pool, 1000).await.unwrap(), 0);
     assert_eq!(revision_events(&cluster).await.len(), 3);
 
     // One day: the running write-service sweeper removes the earlier revisions, not the current one.
@@ -199,10 +199,10 @@ async fn the_sweep_applies_each_communitys_own_retention_and_one_batch_across_th
         .unwrap();
     // Three earlier revisions in each brief community: a batch of 4 takes three from one and one
     // from the other; the next sweep takes the remaining two; then nothing is left to take.
-    let first = buzz_write::artifacts::sweep_retention(&cluster.pool, 4).await.unwrap();
-    let second = buzz_write::artifacts::sweep_retention(&cluster.pool, 4).await.unwrap();
+    let first = buzz_write::revision::retention::sweep_retention(&cluster.pool, 4).await.unwrap();
+    let second = buzz_write::revision::retention::sweep_retention(&cluster.pool, 4).await.unwrap();
     assert_eq!((first, second), (4, 2));
-    assert_eq!(buzz_write::artifacts::sweep_retention(&cluster.pool, 4).await.unwrap(), 0);
+    assert_eq!(buzz_write::revision::retention::sweep_retention(&cluster.pool, 4).await.unwrap(), 0);
     let kept = revision_events(&cluster).await;
     let mut expected: Vec<String> = chains[0].iter().map(|e| e.id.to_string()).collect();
     expected.push(chains[1][3].id.to_string());

@@ -1,4 +1,4 @@
-//! Group commit of NIP-AR revisions (`buzz_write::revisions`): a batch answers every revision
+//! Group commit of NIP-AR revisions (`buzz_write::revision`): a batch answers every revision
 //! exactly as the single-revision path does (what it does not decide itself is written alone after
 //! its commit), keeps the current-tag index equal to the current revisions' tags, and a revision
 //! whose storage fails never takes its batch-mates down.
@@ -10,10 +10,10 @@ use buzz_core::{CommunityId, Event, Keys};
 use buzz_tests::client::{create_channel, message, WsClient};
 use buzz_tests::helpers::tag;
 use buzz_tests::{Cluster, Community};
-use buzz_write::batch::Pools;
 use buzz_write::error::{WriteError, WriteResult};
-use buzz_write::revisions::write_revisions;
-use buzz_write::shared::{Accepted, Relay};
+use buzz_write::write_revisions;
+use buzz_write::Pools;
+use buzz_write::{Accepted, Relay};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -113,7 +113,7 @@ async fn one_batch_answers_every_revision_as_the_single_revision_path_does() {
     let outsider = Actor::session(outsider_keys.pubkey());
     let owner = Actor::session(s.community.owner.pubkey());
     let read_only = Actor { scopes: vec![buzz_bus::Scope::MessagesRead], ..member.clone() };
-    let alone = |e: &Event| buzz_write::events::write_event(pool, community, &member, e.clone(), &relay);
+    let alone = |e: &Event| buzz_write::write_event(pool, community, &member, e.clone(), &relay);
 
     // State written alone first: an anchor, and artifacts to update, move, delete and restore.
     let anchor = message(m, s.open, "anchor");
@@ -278,7 +278,7 @@ async fn one_batch_answers_every_revision_as_the_single_revision_path_does() {
     // the rival's prev is stale for the single path too, since the batch advanced `a`).
     for (i, (c, actor, event)) in batch.iter().enumerate() {
         if answers[i].is_err() {
-            let again = buzz_write::events::write_event(pool, *c, actor, event.clone(), &relay).await;
+            let again = buzz_write::write_event(pool, *c, actor, event.clone(), &relay).await;
             assert_eq!(answer(&again), answers[i], "revision {i}");
         }
     }

@@ -166,7 +166,7 @@ async fn retention_keeps_a_captured_revision_while_a_capture_can_hold_it_and_its
     // An ordinary update makes the captured revision non-current; the sweep runs at once.
     let update = rev(&alice, "update", d, open, Some(&created), "buzz.ret", &[]);
     ok(&mut w.a, &update).await;
-    buzz_write::artifacts::sweep_retention(&w.cluster.pool, 1000).await.unwrap();
+    buzz_write::revision::retention::sweep_retention(&w.cluster.pool, 1000).await.unwrap();
     let b = snap(&w.cluster, 0, &w.team, &reader, bodies(&token, &[&created.id])).await;
     assert_eq!(b.0, 200, "the captured revision was swept: {}", b.1);
     assert_eq!(b.1["events"][0]["id"], json!(created.id));
@@ -174,7 +174,7 @@ async fn retention_keeps_a_captured_revision_while_a_capture_can_hold_it_and_its
     // Once its successor is older than any capture can live, retention removes it, and the
     // capture that still names it must reset.
     age_by_sql(&w.cluster, "artifact_revisions", &update.id).await;
-    let swept = buzz_write::artifacts::sweep_retention(&w.cluster.pool, 1000).await.unwrap();
+    let swept = buzz_write::revision::retention::sweep_retention(&w.cluster.pool, 1000).await.unwrap();
     let gone: i64 = sqlx::query_scalar("SELECT count(*) FROM events WHERE id = $1")
         .bind(&created.id)
         .fetch_one(&w.cluster.pool)

@@ -47,7 +47,7 @@ impl From<WriteDenial> for WriteError {
 }
 
 /// The answer to a write whose outcome is unknown or that failed in storage: it claims nothing.
-const UNAVAILABLE: &str = "storage unavailable";
+const UNAVAILABLE: &str = buzz_core::refusal::STORAGE_UNAVAILABLE;
 
 /// The answer to a write that ran into its database time budget before its commit: it was rolled
 /// back.

@@ -30,7 +30,7 @@ pub struct Settings {
     /// Longest a write statement may wait for a lock (`lock_timeout`), and for a pool connection.
     pub lock_timeout_ms: u64,
     /// Group commit of kind-9 posts: most posts per transaction, transactions at once.
-    pub batch: crate::batch::BatchSettings,
+    pub batch: crate::engine::BatchSettings,
 }
 
 /// The write-service's flags and environment variables.
@@ -81,7 +81,7 @@ pub struct BatchArgs {
     pub batch_lanes: usize,
 }
 
-impl From<BatchArgs> for crate::batch::BatchSettings {
+impl From<BatchArgs> for crate::engine::BatchSettings {
     fn from(a: BatchArgs) -> Self {
         Self { max: a.batch_max, lanes: a.batch_lanes }
     }

@@ -1,14 +1,186 @@
-//! SQL of the write-service that is not access: events, tags, channels, members.
+//! The statements event families share: what a batch reads first (the view of every write),
+//! storing events with their tag rows (one, or a batch's), a post's or revision's mentions, and
+//! whether an id is a conversation anchor. A family's own statements sit in its folder (`sql.rs`);
+//! the one-event transaction's (admission, bans) in `engine/single.rs`. Nothing here imports a
+//! family or the engine.
 
 use buzz_core::{kinds, ChannelId, CommunityId, Event, EventId, Pubkey};
+use buzz_store::access::Channel;
 use buzz_store::fragments::served_event;
-use buzz_store::{access, Role};
+use buzz_store::tag_rows::event_tag_rows;
+use buzz_store::{ChannelType, Role, Visibility};
 use sqlx::PgConnection;
 
-use crate::rules::admission::AdmissionView;
-use crate::rules::channel::Spec;
+/// What the batch's first statement says about a write: everything the one-event path reads
+/// before the event family's own checks.
+pub(crate) struct View {
+    pub(crate) active: bool,
+    pub(crate) access_version: Option<i64>,
+    pub(crate) duplicate: bool,
+    /// Accepted before and deleted by its author since (kind 5).
+    pub(crate) deleted: bool,
+    pub(crate) role: Option<Role>,
+    /// The writer's key or the member key it acts with is banned from the community.
+    pub(crate) community_banned: bool,
+    /// The live channel the write names.
+    pub(crate) channel: Option<Channel>,
+    pub(crate) channel_role: Option<Role>,
+    pub(crate) channel_banned: bool,
+    /// The channel's banned keys.
+    pub(crate) banned: Vec<Pubkey>,
+    /// The named root is a served conversation anchor (a top-level kind 9) in the channel.
+    pub(crate) anchor: bool,
+}
 
-pub use buzz_store::tag_rows::{event_tag_rows, indexed_tags};
+/// One row of the batch's first statement, as [`load`] reads it.
+#[derive(sqlx::FromRow)]
+struct ViewRow {
+    active: bool,
+    access_version: Option<i64>,
+    duplicate: bool,
+    deleted: bool,
+    role: Option<Role>,
+    community_banned: bool,
+    channel_id: Option<ChannelId>,
+    channel_name: Option<String>,
+    visibility: Option<Visibility>,
+    channel_type: Option<ChannelType>,
+    ttl_seconds: Option<i32>,
+    archived: Option<bool>,
+    channel_role: Option<Role>,
+    channel_banned: bool,
+    banned: Vec<Pubkey>,
+    anchor: bool,
+}
+
+impl From<ViewRow> for View {
+    fn from(r: ViewRow) -> Self {
+        let channel = (|| {
+            Some(Channel {
+                id: r.channel_id?,
+                name: r.channel_name?,
+                visibility: r.visibility?,
+                channel_type: r.channel_type?,
+                ttl_seconds: r.ttl_seconds,
+                archived: r.archived?,
+            })
+        })();
+        Self {
+            active: r.active,
+            access_version: r.access_version,
+            duplicate: r.duplicate,
+            deleted: r.deleted,
+            role: r.role,
+            community_banned: r.community_banned,
+            channel,
+            channel_role: r.channel_role,
+            channel_banned: r.channel_banned,
+            banned: r.banned,
+            anchor: r.anchor,
+        }
+    }
+}
+
+/// What the batch's view reads for one write: its community, its event id, the key it acts with
+/// (an agent's owner) and the signing key, and the channel and thread root it names (`None`: none,
+/// or a malformed one).
+pub(crate) struct ViewKey<'a> {
+    pub(crate) community: CommunityId,
+    pub(crate) event_id: &'a EventId,
+    pub(crate) member: &'a Pubkey,
+    pub(crate) writer: &'a Pubkey,
+    pub(crate) channel: Option<ChannelId>,
+    pub(crate) root: Option<&'a EventId>,
+}
+
+/// The statement of [`load`]; `bans`: migration 0004 has run, so community bans are read.
+fn view_sql(bans: bool) -> String {
+    format!(
+        "WITH i AS ( \
+             SELECT * FROM UNNEST($1::int4[], $2::uuid[], $3::text[], $4::text[], $5::uuid[], $6::text[], \
+                                  $7::text[]) \
+                 AS i(ord, community_id, event_id, member, channel_id, root, writer)), \
+         ch AS MATERIALIZED ( \
+             SELECT c.community_id, c.id, c.name, c.visibility, c.channel_type, c.ttl_seconds, c.archived \
+             FROM channels c \
+             WHERE (c.community_id, c.id) IN (SELECT community_id, channel_id FROM i) AND c.deleted_at IS NULL \
+             ORDER BY c.community_id, c.id \
+             FOR SHARE) \
+         SELECT (co.id IS NOT NULL) AS active, co.access_version, \
+                EXISTS (SELECT 1 FROM events e WHERE e.community_id = i.community_id AND e.id = i.event_id) \
+                OR EXISTS (SELECT 1 FROM artifact_revisions r \
+                           WHERE r.community_id = i.community_id AND r.revision_id = i.event_id) AS duplicate, \
+                EXISTS (SELECT 1 FROM events e WHERE e.community_id = i.community_id AND e.id = i.event_id \
+                        AND e.deleted_at IS NOT NULL) AS deleted, \
+                m.role, {banned} AS community_banned, \
+                ch.id AS channel_id, ch.name AS channel_name, ch.visibility, ch.channel_type, ch.ttl_seconds, \
+                ch.archived, \
+                CASE WHEN chm.removed_at IS NULL THEN chm.role END AS channel_role, \
+                coalesce(chm.banned, false) AS channel_banned, \
+                CASE WHEN ch.id IS NULL THEN ARRAY[]::text[] ELSE ARRAY(SELECT b.pubkey FROM channel_members b \
+                      WHERE b.community_id = i.community_id AND b.channel_id = ch.id AND b.banned) END AS banned, \
+                (i.root IS NOT NULL AND ch.id IS NOT NULL AND EXISTS (SELECT 1 FROM events e \
+                     WHERE e.community_id = i.community_id AND e.id = i.root AND e.channel_id = ch.id \
+                       AND e.kind = {message} AND e.thread_root IS NULL AND {served})) AS anchor \
+         FROM i \
+         LEFT JOIN communities co ON co.id = i.community_id AND co.lifecycle = 'active' \
+         LEFT JOIN community_members m ON m.community_id = i.community_id AND m.pubkey = i.member \
+         LEFT JOIN ch ON ch.community_id = i.community_id AND ch.id = i.channel_id \
+         LEFT JOIN channel_members chm ON chm.community_id = i.community_id AND chm.channel_id = ch.id \
+              AND chm.pubkey = i.member \
+         ORDER BY i.ord",
+        message = kinds::MESSAGE,
+        served = served_event("e"),
+        banned = if bans {
+            "EXISTS (SELECT 1 FROM community_bans b \
+                     WHERE b.community_id = i.community_id AND b.pubkey IN (i.member, i.writer))"
+        } else {
+            "false"
+        },
+    )
+}
+
+/// Admission, channel view and thread-root check of every write of a batch in one statement, the channel rows
+/// share-locked (in id order) so that they cannot change under the batch. `bans`: migration 0004
+/// has run (`buzz_store::bans::table_exists`), so community bans are read too.
+pub(crate) async fn load(
+    tx: &mut PgConnection,
+    writes: &[ViewKey<'_>],
+    bans: bool,
+) -> Result<Vec<View>, sqlx::Error> {
+    let n = writes.len();
+    let mut ord = Vec::with_capacity(n);
+    let mut community = Vec::with_capacity(n);
+    let mut event_id = Vec::with_capacity(n);
+    let mut member = Vec::with_capacity(n);
+    let mut writer = Vec::with_capacity(n);
+    let mut channel = Vec::with_capacity(n);
+    let mut root = Vec::with_capacity(n);
+    for (i, w) in writes.iter().enumerate() {
+        ord.push(i32::try_from(i).unwrap_or(i32::MAX));
+        community.push(w.community);
+        event_id.push(w.event_id.as_str());
+        member.push(w.member);
+        writer.push(w.writer.as_str());
+        channel.push(w.channel);
+        root.push(w.root.map(EventId::as_str));
+    }
+    let sql = view_sql(bans);
+    let views: Vec<ViewRow> = sqlx::query_as(&sql)
+        .bind(&ord)
+        .bind(&community)
+        .bind(&event_id)
+        .bind(&member)
+        .bind(&channel)
+        .bind(&root)
+        .bind(&writer)
+        .fetch_all(&mut *tx)
+        .await?;
+    if views.len() != n {
+        return Err(sqlx::Error::Protocol(format!("batch view returned {} rows for {n} posts", views.len())));
+    }
+    Ok(views.into_iter().map(View::from).collect())
+}
 
 /// Stores the event and its tag index rows in one statement; returns its acceptance `seq`, or
 /// `None` when it was already there (a concurrent duplicate), in which case nothing was written.
@@ -48,158 +220,132 @@ pub async fn insert_event(
     .await
 }
 
-/// Whether event `id` was accepted in the last `secs` seconds and is still served (neither
-/// deleted nor redacted).
-pub async fn accepted_within(
-    conn: &mut PgConnection,
-    community: CommunityId,
-    id: &EventId,
-    secs: f64,
-) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM events WHERE community_id = $1 AND id = $2 \
-         AND deleted_at IS NULL AND redacted_at IS NULL AND accepted_at > now() - make_interval(secs => $3))",
-    )
-    .bind(community)
-    .bind(id)
-    .bind(secs)
-    .fetch_one(conn)
-    .await
+/// An event to store in a batch.
+pub(crate) struct NewEvent<'a> {
+    pub(crate) community: CommunityId,
+    pub(crate) event: &'a Event,
+    /// The channel it is stored in.
+    pub(crate) channel: &'a Channel,
+    /// The thread it replies in (kind 9).
+    pub(crate) thread_root: Option<&'a EventId>,
 }
 
-/// What every event write needs to know first, in one round trip (`rules::admission::admit`):
-/// whether the community is active, whether this exact event was already accepted (stored, or a
-/// NIP-AR revision whose event retention has since removed) and whether its author has deleted
-/// it since (kind 5), the writer's (`member`'s) community role, and, when `bans` (migration 0004
-/// has run: `buzz_store::bans::table_exists`), whether `member` or the signing key `writer` is
-/// banned; with the community's access version, which live events carry (0 for an inactive
-/// community).
-pub async fn admission(
-    conn: &mut PgConnection,
-    community: CommunityId,
-    event_id: &EventId,
-    (member, writer): (&Pubkey, &Pubkey),
-    bans: bool,
-) -> Result<(AdmissionView, i64), sqlx::Error> {
-    let banned = if bans {
-        "EXISTS (SELECT 1 FROM community_bans b WHERE b.community_id = c.id AND b.pubkey IN ($3, $4))"
-    } else {
-        // Nobody is banned before 0004; `$4` is still named, as every bound value must be.
-        "$4::text IS NULL"
-    };
-    let row: Option<(i64, bool, bool, Option<Role>, bool)> = sqlx::query_as(&format!(
-        "SELECT c.access_version, \
-                EXISTS (SELECT 1 FROM events e WHERE e.community_id = c.id AND e.id = $2) \
-                OR EXISTS (SELECT 1 FROM artifact_revisions r WHERE r.community_id = c.id AND r.revision_id = $2), \
-                EXISTS (SELECT 1 FROM events e WHERE e.community_id = c.id AND e.id = $2 AND e.deleted_at IS NOT NULL), \
-                (SELECT m.role FROM community_members m WHERE m.community_id = c.id AND m.pubkey = $3), \
-                {banned} \
-         FROM communities c WHERE c.id = $1 AND c.lifecycle = 'active'"
-    ))
-    .bind(community)
-    .bind(event_id)
-    .bind(member)
-    .bind(writer)
-    .fetch_optional(conn)
-    .await?;
-    Ok(row.map_or((AdmissionView::default(), 0), |(access_version, duplicate, deleted, role, banned)| {
-        (AdmissionView { active: true, duplicate, deleted, role, banned }, access_version)
-    }))
+/// The statement of [`insert_events`].
+const INSERT_EVENTS: &str =
+    "WITH e AS ( \
+         INSERT INTO events (community_id, id, pubkey, kind, created_at, channel_id, raw, expires_at, thread_root) \
+         SELECT u.community_id, u.id, u.pubkey, u.kind, u.created_at, u.channel_id, u.raw, \
+                CASE WHEN u.ttl IS NULL THEN NULL ELSE now() + make_interval(secs => u.ttl) END, u.root \
+         FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::int8[], $5::int8[], $6::uuid[], $7::text[], \
+                     $8::int4[], $9::text[]) WITH ORDINALITY \
+              AS u(community_id, id, pubkey, kind, created_at, channel_id, raw, ttl, root, ord) \
+         ORDER BY u.ord \
+         ON CONFLICT (community_id, id) DO NOTHING \
+         RETURNING community_id, id, seq, created_at), \
+     t AS ( \
+         INSERT INTO event_tags (community_id, event_id, name, value_hash, created_at) \
+         SELECT e.community_id, e.id, u.n, u.h, e.created_at \
+         FROM UNNEST($10::uuid[], $11::text[], $12::text[], $13::bytea[]) AS u(c, eid, n, h) \
+         JOIN e ON e.community_id = u.c AND e.id = u.eid) \
+     SELECT community_id, id, seq FROM e";
+
+/// Stores `events` with their tag index rows in one statement; returns the `seq` of each one
+/// stored (one stored meanwhile by a concurrent write is absent).
+pub(crate) async fn insert_events(
+    tx: &mut PgConnection,
+    events: &[NewEvent<'_>],
+) -> Result<std::collections::HashMap<(CommunityId, EventId), i64>, sqlx::Error> {
+    let n = events.len();
+    let (mut community, mut id, mut pubkey, mut kind, mut created_at) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let (mut channel, mut raw, mut ttl, mut root) =
+        (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+    let (mut tag_community, mut tag_event, mut tag_name, mut tag_hash) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for new in events {
+        let e = new.event;
+        community.push(new.community);
+        id.push(e.id.as_str());
+        pubkey.push(e.pubkey.as_str());
+        kind.push(i64::from(e.kind));
+        created_at.push(e.created_at);
+        channel.push(new.channel.id);
+        raw.push(e.to_json());
+        ttl.push(new.channel.ttl_seconds);
+        root.push(new.thread_root);
+        for (name, hash) in event_tag_rows(e) {
+            tag_community.push(new.community);
+            tag_event.push(e.id.as_str());
+            tag_name.push(name);
+            tag_hash.push(hash);
+        }
+    }
+    let rows: Vec<(CommunityId, EventId, i64)> = sqlx::query_as(INSERT_EVENTS)
+        .bind(&community)
+        .bind(&id)
+        .bind(&pubkey)
+        .bind(&kind)
+        .bind(&created_at)
+        .bind(&channel)
+        .bind(&raw)
+        .bind(&ttl)
+        .bind(&root)
+        .bind(&tag_community)
+        .bind(&tag_event)
+        .bind(&tag_name)
+        .bind(&tag_hash)
+        .fetch_all(&mut *tx)
+        .await?;
+    Ok(rows.into_iter().map(|(c, id, seq)| ((c, id), seq)).collect())
 }
 
-/// Creates the channel `c` asks for, by `created_by`; false when the id is taken in this
-/// community.
-pub async fn create_channel(
-    conn: &mut PgConnection,
-    community: CommunityId,
-    c: &Spec<'_>,
-    created_by: &Pubkey,
-) -> Result<bool, sqlx::Error> {
-    let n = sqlx::query(
-        "INSERT INTO channels (community_id, id, name, visibility, channel_type, ttl_seconds, created_by) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
-    )
-    .bind(community)
-    .bind(c.id)
-    .bind(c.name)
-    .bind(c.visibility)
-    .bind(c.channel_type)
-    .bind(c.ttl_seconds)
-    .bind(created_by)
-    .execute(conn)
-    .await?
-    .rows_affected();
-    Ok(n == 1)
+/// The distinct, well-formed pubkeys of `event`'s `p` tags, the author excluded.
+#[must_use]
+pub fn mentioned(event: &Event) -> Vec<Pubkey> {
+    let mut keys: Vec<Pubkey> = event
+        .tags_named("p")
+        .filter_map(|t| Pubkey::parse(t.get(1)?).ok())
+        .filter(|k| *k != event.pubkey)
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys
 }
 
-/// Makes each of `pubkeys` an active channel member with `role` (lifting a removal or ban).
-pub async fn add_channel_members(
-    conn: &mut PgConnection,
+/// One mention per listed pubkey that is a community member; an event mentions a member at most
+/// once however often it is stored or tagged. NIP-AR revisions can reuse this with only the
+/// pubkeys their revision adds.
+pub async fn record_mentions(
+    tx: &mut PgConnection,
     community: CommunityId,
     channel: ChannelId,
-    pubkeys: &[&Pubkey],
-    role: Role,
+    event: &Event,
+    seq: i64,
+    pubkeys: &[Pubkey],
 ) -> Result<(), sqlx::Error> {
+    if pubkeys.is_empty() {
+        return Ok(());
+    }
     sqlx::query(
-        "INSERT INTO channel_members (community_id, channel_id, pubkey, role) \
-         SELECT $1, $2, p, $4 FROM UNNEST($3::text[]) AS p \
-         ON CONFLICT (community_id, channel_id, pubkey) DO UPDATE SET role = EXCLUDED.role, removed_at = NULL, banned = false",
+        "INSERT INTO mentions (community_id, pubkey, event_id, channel_id, seq, created_at) \
+         SELECT $1, m.pubkey, $3, $4, $5, $6 FROM community_members m \
+         WHERE m.community_id = $1 AND m.pubkey = ANY($2::text[]) \
+         ON CONFLICT (community_id, pubkey, event_id) DO NOTHING",
     )
     .bind(community)
-    .bind(channel)
     .bind(pubkeys)
-    .bind(role)
-    .execute(conn)
+    .bind(&event.id)
+    .bind(channel)
+    .bind(seq)
+    .bind(event.created_at)
+    .execute(tx)
     .await?;
     Ok(())
-}
-
-/// Inserts or changes a community member's role; returns the previous role.
-pub async fn put_member(
-    conn: &mut PgConnection,
-    community: CommunityId,
-    pubkey: &Pubkey,
-    role: Role,
-) -> Result<Option<Role>, sqlx::Error> {
-    let previous: Option<Role> = sqlx::query_scalar(
-        "SELECT role FROM community_members WHERE community_id = $1 AND pubkey = $2 FOR UPDATE",
-    )
-    .bind(community)
-    .bind(pubkey)
-    .fetch_optional(&mut *conn)
-    .await?;
-    sqlx::query(
-        "INSERT INTO community_members (community_id, pubkey, role) VALUES ($1, $2, $3) \
-         ON CONFLICT (community_id, pubkey) DO UPDATE SET role = EXCLUDED.role",
-    )
-    .bind(community)
-    .bind(pubkey)
-    .bind(role)
-    .execute(conn)
-    .await?;
-    Ok(previous)
-}
-
-/// Removes a community member and their channel memberships; false when not a member.
-pub async fn remove_member(
-    conn: &mut PgConnection,
-    community: CommunityId,
-    pubkey: &Pubkey,
-) -> Result<bool, sqlx::Error> {
-    let n = sqlx::query("DELETE FROM community_members WHERE community_id = $1 AND pubkey = $2")
-        .bind(community)
-        .bind(pubkey)
-        .execute(&mut *conn)
-        .await?
-        .rows_affected();
-    sqlx::query(
-        "UPDATE channel_members SET removed_at = now() WHERE community_id = $1 AND pubkey = $2 AND removed_at IS NULL",
-    )
-    .bind(community)
-    .bind(pubkey)
-    .execute(conn)
-    .await?;
-    Ok(n == 1)
 }
 
 /// Is `id` a conversation anchor in `channel`: an undeleted, unredacted, unexpired kind-9
@@ -223,189 +369,32 @@ pub async fn is_anchor(
     .await
 }
 
-/// Locks a live channel row for a change to it.
-pub async fn lock_channel(
-    conn: &mut PgConnection,
-    community: CommunityId,
-    id: ChannelId,
-) -> Result<Option<access::Channel>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT id, name, visibility, channel_type, ttl_seconds, archived FROM channels \
-         WHERE community_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE",
-    )
-    .bind(community)
-    .bind(id)
-    .fetch_optional(conn)
-    .await
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Stores a changed channel's name, visibility and archive flag.
-pub async fn update_channel(
-    conn: &mut PgConnection,
-    community: CommunityId,
-    c: &access::Channel,
-) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "UPDATE channels SET name = $3, visibility = $4, archived = $5 WHERE community_id = $1 AND id = $2",
-    )
-    .bind(community)
-    .bind(c.id)
-    .bind(&c.name)
-    .bind(c.visibility)
-    .bind(c.archived)
-    .execute(conn)
-    .await?;
-    Ok(())
-}
-
-/// Marks a channel deleted (its row stays, so the id is never reused).
-pub async fn delete_channel(
-    conn: &mut PgConnection,
-    community: CommunityId,
-    id: ChannelId,
-) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE channels SET deleted_at = now() WHERE community_id = $1 AND id = $2")
-        .bind(community)
-        .bind(id)
-        .execute(conn)
-        .await?;
-    Ok(())
-}
-
-/// Marks an active channel membership removed (`ban`: by a moderator); false when there was none.
-pub async fn remove_channel_member(
-    conn: &mut PgConnection,
-    community: CommunityId,
-    channel: ChannelId,
-    pubkey: &Pubkey,
-    ban: bool,
-) -> Result<bool, sqlx::Error> {
-    let n = sqlx::query(
-        "UPDATE channel_members SET removed_at = now(), banned = $4 \
-         WHERE community_id = $1 AND channel_id = $2 AND pubkey = $3 AND removed_at IS NULL",
-    )
-    .bind(community)
-    .bind(channel)
-    .bind(pubkey)
-    .bind(ban)
-    .execute(conn)
-    .await?
-    .rows_affected();
-    Ok(n == 1)
-}
-
-/// The active channel role of `pubkey`.
-pub async fn channel_role(
-    conn: &mut PgConnection,
-    community: CommunityId,
-    channel: ChannelId,
-    pubkey: &Pubkey,
-) -> Result<Option<Role>, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT role FROM channel_members WHERE community_id = $1 AND channel_id = $2 AND pubkey = $3 AND removed_at IS NULL",
-    )
-    .bind(community)
-    .bind(channel)
-    .bind(pubkey)
-    .fetch_optional(conn)
-    .await
-}
-
-/// A stored event's author and channel, if it is live (not deleted or redacted).
-pub async fn event_owner(
-    conn: &mut PgConnection,
-    community: CommunityId,
-    id: &EventId,
-) -> Result<Option<(Pubkey, Option<ChannelId>, i64)>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT pubkey, channel_id, kind FROM events WHERE community_id = $1 AND id = $2 \
-         AND deleted_at IS NULL AND redacted_at IS NULL",
-    )
-    .bind(community)
-    .bind(id)
-    .fetch_optional(conn)
-    .await
-}
-
-/// Redacts a stored event. A redacted current artifact revision retires its artifact: it leaves
-/// the current-state index (`artifact_current_tags`) in the same statement.
-pub async fn redact_event(
-    conn: &mut PgConnection,
-    community: CommunityId,
-    id: &EventId,
-) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "WITH r AS (UPDATE events SET redacted_at = now() \
-                    WHERE community_id = $1 AND id = $2 AND redacted_at IS NULL RETURNING id) \
-         DELETE FROM artifact_current_tags x USING artifacts a, r \
-         WHERE a.community_id = $1 AND a.current_revision = r.id AND x.community_id = $1 AND x.d = a.d",
-    )
-    .bind(community)
-    .bind(id)
-    .execute(conn)
-    .await?;
-    Ok(())
-}
-
-/// Marks the events `ids` deleted (NIP-09).
-pub async fn delete_events(
-    conn: &mut PgConnection,
-    community: CommunityId,
-    ids: &[EventId],
-) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE events SET deleted_at = now() WHERE community_id = $1 AND id = ANY($2) AND deleted_at IS NULL")
-        .bind(community)
-        .bind(ids)
-        .execute(conn)
-        .await?;
-    Ok(())
-}
-
-/// Drops the stored relay event of `kind` for a channel (addressable: only the newest is kept).
-pub async fn drop_relay_event(
-    conn: &mut PgConnection,
-    community: CommunityId,
-    channel: ChannelId,
-    kind: u32,
-    relay: &Pubkey,
-) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "DELETE FROM events WHERE community_id = $1 AND channel_id = $2 AND kind = $3 AND pubkey = $4",
-    )
-    .bind(community)
-    .bind(channel)
-    .bind(i64::from(kind))
-    .bind(relay)
-    .execute(conn)
-    .await?;
-    Ok(())
-}
-
-/// Deletes up to `batch` expired events (TTL channels); replicas may run this concurrently.
-pub async fn sweep_expired(pool: &sqlx::PgPool, batch: i64) -> Result<u64, sqlx::Error> {
-    let n = sqlx::query(
-        "DELETE FROM events WHERE (community_id, id) IN ( \
-             SELECT community_id, id FROM events WHERE expires_at IS NOT NULL AND expires_at <= now() \
-             LIMIT $1 FOR UPDATE SKIP LOCKED)",
-    )
-    .bind(batch)
-    .execute(pool)
-    .await?
-    .rows_affected();
-    Ok(n)
-}
-
-/// Keys banned from a channel (removed by a moderator), who must not get its live events.
-pub async fn banned_members(
-    conn: &mut PgConnection,
-    community: CommunityId,
-    channel: ChannelId,
-) -> Result<Vec<Pubkey>, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT pubkey FROM channel_members WHERE community_id = $1 AND channel_id = $2 AND banned",
-    )
-    .bind(community)
-    .bind(channel)
-    .fetch_all(conn)
-    .await
+    #[test]
+    fn mentions_are_distinct_well_formed_and_never_the_author() {
+        let author = "a".repeat(64);
+        let b = "b".repeat(64);
+        let c = "c".repeat(64);
+        let event = Event {
+            id: buzz_core::EventId::parse(&"0".repeat(64)).unwrap(),
+            pubkey: Pubkey::parse(&author).unwrap(),
+            created_at: 1,
+            kind: 9,
+            tags: vec![
+                vec!["p".into(), b.clone()],
+                vec!["p".into(), author],
+                vec!["p".into(), b.clone(), "wss://x".into()],
+                vec!["p".into(), "B".repeat(64)],
+                vec!["p".into()],
+                vec!["p".into(), c.clone()],
+                vec!["e".into(), "d".repeat(64)],
+            ],
+            content: String::new(),
+            sig: "0".repeat(128),
+        };
+        assert_eq!(mentioned(&event), vec![Pubkey::parse(&b).unwrap(), Pubkey::parse(&c).unwrap()]);
+    }
 }

@@ -94,7 +94,7 @@ async fn handle(
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
             "restricted",
-            "restricted: not a member of this community",
+            format!("restricted: {}", buzz_core::refusal::NOT_COMMUNITY_MEMBER),
         ));
     }
     let filter = match parsed {

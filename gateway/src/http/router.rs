@@ -167,7 +167,7 @@ async fn write(state: &AppState, req: WriteRequest) -> Result<WriteOk, ApiError>
 /// A member's key from a request: 64 lowercase hex, else `400 invalid` (the answer the
 /// write-service gave before the gateway parsed keys).
 fn member_key(s: &str) -> Result<Pubkey, ApiError> {
-    Pubkey::parse(s).map_err(|_| BusError::invalid("pubkey must be 64 lowercase hex").into())
+    Pubkey::parse(s).map_err(|_| BusError::invalid(buzz_core::refusal::BAD_PUBKEY).into())
 }
 
 async fn put_member(
@@ -178,7 +178,9 @@ async fn put_member(
     let pubkey = member_key(req.string("pubkey").map_err(ApiError::invalid_body)?)?;
     let role = match req.opt_string("role").map_err(ApiError::invalid_body)? {
         None => Role::Member,
-        Some(r) => Role::parse(r).ok_or_else(|| ApiError::invalid_request("role must be member or admin"))?,
+        Some(r) => {
+            Role::parse(r).ok_or_else(|| ApiError::invalid_request(buzz_core::refusal::MEMBER_OR_ADMIN))?
+        }
     };
     let ok = write(
         &state,

@@ -83,7 +83,11 @@ pub async fn issue(
         buzz_bus::rpc::request(&state.nats, state.subjects.write(), &write, state.settings.bus_timeout)
             .await?;
     let Some(WriteData::Token(IssuedToken { scopes, channel_ids, expires_at })) = reply?.data else {
-        return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error"));
+        return Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            buzz_core::refusal::INTERNAL,
+        ));
     };
     let body = serde_json::json!({
         "token": token,

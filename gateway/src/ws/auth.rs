@@ -75,7 +75,7 @@ impl Session {
                     self.read_cache.clear();
                     self.send(reply(true, String::new()));
                 }
-                Err(reason) => self.send(reply(false, reason.to_owned())),
+                Err(reason) => self.send(reply(false, format!("restricted: {reason}"))),
             },
             Err(e) => self.send(reply(false, e.nip01())),
         }
@@ -113,10 +113,10 @@ impl Session {
     }
 }
 
-/// AUTH refusals.
-const BANNED: &str = "restricted: banned from this community";
-const OWNER_BANNED: &str = "restricted: the grant's owner is banned from this community";
-const NOT_MEMBER: &str = "restricted: not a member of this community";
+/// AUTH refusals (all `restricted:`).
+const BANNED: &str = "banned from this community";
+const OWNER_BANNED: &str = "the grant's owner is banned from this community";
+const NOT_MEMBER: &str = buzz_core::refusal::NOT_COMMUNITY_MEMBER;
 
 /// Who an AUTH admits, from the key's standing and (when it is no member itself and carries a
 /// grant) its owner's: `Ok(false)` the key as itself, `Ok(true)` as the owner's agent. A ban

@@ -136,10 +136,8 @@ async fn stream(
             Some(m) => m,
             None => match tokio::time::timeout(retry.total, replies.next()).await {
                 Ok(Some(m)) => m,
-                Ok(None) => return Err(BusError::unavailable("the bus is unavailable")),
-                Err(_) => {
-                    return Err(BusError::new(ErrorCode::Timeout, "the query did not complete in time"))
-                }
+                Ok(None) => return Err(BusError::unavailable(buzz_core::refusal::BUS_UNAVAILABLE)),
+                Err(_) => return Err(BusError::new(ErrorCode::Timeout, buzz_core::refusal::QUERY_TIMEOUT)),
             },
         };
         let frame: QueryFrame = serde_json::from_slice(&msg.payload).map_err(|_| BusError::internal())?;

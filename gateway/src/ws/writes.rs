@@ -15,7 +15,7 @@ impl Session {
             return self.send(RelayMessage::Ok { id: event.id, accepted: false, message });
         };
         if event.pubkey != actor.pubkey {
-            let message = "restricted: event pubkey is not the authenticated pubkey".to_owned();
+            let message = format!("restricted: {}", buzz_core::refusal::WRONG_AUTHOR);
             return self.send(RelayMessage::Ok { id: event.id, accepted: false, message });
         }
         if !self.bucket.try_take() {

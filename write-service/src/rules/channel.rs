@@ -97,6 +97,16 @@ pub fn participants<'a>(
     Ok(participants)
 }
 
+/// The channel id was free and the channel is created (`created`); a taken id (or one taken
+/// before: deleted channels keep theirs) is refused.
+pub fn created(created: bool) -> Result<(), Refusal> {
+    if created {
+        Ok(())
+    } else {
+        Err(Refusal::ChannelIdTaken)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use buzz_core::kinds;

@@ -91,10 +91,11 @@ pub fn decide(
     event: &Event,
     actor: &Actor,
     channel_id: ChannelId,
-    view: ModerationView<'_>,
+    mut view: ModerationView<'_>,
 ) -> Result<(Channel, Change), Refusal> {
     let standing = view.standing;
-    let Some(mut channel) = view.channel.filter(|c| access::can_read(c, standing, UNRESTRICTED)) else {
+    let Some(mut channel) = view.channel.take().filter(|c| access::can_read(c, standing, UNRESTRICTED))
+    else {
         return Err(Refusal::Denied(WriteDenial::NotFound));
     };
     if actor.channel_ids.as_ref().is_some_and(|ids| !ids.contains(&channel_id)) {
@@ -103,35 +104,8 @@ pub fn decide(
     let dm = channel.channel_type == ChannelType::Dm;
     let change = match event.kind {
         PUT_USER | REMOVE_USER if dm => return Err(Refusal::DmParticipantsFixed),
-        PUT_USER => {
-            need(actor, Scope::ChannelsWrite)?;
-            moderator(standing)?;
-            let target = target_pubkey(event)?;
-            let role = match event.tags_named("p").next().and_then(|t| t.get(2)) {
-                None => Role::Member,
-                Some(r) => Role::parse(r).filter(|r| *r != Role::Owner).ok_or(Refusal::BadChannelRole)?,
-            };
-            if view.target_community_role.is_none() {
-                return Err(Refusal::TargetNotCommunityMember);
-            }
-            if view.target_channel_role == Some(Role::Owner) {
-                return Err(Refusal::OwnerRoleFixed);
-            }
-            Change::PutUser { target, role }
-        }
-        REMOVE_USER => {
-            let target = target_pubkey(event)?;
-            if target == *actor.member_key() {
-                need(actor, Scope::MessagesWrite)?;
-            } else {
-                need(actor, Scope::ChannelsWrite)?;
-                moderator(standing)?;
-                if view.target_channel_role == Some(Role::Owner) && !standing.community_admin {
-                    return Err(Refusal::OwnerRemoval);
-                }
-            }
-            Change::RemoveUser { target }
-        }
+        PUT_USER => put_user(event, actor, &view)?,
+        REMOVE_USER => remove_user(event, actor, &view)?,
         EDIT_CHANNEL => {
             need(actor, Scope::ChannelsWrite)?;
             moderator(standing)?;
@@ -153,6 +127,41 @@ pub fn decide(
         kind => return Err(Refusal::KindNotAccepted(kind)),
     };
     Ok((channel, change))
+}
+
+/// 9000: a moderator adds a community member (or changes a member's role) as member or admin;
+/// the channel owner's role never changes.
+fn put_user(event: &Event, actor: &Actor, view: &ModerationView<'_>) -> Result<Change, Refusal> {
+    need(actor, Scope::ChannelsWrite)?;
+    moderator(view.standing)?;
+    let target = target_pubkey(event)?;
+    let role = match event.tags_named("p").next().and_then(|t| t.get(2)) {
+        None => Role::Member,
+        Some(r) => Role::parse(r).filter(|r| *r != Role::Owner).ok_or(Refusal::BadChannelRole)?,
+    };
+    if view.target_community_role.is_none() {
+        return Err(Refusal::TargetNotCommunityMember);
+    }
+    if view.target_channel_role == Some(Role::Owner) {
+        return Err(Refusal::OwnerRoleFixed);
+    }
+    Ok(Change::PutUser { target, role })
+}
+
+/// 9001: a member leaves, or a moderator removes someone (a channel owner only by a community
+/// owner or admin).
+fn remove_user(event: &Event, actor: &Actor, view: &ModerationView<'_>) -> Result<Change, Refusal> {
+    let target = target_pubkey(event)?;
+    if target == *actor.member_key() {
+        need(actor, Scope::MessagesWrite)?;
+    } else {
+        need(actor, Scope::ChannelsWrite)?;
+        moderator(view.standing)?;
+        if view.target_channel_role == Some(Role::Owner) && !view.standing.community_admin {
+            return Err(Refusal::OwnerRemoval);
+        }
+    }
+    Ok(Change::RemoveUser { target })
 }
 
 /// The channel's message-removal rule (kind 9005 and NIP-86 `banevent`/`unbanevent`): an author
@@ -184,6 +193,15 @@ pub fn decide_redaction(
         return Err(Refusal::Denied(WriteDenial::Scope));
     }
     may_redact(actor, standing, view.redacted_author)
+}
+
+/// A 9001's removal found an active membership to end (`removed`); none is refused.
+pub fn removed(removed: bool) -> Result<(), Refusal> {
+    if removed {
+        Ok(())
+    } else {
+        Err(Refusal::TargetNotChannelMember)
+    }
 }
 
 /// 9002: any of `name`, `visibility` (not for DMs), `archived` ("true"/"false").

@@ -1,9 +1,11 @@
 //! Every refusal of a write, in one table: its NIP-01 prefix (an [`ErrorCode`]) and the exact text
-//! clients are answered with. A rule names the refusal; only [`Refusal::answer`] spells it out.
+//! clients are answered with. A rule names the refusal; only [`Refusal::answer`] spells it out. A
+//! text other services answer with too is spelled once in `buzz_core::refusal`.
 
 use std::borrow::Cow;
 
 use buzz_bus::{BusError, ErrorCode};
+use buzz_core::refusal;
 use buzz_store::access::WriteDenial;
 
 /// Why a write is refused. The texts name nothing the caller cannot read.
@@ -172,7 +174,6 @@ pub enum Refusal {
     CurrentRevisionBanned,
 }
 
-const CHANNEL_NOT_FOUND: &str = "channel not found or not accessible";
 const NOT_CHANNEL_MEMBER: &str = "not a member of this channel";
 const STALE_PREV: &str = "prev is not the current revision";
 
@@ -190,11 +191,11 @@ impl Refusal {
                 return (Invalid, format!("expires_in must be at most {most} seconds").into());
             }
             Self::Envelope(reason) => return (Invalid, reason.clone().into()),
-            Self::WrongAuthor => (Restricted, "event pubkey is not the authenticated pubkey"),
+            Self::WrongAuthor => (Restricted, refusal::WRONG_AUTHOR),
             Self::CommunityInactive => (Restricted, "community is not active"),
             Self::DeletedByAuthor => (Blocked, "deleted by its author"),
-            Self::NotCommunityMember => (Restricted, "not a member of this community"),
-            Self::Denied(d @ WriteDenial::NotFound) => (d.code(), CHANNEL_NOT_FOUND),
+            Self::NotCommunityMember => (Restricted, refusal::NOT_COMMUNITY_MEMBER),
+            Self::Denied(d @ WriteDenial::NotFound) => (d.code(), refusal::CHANNEL_NOT_FOUND),
             Self::Denied(d @ WriteDenial::Scope) => {
                 (d.code(), "token does not allow writing to this channel")
             }
@@ -234,7 +235,7 @@ impl Refusal {
             }
             Self::BadTargetPubkey => (Invalid, "p must be a 64-char lowercase hex pubkey"),
             Self::DmParticipantsFixed => (Invalid, "dm participants are fixed"),
-            Self::BadChannelRole => (Invalid, "role must be member or admin"),
+            Self::BadChannelRole => (Invalid, refusal::MEMBER_OR_ADMIN),
             Self::TargetNotCommunityMember => (Invalid, "user is not a community member"),
             Self::OwnerRoleFixed => (Restricted, "the channel owner's role cannot be changed"),
             Self::OwnerRemoval => (Restricted, "only community owners and admins remove a channel owner"),
@@ -254,8 +255,8 @@ impl Refusal {
             Self::DmParticipantNotMember => (Invalid, "every dm participant must be a community member"),
             Self::DmAlone => (Invalid, "a dm needs at least one other participant"),
             Self::ChannelIdTaken => (Blocked, "channel id is not available"),
-            Self::ChannelNotReadable => (NotFound, CHANNEL_NOT_FOUND),
-            Self::ReadScope => (Restricted, "token does not allow reading messages"),
+            Self::ChannelNotReadable => (NotFound, refusal::CHANNEL_NOT_FOUND),
+            Self::ReadScope => (Restricted, refusal::READ_SCOPE),
             Self::UpToNotMessage => (Invalid, "up_to is not a message of this channel"),
             Self::MembersScope => (Restricted, "token does not allow managing members"),
             Self::NotMemberManager => (Restricted, "only community owners and admins manage members"),
@@ -332,7 +333,7 @@ mod tests {
         for d in [WriteDenial::NotFound, WriteDenial::Scope, WriteDenial::NotMember] {
             assert_eq!(code(d), ErrorCode::Restricted, "{d:?}");
         }
-        assert_eq!(BusError::from(Refusal::from(WriteDenial::NotFound)).message, CHANNEL_NOT_FOUND);
+        assert_eq!(BusError::from(Refusal::from(WriteDenial::NotFound)).message, refusal::CHANNEL_NOT_FOUND);
         assert_eq!(BusError::from(Refusal::from(WriteDenial::NotMember)).message, NOT_CHANNEL_MEMBER);
     }
 

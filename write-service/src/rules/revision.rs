@@ -1,12 +1,19 @@
-//! NIP-AR revisions (kind 45010) once admitted and writable in `h`: identity and
-//! compare-and-swap under the artifact row lock (with the resubmission of an accepted revision),
-//! the write rule in the artifact's home when it lives elsewhere, the transition rules (moves,
-//! delete and restore, the type) and the root rule. Timestamps never decide anything.
+//! NIP-AR revisions (kind 45010): the envelope, then, once admitted and writable in `h`, identity
+//! and compare-and-swap under the artifact row lock (with the resubmission of an accepted
+//! revision), the write rule in the artifact's home when it lives elsewhere, the transition rules
+//! (moves, delete and restore, the type) and the root rule, each applied at its step of the order
+//! `revision/mod.rs` documents. Timestamps never decide anything.
 
-use buzz_core::nipar::{Envelope, Op};
-use buzz_core::{ChannelId, EventId};
+use buzz_core::nipar::{self, Envelope, Op};
+use buzz_core::{ChannelId, Event, EventId};
 
 use super::Refusal;
+
+/// The envelope of a kind-45010 event, validated without I/O (`buzz_core::nipar::parse`): a
+/// malformed one is refused with its reason.
+pub fn envelope(event: &Event) -> Result<Envelope, Refusal> {
+    nipar::parse(event).map_err(Refusal::Envelope)
+}
 
 /// An artifact's current state, as its locked row says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,15 +6,15 @@
 
 use buzz_bus::Actor;
 use buzz_core::{ChannelId, CommunityId, EventId, Pubkey};
-use buzz_store::access::{self, WriteDenial};
+use buzz_store::access;
 use serde_json::{json, Value};
 use sqlx::PgConnection;
 
+use crate::channel::sql::{lock_channel, redact_event, redaction_target};
 use crate::error::WriteResult;
-use crate::manage_store::{self as mstore, storage};
-use crate::rules::moderation::{self, ModerationView, UNRESTRICTED};
-use crate::rules::Refusal;
-use crate::store;
+use crate::manage::sql::{self as mstore, storage};
+use crate::rules::manage as rule;
+use crate::rules::moderation::{ModerationView, UNRESTRICTED};
 
 /// The removal rule for `author`'s event in `channel_id`, decided on the locked channel; what
 /// the caller may not read is "no such event", like an event that does not exist.
@@ -25,14 +25,11 @@ async fn may_redact(
     channel_id: ChannelId,
     author: &Pubkey,
 ) -> WriteResult<()> {
-    let channel = store::lock_channel(conn, community, channel_id).await?;
+    let channel = lock_channel(conn, community, channel_id).await?;
     let standing = access::standing(conn, community, channel_id, actor.member_key()).await?;
     let view =
         ModerationView { channel, standing, redacted_author: Some(author), ..ModerationView::default() };
-    moderation::decide_redaction(actor, channel_id, &view).map_err(|r| match r {
-        Refusal::Denied(WriteDenial::NotFound) => Refusal::NoSuchEvent.into(),
-        other => other.into(),
-    })
+    Ok(rule::redaction(actor, channel_id, &view)?)
 }
 
 /// `banevent`: redacts a live event of a channel and records the ban.
@@ -44,17 +41,15 @@ pub async fn ban(
     reason: Option<&str>,
 ) -> WriteResult<()> {
     // An event already redacted (a kind 9005, another ban) may be banned too: each stands alone.
-    let Some((author, Some(channel_id), _)) = crate::redactions::target(conn, community, id).await? else {
-        return Err(Refusal::NoSuchEvent.into());
-    };
+    let (author, channel_id, _) = rule::event_in_channel(redaction_target(conn, community, id).await?)?;
     may_redact(conn, community, actor, channel_id, &author).await?;
     mstore::ban_event(conn, community, id, reason, &actor.pubkey).await.map_err(storage)?;
-    store::redact_event(conn, community, id).await?;
+    redact_event(conn, community, id).await?;
     Ok(())
 }
 
 /// `unbanevent`/`allowevent`: lifts a `banevent` under the same rule; a kind-9005 redaction of
-/// the same event stands (`redactions::lift_ban`). A banned current artifact revision retired its
+/// the same event stands (`channel::sql::lift_ban`). A banned current artifact revision retired its
 /// artifact (it left the current-state index); that is not undone here: the artifact comes back
 /// with a new revision, so the call is refused saying so.
 pub async fn unban(
@@ -64,13 +59,9 @@ pub async fn unban(
     id: &EventId,
 ) -> WriteResult<()> {
     let found = mstore::banned_event(conn, community, id).await.map_err(storage)?;
-    let Some((author, Some(channel_id), current)) = found else {
-        return Err(Refusal::NoSuchEvent.into());
-    };
+    let (author, channel_id, current) = rule::event_in_channel(found)?;
     may_redact(conn, community, actor, channel_id, &author).await?;
-    if current {
-        return Err(Refusal::CurrentRevisionBanned.into());
-    }
+    rule::unban_event(current)?;
     mstore::unban_event(conn, community, id).await?;
     Ok(())
 }

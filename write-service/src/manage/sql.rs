@@ -259,7 +259,7 @@ pub async fn unban_event(
     community: CommunityId,
     id: &EventId,
 ) -> Result<(), sqlx::Error> {
-    crate::redactions::lift_ban(conn, community, id).await?;
+    crate::channel::sql::lift_ban(conn, community, id).await?;
     sqlx::query("DELETE FROM community_event_bans WHERE community_id = $1 AND event_id = $2")
         .bind(community)
         .bind(id)
