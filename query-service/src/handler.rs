@@ -104,30 +104,46 @@ impl Querier {
                 () = cancel.cancelled() => return Ok(None),
                 o = self.open_with_pid(&reader, budget_ms, artifact.is_some()) => o.map_err(sql_error)?,
             };
-            let (mut tx, readable, pid) = opened;
+            let (tx, readable, pid) = opened;
             let plan = Plan { reader, readable, filters, artifact };
-            let work = async {
-                match req.kind {
-                    QueryKind::Count => plan.count(&mut tx).await,
-                    QueryKind::Page => plan.page(&mut tx, &self.limits, emit).await,
-                }
-            };
-            let done = tokio::select! {
-                biased;
-                r = work => Some(r),
-                () = cancel.cancelled() => None,
-            };
-            match done {
-                Some(r) => r.map(Some),
-                None => {
-                    self.cancel_backend(pid).await;
-                    drop(tx);
-                    Ok(None)
-                }
-            }
+            self.execute(plan, req.kind, (tx, pid), emit, cancel).await
         }
         .instrument(span)
         .await
+    }
+
+    /// Runs `plan` in its open transaction `tx` (on backend `pid`) until done or `cancel`.
+    async fn execute<F, Fut>(
+        &self,
+        plan: Plan<'_>,
+        kind: QueryKind,
+        (mut tx, pid): (sqlx::Transaction<'static, sqlx::Postgres>, i32),
+        emit: &mut F,
+        cancel: &CancellationToken,
+    ) -> Result<Option<QueryFrameBody>, BusError>
+    where
+        F: FnMut(QueryFrameBody) -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
+        let work = async {
+            match kind {
+                QueryKind::Count => plan.count(&mut tx).await,
+                QueryKind::Page => plan.page(&mut tx, &self.limits, emit).await,
+            }
+        };
+        let done = tokio::select! {
+            biased;
+            r = work => Some(r),
+            () = cancel.cancelled() => None,
+        };
+        match done {
+            Some(r) => r.map(Some),
+            None => {
+                self.cancel_backend(pid).await;
+                drop(tx);
+                Ok(None)
+            }
+        }
     }
 
     /// Cancels the statement of backend `pid`, whose connection the caller still holds.

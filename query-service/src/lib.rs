@@ -85,61 +85,15 @@ impl Application {
 
     /// Serves the query, access and chat subjects until `shutdown`.
     pub async fn run(self, shutdown: CancellationToken) -> anyhow::Result<()> {
-        let queries = serve::serve(
-            self.nats.clone(),
-            self.subjects.query(),
-            buzz_bus::subjects::QUERY_GROUP,
-            self.concurrency,
-            shutdown.clone(),
-            {
-                let (q, gate, inflight, nats) =
-                    (self.querier.clone(), self.gate.clone(), self.inflight.clone(), self.nats.clone());
-                move |m: Incoming<QueryRequest>| {
-                    let (q, gate, inflight, nats) = (q.clone(), gate.clone(), inflight.clone(), nats.clone());
-                    async move {
-                        let reply = m.reply?;
-                        answer_query(&q, &gate, &inflight, &nats, reply, m.body).await;
-                        None::<()>
-                    }
-                }
-            },
-        );
+        let queries = self.serve_queries(&shutdown);
         let cancels = serve_cancels(
             self.nats.clone(),
             self.subjects.query_cancel(),
             self.inflight.clone(),
             shutdown.clone(),
         );
-        let q = self.querier.clone();
-        let access = serve::serve(
-            self.nats.clone(),
-            self.subjects.access(),
-            buzz_bus::subjects::QUERY_GROUP,
-            self.concurrency,
-            shutdown.clone(),
-            move |m: Incoming<AccessRequest>| {
-                let q = q.clone();
-                async move { Some(q.access(m.body).await) }
-            },
-        );
-        let (chat_pool, chat_gate) = (self.querier.pool.clone(), self.gate.clone());
-        let chat = serve::serve(
-            self.nats.clone(),
-            self.subjects.chat(),
-            buzz_bus::subjects::QUERY_GROUP,
-            self.concurrency,
-            shutdown.clone(),
-            move |m: Incoming<buzz_bus::ChatRequest>| {
-                let (pool, gate) = (chat_pool.clone(), chat_gate.clone());
-                async move {
-                    let _slot = match gate.acquire(m.body.community_id()).await {
-                        Ok(slot) => slot,
-                        Err(_) => return Some(Err(busy())),
-                    };
-                    Some(chat::handle(&pool, m.body).await)
-                }
-            },
-        );
+        let access = self.serve_access(&shutdown);
+        let chat = self.serve_chat(&shutdown);
         let pool = self.querier.pool.clone();
         let ready_nats = self.nats.clone();
         let admin = axum::serve(
@@ -163,6 +117,74 @@ impl Application {
         e?;
         self.nats.flush().await.ok();
         Ok(())
+    }
+
+    /// REQ and COUNT: each waits its community's turn at the gate (`answer_query`).
+    fn serve_queries(
+        &self,
+        shutdown: &CancellationToken,
+    ) -> impl std::future::Future<Output = Result<(), async_nats::SubscribeError>> {
+        let (q, gate, inflight, nats) =
+            (self.querier.clone(), self.gate.clone(), self.inflight.clone(), self.nats.clone());
+        serve::serve(
+            self.nats.clone(),
+            self.subjects.query(),
+            buzz_bus::subjects::QUERY_GROUP,
+            self.concurrency,
+            shutdown.clone(),
+            move |m: Incoming<QueryRequest>| {
+                let (q, gate, inflight, nats) = (q.clone(), gate.clone(), inflight.clone(), nats.clone());
+                async move {
+                    let reply = m.reply?;
+                    answer_query(&q, &gate, &inflight, &nats, reply, m.body).await;
+                    None::<()>
+                }
+            },
+        )
+    }
+
+    /// Membership, channel-read and token answers: short lookups outside the gate, on the part of
+    /// the pool the gate leaves them.
+    fn serve_access(
+        &self,
+        shutdown: &CancellationToken,
+    ) -> impl std::future::Future<Output = Result<(), async_nats::SubscribeError>> {
+        let q = self.querier.clone();
+        serve::serve(
+            self.nats.clone(),
+            self.subjects.access(),
+            buzz_bus::subjects::QUERY_GROUP,
+            self.concurrency,
+            shutdown.clone(),
+            move |m: Incoming<AccessRequest>| {
+                let q = q.clone();
+                async move { Some(q.access(m.body).await) }
+            },
+        )
+    }
+
+    /// The chat read model, through the same gate as REQ and COUNT.
+    fn serve_chat(
+        &self,
+        shutdown: &CancellationToken,
+    ) -> impl std::future::Future<Output = Result<(), async_nats::SubscribeError>> {
+        let (pool, gate) = (self.querier.pool.clone(), self.gate.clone());
+        serve::serve(
+            self.nats.clone(),
+            self.subjects.chat(),
+            buzz_bus::subjects::QUERY_GROUP,
+            self.concurrency,
+            shutdown.clone(),
+            move |m: Incoming<buzz_bus::ChatRequest>| {
+                let (pool, gate) = (pool.clone(), gate.clone());
+                async move {
+                    let Ok(_slot) = gate.acquire(m.body.community_id()).await else {
+                        return Some(Err(busy()));
+                    };
+                    Some(chat::handle(&pool, m.body).await)
+                }
+            },
+        )
     }
 }
 

@@ -103,16 +103,41 @@ async fn handle(
             return crate::http::snapshot::forward(&state, community.community_id, actor, one, count).await
         }
     };
+    let answered = run_query(&state, community.community_id, actor, filter, count).await?;
+    let events = match answered {
+        (Answered::Count(n), _) => return Ok(Json(serde_json::json!({ "count": n })).into_response()),
+        (Answered::End, _) if count => return Ok(Json(serde_json::json!({ "count": 0 })).into_response()),
+        (Answered::End, events) => events,
+    };
+    // Events are the stored JSON as is: joined, never re-serialised.
+    let mut body = String::with_capacity(events.iter().map(|e| e.len() + 1).sum::<usize>() + 2);
+    body.push('[');
+    body.push_str(&events.join(","));
+    body.push(']');
+    let mut res = (StatusCode::OK, body).into_response();
+    res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(res)
+}
+
+/// Runs one query for this request under the key's query slots; its answer and the events of a
+/// page. The query runs in the request: a client that leaves drops it, which cancels the query.
+async fn run_query(
+    state: &Arc<AppState>,
+    community_id: buzz_core::CommunityId,
+    actor: buzz_bus::Actor,
+    filter: Filter,
+    count: bool,
+) -> Result<(Answered, Vec<String>), ApiError> {
     let ticket = if count { Ticket::Count { serial: 0 } } else { Ticket::Page { generation: 1 } };
     let req = QueryRequest {
-        community_id: community.community_id,
+        community_id,
         reader: actor,
         filters: vec![filter],
         kind: ticket.kind(),
         query_id: None,
     };
     let (tx, mut rx) = mpsc::channel(16);
-    // The query runs in this request: a client that leaves drops it, which cancels the query.
     let key_slots = state.key_slots.of(&req.reader.pubkey, state.settings.max_inflight_queries_per_key);
     let Ok(_key) = key_slots.acquire_owned().await else {
         return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "the gateway is stopping"));
@@ -128,7 +153,7 @@ async fn handle(
         (events, None)
     };
     let ((), (events, outcome)) =
-        tokio::join!(query::run(QueryBus::of(&state), req, String::new(), ticket, tx), collect);
+        tokio::join!(query::run(QueryBus::of(state), req, String::new(), ticket, tx), collect);
     let result = outcome.ok_or_else(|| {
         ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "the query answer was interrupted")
     })?;
@@ -138,19 +163,5 @@ async fn handle(
         err.message = nip01;
         err
     })?;
-    if let Answered::Count(n) = answered {
-        return Ok(Json(serde_json::json!({ "count": n })).into_response());
-    }
-    if count {
-        return Ok(Json(serde_json::json!({ "count": 0 })).into_response());
-    }
-    // Events are the stored JSON as is: joined, never re-serialised.
-    let mut body = String::with_capacity(events.iter().map(|e| e.len() + 1).sum::<usize>() + 2);
-    body.push('[');
-    body.push_str(&events.join(","));
-    body.push(']');
-    let mut res = (StatusCode::OK, body).into_response();
-    res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    Ok(res)
+    Ok((answered, events))
 }
